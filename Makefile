@@ -46,3 +46,30 @@ tidy-check:
 
 clean:
 	rm -rf $(BIN)
+
+# proto regenerates nvplugin's Go code from its own .proto files (Nomad's wire
+# protocol, declared in nvplugin/proto). The generator versions are pinned so
+# the committed files are reproduced byte-for-byte; protoc comes from apt's
+# protobuf-compiler (Debian 12: libprotoc 3.21.12), the plugins from the Go
+# module proxy.
+PROTOC_VERSION             := 3.21.12
+PROTOC_GEN_GO_VERSION      := v1.36.12
+PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
+PROTO_TOOLS                := $(CURDIR)/$(BIN)/tools
+PROTO_FILES                := $(addprefix nvplugin/proto/,hclspec/hcl_spec.proto structs/attribute.proto structs/stats.proto base/base.proto device/device.proto)
+
+.PHONY: proto proto-check
+
+proto:
+	@command -v protoc >/dev/null || { echo "protoc missing: apt-get update && apt-get install -y protobuf-compiler"; exit 1; }
+	@v=$$(protoc --version); [ "$$v" = "libprotoc $(PROTOC_VERSION)" ] || { echo "protoc is '$$v'; want 'libprotoc $(PROTOC_VERSION)' for byte-identical output"; exit 1; }
+	GOBIN=$(PROTO_TOOLS) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+	GOBIN=$(PROTO_TOOLS) $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
+	PATH=$(PROTO_TOOLS):$$PATH protoc -I . \
+		--go_out=. --go_opt=paths=source_relative \
+		--go-grpc_out=. --go-grpc_opt=paths=source_relative \
+		$(PROTO_FILES)
+
+# proto-check fails when the committed generated code differs from what `make proto` writes.
+proto-check: proto
+	@git diff --exit-code -- nvplugin/proto || { echo "generated protobuf code is stale: run make proto and commit"; exit 1; }
