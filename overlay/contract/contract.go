@@ -1,0 +1,184 @@
+package contract
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The job meta keys a contract is read from.
+const (
+	KeyBudget     = "budget"
+	KeyMinRuntime = "min_runtime"
+	KeyResumable  = "resumable"
+	KeyPriority   = "priority"
+)
+
+// Defaults of the contract. DefaultRuntimeCap is DESIGN.md's default cap on
+// the protected window; DefaultPriority sits in the middle of 0-100.
+const (
+	DefaultRuntimeCap = 8 * time.Hour
+	DefaultPriority   = 50
+	MinPriority       = 0
+	MaxPriority       = 100
+)
+
+// Config holds the operator's knobs that shape a contract.
+type Config struct {
+	// RuntimeCap bounds the protected window; a larger min_runtime is clamped
+	// with a warning. Zero means DefaultRuntimeCap.
+	RuntimeCap time.Duration
+}
+
+func (c Config) runtimeCap() time.Duration {
+	if c.RuntimeCap <= 0 {
+		return DefaultRuntimeCap
+	}
+	return c.RuntimeCap
+}
+
+// LeafCheck reports whether a budget path exists in the budget tree and
+// whether it is a leaf (the only budgets jobs may name). A nil LeafCheck means
+// no budget tree is loaded: every budget is unknown.
+type LeafCheck func(path string) (exists, leaf bool)
+
+// Contract is a job's scheduling contract.
+type Contract struct {
+	// Allocated is true when the job asked for a positive min_runtime and
+	// named a budget leaf: it is charged, protected, and may time-slice.
+	// Otherwise the job is unallocated: free, never protected.
+	Allocated bool
+	// Budget is the budget meta value as given (trimmed), even when it is
+	// unknown; it names a leaf of the tree only when Allocated.
+	Budget string
+	// MinRuntime is the parsed min_runtime (0 when absent or invalid).
+	MinRuntime time.Duration
+	// Protected is the protected window: min(MinRuntime, cap) when Allocated,
+	// 0 otherwise.
+	Protected time.Duration
+	// Resumable says the job may be requeued after preemption; non-resumable
+	// jobs are chosen as victims last.
+	Resumable bool
+	// Priority orders jobs of the same budget leaf only (0-100, default 50).
+	Priority int
+	// Warnings explain every meta value that was ignored, clamped or invalid.
+	Warnings []Warning
+}
+
+// Warning is one problem with a job's meta, with the job and key it concerns.
+type Warning struct {
+	Job   string // may be empty when the caller did not name the job
+	Key   string // the meta key
+	Value string // the value as given
+	// Message says what was done and what would be valid.
+	Message string
+}
+
+func (w Warning) String() string {
+	var b strings.Builder
+	if w.Job != "" {
+		fmt.Fprintf(&b, "job %q: ", w.Job)
+	}
+	fmt.Fprintf(&b, "meta %s = %q: %s", w.Key, w.Value, w.Message)
+	return b.String()
+}
+
+// Parse reads a job's contract from its meta. job names the job in warnings
+// (may be empty). It never fails: every invalid value falls back to the safe
+// default (unallocated, not resumable, priority 50) with a warning.
+func Parse(job string, meta map[string]string, cfg Config, leaf LeafCheck) Contract {
+	c := Contract{Priority: DefaultPriority}
+	warn := func(key, value, format string, args ...any) {
+		c.Warnings = append(c.Warnings, Warning{Job: job, Key: key, Value: value, Message: fmt.Sprintf(format, args...)})
+	}
+	minRuntime := parseMinRuntime(meta, cfg.runtimeCap(), warn)
+	c.MinRuntime = minRuntime
+	c.Budget = strings.TrimSpace(meta[KeyBudget])
+	if minRuntime > 0 && checkBudget(meta, c.Budget, leaf, warn) {
+		c.Allocated = true
+		c.Protected = min(minRuntime, cfg.runtimeCap())
+	}
+	c.Resumable = parseResumable(meta, warn)
+	c.Priority = parsePriority(meta, warn)
+	return c
+}
+
+type warnFunc func(key, value, format string, args ...any)
+
+// parseMinRuntime returns the asked min_runtime, or 0 for unallocated.
+func parseMinRuntime(meta map[string]string, limit time.Duration, warn warnFunc) time.Duration {
+	raw, ok := meta[KeyMinRuntime]
+	if !ok {
+		return 0
+	}
+	s := strings.TrimSpace(raw)
+	if s == "" {
+		warn(KeyMinRuntime, raw, "empty; the job runs unallocated. Use a Go/Nomad duration such as \"90m\" or \"4h\", or \"0\" for unallocated work")
+		return 0
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		warn(KeyMinRuntime, raw, "not a duration; the job runs unallocated. Use a Go/Nomad duration such as \"90m\" or \"4h\" (at most %s), or \"0\" for unallocated work", limit)
+		return 0
+	}
+	if d < 0 {
+		warn(KeyMinRuntime, raw, "negative; the job runs unallocated. Use a duration between 0 and %s, such as \"90m\" or \"4h\"", limit)
+		return 0
+	}
+	if d > limit {
+		warn(KeyMinRuntime, raw, "above the cap of %s; the job is protected for %s only", limit, limit)
+	}
+	return d
+}
+
+// checkBudget reports whether the budget names a leaf, warning when not.
+func checkBudget(meta map[string]string, budget string, leaf LeafCheck, warn warnFunc) bool {
+	raw, given := meta[KeyBudget]
+	switch {
+	case !given || budget == "":
+		warn(KeyBudget, raw, "min_runtime asks for allocated work but no budget is named; the job runs unallocated. Set meta budget to a leaf of the budget tree, e.g. \"lab/team/project\"")
+		return false
+	case leaf == nil:
+		warn(KeyBudget, raw, "no budget tree is loaded; the job runs unallocated until budget %q exists as a leaf", budget)
+		return false
+	}
+	exists, isLeaf := leaf(budget)
+	switch {
+	case !exists:
+		warn(KeyBudget, raw, "no such budget; the job runs unallocated. Name a leaf of the budget tree (see `allot budgets list`)")
+		return false
+	case !isLeaf:
+		warn(KeyBudget, raw, "budget %q has sub-budgets; the job runs unallocated. Name one of its leaves instead", budget)
+		return false
+	}
+	return true
+}
+
+func parseResumable(meta map[string]string, warn warnFunc) bool {
+	raw, ok := meta[KeyResumable]
+	if !ok {
+		return false
+	}
+	switch strings.ToLower(strings.TrimSpace(raw)) {
+	case "true", "1", "yes":
+		return true
+	case "false", "0", "no", "":
+		return false
+	}
+	warn(KeyResumable, raw, "not a boolean; treated as false. Use true/false, 1/0 or yes/no")
+	return false
+}
+
+func parsePriority(meta map[string]string, warn warnFunc) int {
+	raw, ok := meta[KeyPriority]
+	if !ok {
+		return DefaultPriority
+	}
+	p, err := strconv.Atoi(strings.TrimSpace(raw))
+	if err != nil || p < MinPriority || p > MaxPriority {
+		warn(KeyPriority, raw, "not an integer from %d to %d; using %d", MinPriority, MaxPriority, DefaultPriority)
+		return DefaultPriority
+	}
+	return p
+}
