@@ -1,0 +1,308 @@
+package budgets
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"time"
+)
+
+// Ledger defaults: DESIGN.md asks for 1-minute buckets kept for at least
+// twice the 7-day lookback window.
+const (
+	DefaultBucket    = time.Minute
+	DefaultRetention = 14 * 24 * time.Hour
+)
+
+// maxRetentionBuckets bounds the ring of one series (16 MiB of buckets), so
+// that a misconfigured or corrupt ledger cannot ask for unbounded memory.
+const maxRetentionBuckets = 1 << 22
+
+// bucketLimit keeps bucket indexes far from int64 overflow whatever the time.
+const bucketLimit = 1 << 60
+
+var (
+	// ErrNegativeAmount is returned for a negative charge or demand.
+	ErrNegativeAmount = errors.New("negative GPU-seconds")
+	// ErrBucketOverflow is returned when a charge or demand would take one
+	// leaf's bucket above 4,294,967,295 GPU-seconds.
+	ErrBucketOverflow = errors.New("bucket overflow")
+)
+
+// LedgerConfig sizes a Ledger. Zero values take the defaults.
+type LedgerConfig struct {
+	// Bucket is the time resolution; it is rounded down to whole seconds
+	// (at least one). Default 1 minute.
+	Bucket time.Duration
+	// Retention is how far behind the newest bucket data is kept; it is
+	// rounded up to whole buckets, at most 4,194,304 buckets. Default 14 days.
+	Retention time.Duration
+}
+
+// Ledger records, per leaf path and per time bucket, the GPU-seconds charged
+// to the leaf and the GPU-seconds its running + pending allocated work
+// wanted (demand).
+//
+// It is keyed by path, not by a tree's leaf index, so that usage survives a
+// re-applied budget tree. Amounts are whole GPU-seconds. A bucket belongs to
+// a window [from, to) when the bucket's start lies in the window.
+//
+// Retention follows the newest bucket ever written: buckets older than
+// Retention behind it, and buckets before the last Prune point, are gone,
+// and writes to them are dropped and counted (see Dropped). A write far in
+// the future therefore moves the horizon forward for every leaf; callers
+// choose timestamps (the raft leader does, before Apply).
+//
+// Window sums cost O(1) per leaf: two block prefixes and at most 8 bucket
+// reads at each end, whatever the window length. A write at the newest
+// block is O(1); a late write is O(blocks after it) (≤ 1,261 additions with
+// the defaults). A Ledger is not safe for concurrent use.
+type Ledger struct {
+	bucketSec int64
+	span      int64 // retention in buckets
+	nb        int64 // blocks per series ring: enough to hold span buckets at any alignment
+	head      int64 // newest bucket written (valid when written)
+	floor     int64 // oldest retained bucket
+	written   bool
+	leaves    map[string]*leafSeries
+
+	dropped        int64
+	droppedSeconds int64
+}
+
+type leafSeries struct {
+	charged, demand series
+}
+
+// NewLedger returns an empty ledger. Out-of-range settings are normalized as
+// documented on LedgerConfig; it never fails.
+func NewLedger(cfg LedgerConfig) *Ledger {
+	bucket := cfg.Bucket
+	if bucket <= 0 {
+		bucket = DefaultBucket
+	}
+	bs := max(int64(bucket/time.Second), 1)
+	ret := cfg.Retention
+	if ret <= 0 {
+		ret = DefaultRetention
+	}
+	rs := int64(ret / time.Second)
+	if ret%time.Second != 0 {
+		rs++
+	}
+	span := min(max((rs+bs-1)/bs, 1), maxRetentionBuckets)
+	return newLedger(bs, span)
+}
+
+func newLedger(bucketSec, span int64) *Ledger {
+	return &Ledger{
+		bucketSec: bucketSec,
+		span:      span,
+		nb:        (span+blockLen-1)/blockLen + 1,
+		floor:     math.MinInt64,
+		leaves:    make(map[string]*leafSeries),
+	}
+}
+
+// Bucket returns the ledger's bucket length.
+func (l *Ledger) Bucket() time.Duration { return time.Duration(l.bucketSec) * time.Second }
+
+// Retention returns how much history the ledger keeps, in whole buckets.
+func (l *Ledger) Retention() time.Duration { return time.Duration(l.span*l.bucketSec) * time.Second }
+
+// Horizon returns the start of the oldest retained bucket, and false while
+// nothing has been written or pruned.
+func (l *Ledger) Horizon() (time.Time, bool) {
+	if l.floor == math.MinInt64 {
+		return time.Time{}, false
+	}
+	return time.Unix(l.floor*l.bucketSec, 0).UTC(), true
+}
+
+// Dropped returns how many writes (Charge or AddDemand calls with a positive
+// amount) were dropped because their bucket was older than the horizon.
+func (l *Ledger) Dropped() int64 { return l.dropped }
+
+// DroppedGPUSeconds returns the GPU-seconds of the dropped writes.
+func (l *Ledger) DroppedGPUSeconds() int64 { return l.droppedSeconds }
+
+// Charge adds gpuSeconds of charged use to leaf's bucket containing at. A
+// write older than the horizon is dropped and counted, and returns nil. It
+// returns ErrNegativeAmount for gpuSeconds < 0 and ErrBucketOverflow if the
+// bucket would exceed 4,294,967,295 GPU-seconds; the ledger is then unchanged.
+func (l *Ledger) Charge(leaf string, at time.Time, gpuSeconds int64) error {
+	return l.write(leaf, at, gpuSeconds, false)
+}
+
+// AddDemand adds gpuSeconds of demand (GPUs of the leaf's running + pending
+// allocated work × seconds) to leaf's bucket containing at, with Charge's rules.
+func (l *Ledger) AddDemand(leaf string, at time.Time, gpuSeconds int64) error {
+	return l.write(leaf, at, gpuSeconds, true)
+}
+
+func (l *Ledger) write(leaf string, at time.Time, v int64, demand bool) error {
+	what := "charge"
+	if demand {
+		what = "demand"
+	}
+	if v < 0 {
+		return fmt.Errorf("%w: %s of %d for %q: amounts must be >= 0", ErrNegativeAmount, what, v, leaf)
+	}
+	if v == 0 {
+		return nil
+	}
+	j := l.bucketAt(at)
+	if j < l.floor {
+		l.dropped++
+		l.droppedSeconds += v
+		return nil
+	}
+	ls := l.leaves[leaf]
+	var s *series
+	if ls != nil {
+		s = &ls.charged
+		if demand {
+			s = &ls.demand
+		}
+	}
+	if v > maxBucketValue || s != nil && !s.canAdd(j, v, l.nb) {
+		return fmt.Errorf("%w: %s of %d GPU-seconds for %q at %s: a leaf's bucket holds at most %d",
+			ErrBucketOverflow, what, v, leaf, at.UTC().Format(time.RFC3339), int64(maxBucketValue))
+	}
+	if ls == nil {
+		ls = &leafSeries{}
+		l.leaves[leaf] = ls
+		s = &ls.charged
+		if demand {
+			s = &ls.demand
+		}
+	}
+	if !l.written || j > l.head {
+		l.head, l.written = j, true
+		l.floor = max(l.floor, j-l.span+1)
+	}
+	s.add(j, v, l.nb)
+	return nil
+}
+
+// Usage returns leaf's charged GPU-seconds in buckets starting in [from, to).
+func (l *Ledger) Usage(leaf string, from, to time.Time) int64 {
+	a, b := l.window(from, to)
+	return l.sumBuckets(leaf, a, b, false)
+}
+
+// Demand returns leaf's demand GPU-seconds in buckets starting in [from, to).
+func (l *Ledger) Demand(leaf string, from, to time.Time) int64 {
+	a, b := l.window(from, to)
+	return l.sumBuckets(leaf, a, b, true)
+}
+
+func (l *Ledger) sumBuckets(leaf string, a, b int64, demand bool) int64 {
+	ls := l.leaves[leaf]
+	if ls == nil || a >= b {
+		return 0
+	}
+	if demand {
+		return ls.demand.sum(a, b, l.nb)
+	}
+	return ls.charged.sum(a, b, l.nb)
+}
+
+// SubtreeUsage returns the charged GPU-seconds in [from, to) of the leaves of
+// t under path (path itself if it is a leaf), 0 if t has no such node. Ledger
+// entries for paths that are not leaves of t (removed budgets, former leaves)
+// do not count, as in ComputeFairShare.
+func (l *Ledger) SubtreeUsage(t *Tree, path string, from, to time.Time) int64 {
+	n, ok := t.Lookup(path)
+	if !ok {
+		return 0
+	}
+	first, last := n, n
+	for !first.IsLeaf() {
+		first = first.Children[0]
+	}
+	for !last.IsLeaf() {
+		last = last.Children[len(last.Children)-1]
+	}
+	a, b := l.window(from, to)
+	var sum int64
+	for _, leaf := range t.Leaves()[first.LeafIndex : last.LeafIndex+1] {
+		sum += l.sumBuckets(leaf.Path, a, b, false)
+	}
+	return sum
+}
+
+// UsageByLeaf returns every leaf's charged GPU-seconds in [from, to), indexed
+// by Node.LeafIndex, reusing dst's storage when it is large enough.
+func (l *Ledger) UsageByLeaf(t *Tree, from, to time.Time, dst []int64) []int64 {
+	leaves := t.Leaves()
+	dst = slices.Grow(dst[:0], len(leaves))[:len(leaves)]
+	a, b := l.window(from, to)
+	for i, leaf := range leaves {
+		dst[i] = l.sumBuckets(leaf.Path, a, b, false)
+	}
+	return dst
+}
+
+// Prune drops every bucket that starts before `before`, and forgets leaves
+// left with nothing; later writes there are dropped. It never moves the
+// horizon back.
+func (l *Ledger) Prune(before time.Time) {
+	l.floor = max(l.floor, l.firstBucketFrom(before))
+	maps.DeleteFunc(l.leaves, func(_ string, ls *leafSeries) bool { return !l.retained(ls) })
+}
+
+func (l *Ledger) retained(ls *leafSeries) bool {
+	return !ls.charged.empty() && ls.charged.last >= l.floor || !ls.demand.empty() && ls.demand.last >= l.floor
+}
+
+// Leaves returns, sorted, the paths with a charge or demand at or after the horizon.
+func (l *Ledger) Leaves() []string {
+	out := make([]string, 0, len(l.leaves))
+	for p, ls := range l.leaves {
+		if l.retained(ls) {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// SizeBytes returns the memory held by the ledger's bucket arrays (not
+// counting map and path overhead, which is small beside them).
+func (l *Ledger) SizeBytes() int64 {
+	var n int64
+	for _, ls := range l.leaves {
+		n += ls.charged.sizeBytes() + ls.demand.sizeBytes()
+	}
+	return n
+}
+
+// bucketAt returns the index of the bucket containing at.
+func (l *Ledger) bucketAt(at time.Time) int64 {
+	return clampBucket(floorDiv(at.Unix(), l.bucketSec))
+}
+
+// firstBucketFrom returns the index of the first bucket starting at or after t.
+func (l *Ledger) firstBucketFrom(t time.Time) int64 {
+	s := t.Unix()
+	q := floorDiv(s, l.bucketSec)
+	if floorMod(s, l.bucketSec) != 0 || t.Nanosecond() != 0 {
+		q++
+	}
+	return clampBucket(q)
+}
+
+// window returns the bucket range [a, b) of buckets starting in [from, to),
+// limited to retained buckets.
+func (l *Ledger) window(from, to time.Time) (a, b int64) {
+	a = max(l.firstBucketFrom(from), l.floor)
+	b = l.firstBucketFrom(to)
+	return a, b
+}
+
+func clampBucket(j int64) int64 {
+	return min(max(j, -bucketLimit), bucketLimit)
+}
