@@ -1,0 +1,120 @@
+package state
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/allot-sched/allot/budgets"
+)
+
+// MessageType is the first byte of every raft log entry; the rest is the
+// JSON encoding of the matching request.
+type MessageType uint8
+
+// Entry types. Values are part of the on-disk log format: never reuse or
+// renumber one.
+const (
+	BudgetsApplyType   MessageType = 1
+	ChargeType         MessageType = 2
+	DemandType         MessageType = 3
+	JobUpsertType      MessageType = 4
+	JobDeleteType      MessageType = 5
+	AllocUpsertType    MessageType = 6
+	NodeUpsertType     MessageType = 7
+	DecisionAppendType MessageType = 8
+	PrioritiesType     MessageType = 9
+	PlanRecordType     MessageType = 10
+	ServerUpsertType   MessageType = 11
+)
+
+var typeNames = map[MessageType]string{
+	BudgetsApplyType: "budgets_apply", ChargeType: "charge", DemandType: "demand",
+	JobUpsertType: "job_upsert", JobDeleteType: "job_delete", AllocUpsertType: "alloc_upsert",
+	NodeUpsertType: "node_upsert", DecisionAppendType: "decision_append", PrioritiesType: "priorities",
+	PlanRecordType: "plan_record", ServerUpsertType: "server_upsert",
+}
+
+func (t MessageType) String() string {
+	if n, ok := typeNames[t]; ok {
+		return n
+	}
+	return fmt.Sprintf("unknown(%d)", uint8(t))
+}
+
+// ErrBadEntry is wrapped by Apply's error for an entry it cannot decode.
+var ErrBadEntry = errors.New("malformed log entry")
+
+// BudgetsApplyRequest replaces the budget tree.
+type BudgetsApplyRequest struct {
+	Revision  string
+	Digests   map[string]string
+	Specs     []budgets.Spec
+	AppliedAt time.Time
+}
+
+// Charge charges GPUs × (To - From) GPU-seconds of allocation Alloc to Leaf.
+// Only the part after the allocation's ChargedThrough counts, so resending a
+// charge (after a leader change, say) never charges twice.
+type Charge struct {
+	Alloc string
+	Leaf  string
+	GPUs  int
+	From  time.Time
+	To    time.Time
+}
+
+// ChargeRequest is a batch of charges.
+type ChargeRequest struct{ Charges []Charge }
+
+// DemandSample records that Leaf wanted GPUs GPUs over [From, To). Only the
+// part after the leaf's previous sample counts.
+type DemandSample struct {
+	Leaf string
+	GPUs int
+	From time.Time
+	To   time.Time
+}
+
+// DemandRequest is a batch of demand samples.
+type DemandRequest struct{ Samples []DemandSample }
+
+// JobUpsertRequest inserts or replaces managed jobs.
+type JobUpsertRequest struct{ Jobs []Job }
+
+// JobDeleteRequest forgets jobs, their allocations, priorities and queue rows.
+type JobDeleteRequest struct{ JobIDs []string }
+
+// AllocUpsertRequest inserts or replaces allocation lifecycles. Charging
+// state (ChargedThrough, ChargedGPUSeconds) is kept from the stored row:
+// only charge entries move it.
+type AllocUpsertRequest struct{ Allocs []Alloc }
+
+// NodeUpsertRequest inserts or replaces node drain states.
+type NodeUpsertRequest struct{ Nodes []Node }
+
+// DecisionAppendRequest appends to the decision log; the FSM assigns Seq and
+// trims the log to its bound.
+type DecisionAppendRequest struct{ Decisions []Decision }
+
+// PrioritiesRequest records priorities written to Nomad.
+type PrioritiesRequest struct{ Priorities []Priority }
+
+// PlanRecordRequest replaces the queue with the last plan's entries.
+type PlanRecordRequest struct {
+	At    time.Time
+	Queue []QueueEntry
+}
+
+// ServerUpsertRequest registers a server's addresses.
+type ServerUpsertRequest struct{ Server Server }
+
+// Encode builds a log entry: the type byte, then the JSON of req.
+func Encode(t MessageType, req any) ([]byte, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s entry: %w", t, err)
+	}
+	return append([]byte{byte(t)}, body...), nil
+}

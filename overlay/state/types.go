@@ -1,0 +1,133 @@
+package state
+
+import (
+	"time"
+
+	"github.com/allot-sched/allot/budgets"
+)
+
+// Rows are never modified after they are inserted into memdb: applyX copies
+// a row, changes the copy and inserts the copy.
+
+// BudgetSet is the budget tree in force, with where it came from. There is
+// one row, with ID CurrentBudgets.
+type BudgetSet struct {
+	ID        string
+	Revision  string            // git revision of the budget files
+	Digests   map[string]string // file name -> content digest
+	Specs     []budgets.Spec    // sorted by Path
+	AppliedAt time.Time
+
+	tree *budgets.Tree // built from Specs when the row is applied or restored
+}
+
+// Tree returns the budget tree built from Specs.
+func (b *BudgetSet) Tree() *budgets.Tree { return b.tree }
+
+// CurrentBudgets is the ID of the one BudgetSet row.
+const CurrentBudgets = "current"
+
+// Contract is a job's scheduling contract as read from its meta.
+type Contract struct {
+	Budget     string        // leaf named by the job ("" when none)
+	MinRuntime time.Duration // 0: unallocated
+	Resumable  bool
+	Priority   int    // within-budget priority
+	Reason     string // why the job runs unallocated, when it does
+}
+
+// Job is a job allot manages.
+type Job struct {
+	ID          string // "namespace/name"
+	Namespace   string
+	Name        string
+	GPUs        int // GPUs the whole job asks for
+	Contract    Contract
+	SubmittedAt time.Time
+	UpdatedAt   time.Time
+}
+
+// Alloc is the lifecycle of one allocation of a managed job.
+type Alloc struct {
+	ID             string
+	JobID          string
+	NodeID         string
+	Leaf           string // budget charged ("" for unallocated work)
+	GPUs           int
+	StartedAt      time.Time
+	ProtectedUntil time.Time
+	StoppedAt      time.Time // zero while running
+	Preemptions    int
+	// ChargedThrough is the end of the last interval charged to the ledger;
+	// charges before it are ignored, so a re-sent charge never counts twice.
+	ChargedThrough    time.Time
+	ChargedGPUSeconds int64
+}
+
+// Running reports whether the allocation has not stopped.
+func (a *Alloc) Running() bool { return a.StoppedAt.IsZero() }
+
+// Drain states of a node.
+const (
+	NodeActive   = "active"
+	NodeDraining = "draining" // ineligible; allocations stop as their windows end
+	NodeDrained  = "drained"  // empty, ready for repair
+	NodeReserved = "reserved" // ineligible, held for a large pending job
+)
+
+// Node is a GPU node's drain state.
+type Node struct {
+	ID          string
+	Name        string
+	Drain       string
+	Reason      string
+	Since       time.Time
+	ReservedFor string // job ID while Drain == NodeReserved
+	TotalGPUs   int
+	HealthyGPUs int
+}
+
+// Decision is one entry of the bounded decision log.
+type Decision struct {
+	Seq     uint64 // assigned by the FSM, increasing
+	At      time.Time
+	Kind    string // "priority", "preempt", "drain", "reserve", "budgets", ...
+	JobID   string
+	AllocID string
+	NodeID  string
+	Reason  string
+}
+
+// Priority is the priority allot last wrote to a Nomad job.
+type Priority struct {
+	JobID       string
+	Priority    int
+	WrittenAt   time.Time
+	ModifyIndex uint64 // the JobModifyIndex the write was checked against
+}
+
+// QueueEntry is one job's place in the last plan, with its explanation.
+type QueueEntry struct {
+	JobID       string
+	Leaf        string
+	Band        string
+	Priority    int
+	SortMetric  float64
+	Position    int // 1-based place among pending jobs; 0 for running ones
+	Explanation string
+	PlannedAt   time.Time
+}
+
+// Server is one allot server, as registered by itself when it led.
+type Server struct {
+	ID       string
+	RaftAddr string
+	HTTPAddr string
+}
+
+// DemandMark records how far a leaf's demand has been recorded, so a
+// re-sent demand sample never counts twice.
+type DemandMark struct {
+	Leaf    string
+	Through time.Time
+}
