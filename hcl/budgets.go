@@ -420,13 +420,32 @@ func nearestHint(path string, root *decl, byPath map[string]*decl) string {
 		}
 		p = p[:i]
 		if d, ok := byPath[p]; ok {
-			return fmt.Sprintf("the nearest declared budget is %q (%s): declare %q or fix the path", p, posString(d.def), path)
+			return fmt.Sprintf("the nearest declared budget is %q (%s): declare %q or fix the path%s",
+				p, posString(d.def), path, suggestSibling(path, byPath))
 		}
 	}
 	if root == nil {
 		return "no part of that path is declared either: declare the root budget first"
 	}
 	return fmt.Sprintf("no part of that path is declared either; paths start at the root %q, e.g. budget \"%s/...\"", root.path, root.path)
+}
+
+// suggestSibling returns ` (did you mean "a/b"?)` for the declared path
+// closest to path among those with the same parent, within two edits.
+func suggestSibling(path string, byPath map[string]*decl) string {
+	i := strings.LastIndex(path, budgets.Separator)
+	if i < 0 {
+		return ""
+	}
+	parent := path[:i+1]
+	var siblings []string
+	for p := range byPath {
+		if strings.HasPrefix(p, parent) && !strings.Contains(p[len(parent):], budgets.Separator) {
+			siblings = append(siblings, p)
+		}
+	}
+	sort.Strings(siblings) // the first of equally close ones wins, whatever the map order
+	return suggest(path, siblings)
 }
 
 func rangeLess(a, b hcl2.Range) bool {

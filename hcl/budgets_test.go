@@ -238,6 +238,13 @@ func TestValidation(t *testing.T) {
 			},
 			[]want{{"b.hcl:1:8", []string{`budget "ai2/prior/nlp/olmo" is attached to "ai2/prior/nlp", which no file declares`,
 				`nearest declared budget is "ai2/prior" (a.hcl:2:3)`}}}},
+		{"subtree attached to a misspelt path",
+			map[string]string{
+				"a.hcl": "budget \"ai2\" {\n  budget \"vision\" { share = 1 }\n  budget \"robotics\" { share = 1 }\n}\n",
+				"b.hcl": "budget \"ai2/vison/interns\" { share = 2 }\n",
+			},
+			[]want{{"b.hcl:1:8", []string{`attached to "ai2/vison", which no file declares`, `nearest declared budget is "ai2" (a.hcl:1:1)`,
+				`(did you mean "ai2/vision"?)`}}}},
 		{"subtree under another root name",
 			map[string]string{
 				"a.hcl": "budget \"ai2\" {}\n",
