@@ -1,0 +1,302 @@
+package nomad
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/nomad/api"
+)
+
+// ErrConflict says a job changed after the decision that wanted to write it
+// (a user's `nomad job run`, usually): the write was not made, and the next
+// decision starts from the job as it is now. A user's change always wins.
+var ErrConflict = errors.New("job changed since it was read (check-and-set on JobModifyIndex failed)")
+
+// OpKind is one lever the adapter pulls.
+type OpKind uint8
+
+const (
+	OpSetPriority OpKind = iota // re-register with only Priority changed
+	OpStop                      // stop allocations as migrations (requeued)
+	OpEvaluate                  // POST /v1/job/<id>/evaluate
+	OpEligibility               // node scheduling eligibility
+)
+
+var opNames = [...]string{"set-priority", "stop", "evaluate", "eligibility"}
+
+func (k OpKind) String() string {
+	if int(k) < len(opNames) {
+		return opNames[k]
+	}
+	return "unknown"
+}
+
+// Op is one write to Nomad.
+type Op struct {
+	Kind OpKind
+	Job  JobKey
+	// Priority and ModifyIndex: OpSetPriority writes Priority when the job's
+	// JobModifyIndex still equals ModifyIndex.
+	Priority    int
+	ModifyIndex uint64
+	Allocs      []string // OpStop
+	Node        string   // OpEligibility
+	Eligible    bool     // OpEligibility
+	Reason      string   // for logs; the decision log keeps the full reason
+}
+
+// Outcome is what happened to one Op.
+type Outcome struct {
+	Op Op
+	// Err is nil on success; errors.Is(Err, ErrConflict) for a lost
+	// check-and-set; ErrSkipped when an earlier op of the same job failed.
+	Err error
+	// ModifyIndex is the job's JobModifyIndex after a priority write.
+	ModifyIndex uint64
+	At          time.Time
+}
+
+// ErrSkipped marks an op not attempted because an earlier write for the same
+// job failed: a victim whose priority could not be lowered is not stopped,
+// or its requeued allocations would take the GPUs straight back.
+var ErrSkipped = errors.New("skipped: an earlier write for this job failed")
+
+// ApplyConfig tunes the Applier. Zero values take the defaults.
+type ApplyConfig struct {
+	// WriteRate is the steady number of writes per second to Nomad; WriteBurst
+	// how many may go at once after a quiet spell (a token bucket).
+	WriteRate  float64
+	WriteBurst int
+	// RetryMin and RetryMax bound the pause after a failed write (not a
+	// conflict), doubling while writes keep failing.
+	RetryMin, RetryMax time.Duration
+}
+
+func (c ApplyConfig) withDefaults() ApplyConfig {
+	if c.WriteRate <= 0 {
+		c.WriteRate = 50
+	}
+	if c.WriteBurst <= 0 {
+		c.WriteBurst = 100
+	}
+	if c.RetryMin <= 0 {
+		c.RetryMin = 200 * time.Millisecond
+	}
+	if c.RetryMax <= 0 {
+		c.RetryMax = 10 * time.Second
+	}
+	return c
+}
+
+// Applier writes to Nomad. Apply runs a batch synchronously; Run + Submit
+// apply batches from their own goroutine so that neither the watch nor the
+// reconcile loop waits on a slow Nomad.
+type Applier struct {
+	client  *api.Client
+	cfg     ApplyConfig
+	log     hclog.Logger
+	bucket  *tokenBucket
+	backoff time.Duration
+	pending chan []Op
+	results chan []Outcome
+}
+
+// NewApplier returns an applier writing through client.
+func NewApplier(client *api.Client, cfg ApplyConfig, log hclog.Logger) *Applier {
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	cfg = cfg.withDefaults()
+	return &Applier{
+		client: client, cfg: cfg, log: log.Named("apply"),
+		bucket:  newTokenBucket(cfg.WriteRate, cfg.WriteBurst, time.Now),
+		pending: make(chan []Op, 1),
+		results: make(chan []Outcome, 16),
+	}
+}
+
+// Submit queues a batch for Run without blocking. A batch not yet started is
+// replaced by a newer one: each decision supersedes the previous.
+func (a *Applier) Submit(ops []Op) {
+	for {
+		select {
+		case a.pending <- ops:
+			return
+		default:
+		}
+		select {
+		case <-a.pending: // drop the stale batch
+		default:
+		}
+	}
+}
+
+// Results receives the outcomes of each batch Run applied. When the reader
+// falls behind, the oldest unread results are dropped (the next decision
+// re-reads Nomad anyway).
+func (a *Applier) Results() <-chan []Outcome { return a.results }
+
+// Run applies submitted batches until ctx ends.
+func (a *Applier) Run(ctx context.Context) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case ops := <-a.pending:
+			out := a.Apply(ctx, ops)
+			for {
+				select {
+				case a.results <- out:
+				default:
+					select {
+					case <-a.results:
+					default:
+					}
+					continue
+				}
+				break
+			}
+		}
+	}
+}
+
+// Apply runs ops in order, rate-limited, and reports each outcome. After a
+// failed write it pauses (exponential backoff) before the next one.
+func (a *Applier) Apply(ctx context.Context, ops []Op) []Outcome {
+	out := make([]Outcome, 0, len(ops))
+	failed := map[JobKey]bool{}
+	for _, op := range ops {
+		if ctx.Err() != nil {
+			out = append(out, Outcome{Op: op, Err: ctx.Err(), At: time.Now()})
+			continue
+		}
+		if op.Kind != OpEligibility && failed[op.Job] {
+			out = append(out, Outcome{Op: op, Err: ErrSkipped, At: time.Now()})
+			continue
+		}
+		if err := a.bucket.wait(ctx); err != nil {
+			out = append(out, Outcome{Op: op, Err: err, At: time.Now()})
+			continue
+		}
+		o := a.apply(ctx, op)
+		out = append(out, o)
+		switch {
+		case o.Err == nil:
+			a.backoff = 0
+		case errors.Is(o.Err, ErrConflict):
+			failed[op.Job] = true
+			a.log.Info("job changed since the decision; not overwritten", "job", op.Job.String(), "op", op.Kind.String())
+		default:
+			failed[op.Job] = true
+			a.backoff = min(max(2*a.backoff, a.cfg.RetryMin), a.cfg.RetryMax)
+			a.log.Warn("write to nomad failed", "op", op.Kind.String(), "job", op.Job.String(),
+				"node", op.Node, "error", o.Err, "pause", a.backoff)
+			pause(ctx, a.backoff)
+		}
+	}
+	return out
+}
+
+func (a *Applier) apply(ctx context.Context, op Op) Outcome {
+	o := Outcome{Op: op}
+	switch op.Kind {
+	case OpSetPriority:
+		o.ModifyIndex, o.Err = a.SetPriority(ctx, op.Job, op.Priority, op.ModifyIndex)
+	case OpStop:
+		o.Err = a.StopAllocs(ctx, op.Job, op.Allocs)
+	case OpEvaluate:
+		o.Err = a.Evaluate(ctx, op.Job)
+	case OpEligibility:
+		o.Err = a.SetEligibility(ctx, op.Node, op.Eligible)
+	default:
+		o.Err = fmt.Errorf("unknown op kind %d (valid: set-priority, stop, evaluate, eligibility)", op.Kind)
+	}
+	o.At = time.Now()
+	return o
+}
+
+// SetPriority re-registers a job with only its Priority changed, checked
+// against the JobModifyIndex the decision read: Nomad updates running
+// allocations in place (nomad-facts a). The job's HCL submission, when Nomad
+// kept one, goes with it so users still see their definition. It returns the
+// job's new JobModifyIndex, or ErrConflict when the job changed since.
+func (a *Applier) SetPriority(ctx context.Context, key JobKey, priority int, readIndex uint64) (uint64, error) {
+	q := (&api.QueryOptions{Namespace: key.Namespace}).WithContext(ctx)
+	job, _, err := a.client.Jobs().Info(key.ID, q)
+	if err != nil {
+		return 0, fmt.Errorf("read job %s: %w", key, err)
+	}
+	if cur := derefU64(job.JobModifyIndex); cur != readIndex {
+		return cur, fmt.Errorf("%w: job %s is at JobModifyIndex %d, the decision read %d", ErrConflict, key, cur, readIndex)
+	}
+	if derefInt(job.Priority) == priority {
+		return readIndex, nil
+	}
+	opts := &api.RegisterOptions{EnforceIndex: true, ModifyIndex: readIndex}
+	if job.Version != nil {
+		sub, _, err := a.client.Jobs().Submission(key.ID, int(*job.Version), q)
+		switch {
+		case err == nil && sub != nil && sub.Source != "":
+			opts.Submission = sub
+		case err != nil && !isNotFound(err):
+			return 0, fmt.Errorf("read submission of job %s version %d: %w", key, *job.Version, err)
+		}
+	}
+	job.Priority = &priority
+	w := (&api.WriteOptions{Namespace: key.Namespace}).WithContext(ctx)
+	resp, _, err := a.client.Jobs().RegisterOpts(job, opts, w)
+	if err != nil {
+		if strings.Contains(err.Error(), "conflicting job modify index") {
+			return 0, fmt.Errorf("%w: job %s: %v", ErrConflict, key, err)
+		}
+		return 0, fmt.Errorf("register job %s with priority %d: %w", key, priority, err)
+	}
+	return resp.JobModifyIndex, nil
+}
+
+// StopAllocs stops allocations as migrations: no reschedule parameter, so
+// Nomad places a replacement with the same name that spends no reschedule
+// attempt (nomad-facts c). An allocation already gone counts as stopped.
+func (a *Applier) StopAllocs(ctx context.Context, key JobKey, allocs []string) error {
+	q := (&api.QueryOptions{Namespace: key.Namespace}).WithContext(ctx)
+	var errs []error
+	for _, id := range allocs {
+		if _, err := a.client.Allocations().Stop(&api.Allocation{ID: id}, q); err != nil && !isNotFound(err) {
+			errs = append(errs, fmt.Errorf("stop allocation %s of job %s: %w", id, key, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Evaluate asks Nomad to try placing a job now. Nomad does not wake blocked
+// jobs when priorities drop, nor some when devices recover (nomad-facts b, i).
+func (a *Applier) Evaluate(ctx context.Context, key JobKey) error {
+	w := (&api.WriteOptions{Namespace: key.Namespace}).WithContext(ctx)
+	if _, _, err := a.client.Jobs().EvaluateWithOpts(key.ID, api.EvalOptions{}, w); err != nil {
+		return fmt.Errorf("evaluate job %s: %w", key, err)
+	}
+	return nil
+}
+
+// SetEligibility marks a node eligible or ineligible for new placements;
+// running allocations are left alone (nomad-facts e).
+func (a *Applier) SetEligibility(ctx context.Context, node string, eligible bool) error {
+	w := (&api.WriteOptions{}).WithContext(ctx)
+	if _, err := a.client.Nodes().ToggleEligibility(node, eligible, w); err != nil {
+		return fmt.Errorf("mark node %s eligible=%t: %w", node, eligible, err)
+	}
+	return nil
+}
+
+func pause(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
