@@ -1,0 +1,121 @@
+package policy
+
+import (
+	"time"
+
+	"github.com/allot-sched/allot/budgets"
+)
+
+// Decide computes the plan for snap at now. fs is the fair-share order of
+// tree's leaves over the lookback window ending at now (budgets.ComputeFairShare
+// on the ledger's window usage); nil means no usage yet. cfg must be valid
+// (Config.Validate). Decide is pure: it reads its arguments, modifies none of
+// them, and returns the same Plan for the same inputs.
+func Decide(snap *Snapshot, tree *budgets.Tree, fs *budgets.FairShare, now time.Time, cfg Config) *Plan {
+	var d Decider
+	return d.Decide(snap, tree, fs, now, cfg)
+}
+
+// Decider is Decide with scratch memory kept between calls, for callers that
+// decide often (the simulator, the server's reconcile loop). The Plan it
+// returns is valid until its next call. A Decider is not safe for concurrent
+// use; its zero value is ready.
+type Decider struct {
+	snap *Snapshot
+	tree *budgets.Tree
+	fs   *budgets.FairShare
+	now  time.Time
+	cfg  Config
+	plan Plan
+
+	jobs       []jobInfo
+	nodes      []nodeInfo
+	jobIdx     map[string]int32
+	nodeIdx    map[string]int32
+	models     map[string]int32 // "pool\x00model" -> class
+	classes    []class
+	jobAllocs  csr // allocation indexes by job
+	nodeAlloc  csr // allocation indexes by node
+	allocJob   []int32
+	allocNode  []int32
+	classNode  csr     // nodes by class
+	ready      []int32 // jobs whose reservation is released for them in this plan
+	room       []int32
+	usable     []int32
+	explBuf    []Explanation
+	events     []event
+	reserveFor []int32   // examined jobs without victims, in order: reservation candidates
+	recovered  int32     // a node that recovered or returned to service, -1
+	leafPos    []int32   // by leaf index: position in the fair-share order
+	served     []float64 // by leaf index: usage share / effective share
+	cap        capacity
+	order      []pendingKey // pending allocated jobs, best first
+	asks       []ask
+	scratch    victimScratch
+	evals      int // evaluations planned so far
+	wake       time.Time
+}
+
+// Decide is the pipeline; each step is in its own file.
+func (d *Decider) Decide(snap *Snapshot, tree *budgets.Tree, fs *budgets.FairShare, now time.Time, cfg Config) *Plan {
+	if fs == nil {
+		fs = budgets.ComputeFairShare(tree, nil)
+	}
+	d.snap, d.tree, d.fs, d.now, d.cfg = snap, tree, fs, now, cfg
+	d.plan = Plan{Now: now}
+	d.evals, d.wake = 0, time.Time{}
+
+	d.index()             // index.go: who runs where, each job's state
+	d.drain()             // drain.go: unhealthy nodes, Nomad drains, returns (rules 9, 10)
+	d.keepReservations()  // reserve.go: hold, release or finish reservations (rule 7)
+	d.buildCapacity()     // index.go: usable nodes and what is available on them
+	d.placeReady()        // reserve.go: jobs whose reservation is done go first
+	d.orderPending()      // order.go: fair-share order of pending jobs (rules 3, 8)
+	d.place()             // victims.go: fit, then time slicing (rules 5, 6)
+	d.newReservation()    // reserve.go: rule 7
+	d.evaluateRecovered() // explain.go: rule 6 after recoveries
+	d.tier()              // tier.go: bands and priorities (rules 1-4), hysteresis
+	d.explain()           // explain.go: explanations and NextWake (rule 12)
+	d.plan.NextWake = d.wake
+	p := d.plan
+	return &p
+}
+
+// wakeAt records a future time at which the plan will change.
+func (d *Decider) wakeAt(t time.Time) {
+	if t.After(d.now) && (d.wake.IsZero() || t.Before(d.wake)) {
+		d.wake = t
+	}
+}
+
+// csr is a compressed sparse row index: the items of row r are
+// items[start[r]:start[r+1]].
+type csr struct {
+	start, items, pos []int32
+}
+
+func (c *csr) row(r int32) []int32 { return c.items[c.start[r]:c.start[r+1]] }
+
+// build fills the index from key(i) for i in [0, n): the row of item i, or -1.
+// Items keep their order within a row.
+func (c *csr) build(rows, n int, key func(i int) int32) {
+	c.start = resize(c.start, rows+1)
+	clear(c.start)
+	for i := 0; i < n; i++ {
+		if r := key(i); r >= 0 {
+			c.start[r+1]++
+		}
+	}
+	for r := 0; r < rows; r++ {
+		c.start[r+1] += c.start[r]
+	}
+	c.items = resize(c.items, int(c.start[rows]))
+	c.pos = resize(c.pos, rows)
+	copy(c.pos, c.start[:rows])
+	for i := 0; i < n; i++ {
+		if r := key(i); r >= 0 {
+			c.items[c.pos[r]] = int32(i)
+			c.pos[r]++
+		}
+	}
+}

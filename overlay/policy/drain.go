@@ -1,0 +1,125 @@
+package policy
+
+import "time"
+
+// drain handles unhealthy nodes (rule 9), Nomad drains (rule 10) and the
+// return of repaired nodes. It runs before the placement model is built, so
+// nodes it takes out of service are not counted as capacity.
+func (d *Decider) drain() {
+	d.recovered = -1
+	for i := range d.snap.Nodes {
+		n, ni := &d.snap.Nodes[i], &d.nodes[i]
+		switch {
+		case !n.Healthy:
+			if n.Eligible || (n.State != NodeDraining && n.State != NodeDrained) {
+				d.nodeAction(n.ID, NodeIneligible, Reason{Code: ReasonNodeUnhealthy, Detail: n.HealthReason})
+			}
+			ni.eligible = false
+		case n.State == NodeDraining || n.State == NodeDrained:
+			d.returnNode(int32(i))
+		case !n.HealthySince.IsZero() && n.HealthySince.After(d.snap.LastDecision) && !n.HealthySince.After(d.now):
+			d.recovered = int32(i)
+		}
+		if ni.draining {
+			d.moveOff(int32(i))
+		}
+		if !n.Healthy && n.State != NodeDrained && d.empty(int32(i)) {
+			d.nodeAction(n.ID, NodeMarkDrained, Reason{Code: ReasonNodeDrained})
+		}
+	}
+}
+
+// returnNode puts a healthy node that allot drained back in service once
+// it has been healthy for DrainReturnAfter (0: an operator does it). An
+// operator who marked it eligible already has returned it.
+func (d *Decider) returnNode(i int32) {
+	n, ni := &d.snap.Nodes[i], &d.nodes[i]
+	if n.Eligible {
+		return
+	}
+	if d.cfg.DrainReturnAfter <= 0 {
+		return
+	}
+	back := n.HealthySince.Add(d.cfg.DrainReturnAfter)
+	if n.HealthySince.IsZero() || !back.After(d.now) {
+		d.nodeAction(n.ID, NodeEligible, Reason{Code: ReasonNodeHealthy, At: n.HealthySince})
+		ni.eligible = true
+		d.recovered = i
+		return
+	}
+	d.wakeAt(back)
+}
+
+// empty reports whether no allocation holds GPUs on node i, counting those
+// this plan stops as still there (they leave before the next decision).
+func (d *Decider) empty(i int32) bool {
+	for _, ai := range d.nodeAlloc.row(i) {
+		if d.snap.Allocs[ai].holds() {
+			return false
+		}
+	}
+	return true
+}
+
+// moveOff stops the managed jobs' allocations on an unhealthy or draining
+// node, each when it may be stopped:
+//
+//	unallocated, placed in part, or past its window:  now
+//	inside its protected window:                       at the window's end
+//	starting (window not open yet):                    not before it opens
+//
+// and under a Nomad drain with a deadline, never later than
+// deadline - DrainLead (Nomad would kill it without a replacement).
+func (d *Decider) moveOff(i int32) {
+	n := &d.snap.Nodes[i]
+	var deadline time.Time
+	if n.Drain != nil && !n.Drain.Deadline.IsZero() {
+		deadline = n.Drain.Deadline.Add(-d.cfg.DrainLead)
+	}
+	for _, ai := range d.nodeAlloc.row(i) {
+		j := d.allocJob[ai]
+		if j < 0 || !d.snap.Allocs[ai].live() {
+			continue
+		}
+		info, job := &d.jobs[j], &d.snap.Jobs[j]
+		if info.state == jsUnmanaged || info.movedOn == i+1 {
+			continue
+		}
+		info.movedOn = i + 1
+		if n.Healthy && job.Type != "" && job.Type != "batch" {
+			continue // Nomad's drain migrates service jobs itself
+		}
+		var at time.Time // zero: no known time
+		switch info.state {
+		case jsProtected:
+			at = info.windowEnd
+		case jsStarting:
+		default:
+			at = d.now
+		}
+		if !deadline.IsZero() && (at.IsZero() || deadline.Before(at)) {
+			at = deadline
+		}
+		if at.IsZero() {
+			continue
+		}
+		if at.After(d.now) {
+			d.wakeAt(at)
+			continue
+		}
+		info.moving = true
+		r := Reason{Code: ReasonDrainStop, Node: n.ID, At: info.windowEnd}
+		switch {
+		case n.Drain != nil:
+			r = Reason{Code: ReasonNomadDrain, Node: n.ID, At: n.Drain.Deadline}
+		case info.state == jsUnallocated:
+			r = Reason{Code: ReasonDrainUnallocated, Node: n.ID}
+		}
+		d.plan.Stops = append(d.plan.Stops, StopJob{Job: job.ID, Namespace: job.Namespace,
+			Allocs: d.liveAllocs(j, i), Reason: r})
+	}
+}
+
+func (d *Decider) nodeAction(node string, k NodeActionKind, r Reason) {
+	d.plan.NodeActions = append(d.plan.NodeActions, NodeAction{Node: node, Kind: k, Reason: r})
+}

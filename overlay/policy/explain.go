@@ -1,0 +1,92 @@
+package policy
+
+// evaluateRecovered asks Nomad to evaluate the highest pending jobs that
+// now fit when a node recovered or returned to service since the last
+// decision (rule 6): Nomad does not wake a job it found "class ineligible"
+// when devices come back (nomad-facts i).
+func (d *Decider) evaluateRecovered() {
+	if d.recovered < 0 {
+		return
+	}
+	node := d.snap.Nodes[d.recovered].ID
+	for _, k := range d.order {
+		if d.evals >= d.cfg.MaxEvaluations {
+			return
+		}
+		info := &d.jobs[k.job]
+		if !info.fits || info.evaluated {
+			continue
+		}
+		job := &d.snap.Jobs[k.job]
+		info.evaluated = true
+		d.plan.Evaluations = append(d.plan.Evaluations, Evaluate{Job: job.ID, Namespace: job.Namespace,
+			Reason: Reason{Code: ReasonNodeRecovered, Node: node}})
+		d.evals++
+	}
+}
+
+// explain writes one Explanation per managed job (rule 12).
+func (d *Decider) explain() {
+	for _, j := range d.reserveFor {
+		if info := &d.jobs[j]; info.reserved < 0 && info.freeAt.IsZero() {
+			d.asks = d.jobAsks(j, d.asks)
+			info.freeAt = d.freeAt(j, d.usableNodes())
+		}
+	}
+	n := 0
+	for j := range d.jobs {
+		if d.jobs[j].state != jsUnmanaged {
+			n++
+		}
+	}
+	ex := d.explBuf[:0]
+	if cap(ex) < n {
+		ex = make([]Explanation, 0, n)
+	}
+	for j := range d.jobs {
+		info, job := &d.jobs[j], &d.snap.Jobs[j]
+		if info.state == jsUnmanaged {
+			continue
+		}
+		e := Explanation{Job: job.ID, Namespace: job.Namespace, Priority: info.final, Target: info.target,
+			Position: int(info.position), Wait: info.wait, FreeAt: info.freeAt, Reason: info.reason,
+			Warnings: job.Contract.Warnings}
+		switch info.state {
+		case jsProtected, jsStarting:
+			e.Band, e.ProtectedUntil, e.Wait = BandProtected, info.windowEnd, WaitNone
+		case jsRunning, jsPartial:
+			e.Band = BandRunning
+			if info.state == jsRunning {
+				e.Wait = WaitNone
+			}
+		case jsPending:
+			e.Band = BandPending
+		case jsUnallocated:
+			e.Band = BandUnallocated
+		}
+		if info.victimFor >= 0 {
+			e.Band = BandPending
+		}
+		if info.leaf >= 0 {
+			e.Budget = job.Contract.Budget
+			e.Rank = d.fs.Rank(int(info.leaf))
+		}
+		if info.reserved >= 0 {
+			e.ReservedNodes = d.plan.Reservations[info.reserved].Nodes
+		}
+		ex = append(ex, e)
+	}
+	d.explBuf = ex
+	d.plan.Explanations = ex
+}
+
+// usableNodes lists every node in the placement model.
+func (d *Decider) usableNodes() []int32 {
+	d.usable = d.usable[:0]
+	for n := range d.nodes {
+		if d.cap.usable[n] {
+			d.usable = append(d.usable, int32(n))
+		}
+	}
+	return d.usable
+}

@@ -1,0 +1,123 @@
+package policy
+
+// capacity is the placement model: for each GPU model, the usable nodes
+// bucketed by available GPUs, so that a best-fit placement (the node with the
+// fewest available GPUs that still fits the ask, as Nomad's bin packing
+// prefers) costs O(max GPUs per node) instead of a scan of every node.
+//
+// avail(node) = healthy GPUs not held by anyone + GPUs held by unallocated
+// jobs (Nomad's own preemption evicts those for any pending allocated job).
+// A node is usable when it is eligible, healthy, not under a Nomad drain and
+// not reserved.
+type capacity struct {
+	avail  []int32     // by node; may leave [0, max GPUs] transiently
+	model  []int32     // by node: model index
+	usable []bool      // by node
+	bucket [][][]int32 // [model][avail] -> nodes
+	slot   []int32     // by node: index in its bucket
+	maxCap []int32     // by class: the most healthy GPUs of any node not draining
+	undo   []undoStep
+}
+
+type undoStep struct{ node, delta int32 }
+
+func (c *capacity) reset(nodes, models, maxGPUs int) {
+	c.avail = resize(c.avail, nodes)
+	c.model = resize(c.model, nodes)
+	c.usable = resize(c.usable, nodes)
+	c.slot = resize(c.slot, nodes)
+	c.maxCap = resize(c.maxCap, models)
+	clear(c.maxCap)
+	if cap(c.bucket) < models {
+		c.bucket = make([][][]int32, models)
+	}
+	c.bucket = c.bucket[:models]
+	for m := range c.bucket {
+		if cap(c.bucket[m]) < maxGPUs+1 {
+			c.bucket[m] = make([][]int32, maxGPUs+1)
+		}
+		c.bucket[m] = c.bucket[m][:maxGPUs+1]
+		for a := range c.bucket[m] {
+			c.bucket[m][a] = c.bucket[m][a][:0]
+		}
+	}
+	c.undo = c.undo[:0]
+}
+
+// add makes node usable with avail GPUs available.
+func (c *capacity) add(node int32, avail int32) {
+	c.usable[node] = true
+	c.avail[node] = avail
+	b := &c.bucket[c.model[node]][c.index(node)]
+	c.slot[node] = int32(len(*b))
+	*b = append(*b, node)
+}
+
+// remove takes a usable node out of the model (it was reserved, say).
+func (c *capacity) remove(node int32) {
+	if !c.usable[node] {
+		return
+	}
+	c.unlink(node)
+	c.usable[node] = false
+}
+
+func (c *capacity) unlink(node int32) {
+	b := &c.bucket[c.model[node]][c.index(node)]
+	i := c.slot[node]
+	last := (*b)[len(*b)-1]
+	(*b)[i] = last
+	c.slot[last] = i
+	*b = (*b)[:len(*b)-1]
+}
+
+// change moves delta GPUs into (positive) or out of (negative) a usable
+// node's availability, recording the step for rollback.
+func (c *capacity) change(node, delta int32) {
+	if !c.usable[node] || delta == 0 {
+		return
+	}
+	c.unlink(node)
+	c.avail[node] += delta
+	b := &c.bucket[c.model[node]][c.index(node)]
+	c.slot[node] = int32(len(*b))
+	*b = append(*b, node)
+	c.undo = append(c.undo, undoStep{node, delta})
+}
+
+// index is the bucket of a node: its availability clamped to the buckets
+// (it can leave them when allocations hold GPUs that turned unhealthy).
+func (c *capacity) index(node int32) int32 {
+	return max(0, min(c.avail[node], int32(len(c.bucket[c.model[node]])-1)))
+}
+
+// bestFit returns the usable node of class c with the fewest available GPUs
+// that still has gpus available (at most below), and its availability; -1
+// when none.
+func (c *capacity) bestFit(cl int32, gpus, below int32) (int32, int32) {
+	bk := c.bucket[cl]
+	for a := max(gpus, 0); a < int32(len(bk)) && a < below; a++ {
+		if len(bk[a]) > 0 {
+			return bk[a][0], a
+		}
+	}
+	return -1, below
+}
+
+// mark returns a rollback point; rollback undoes every change after it.
+func (c *capacity) mark() int { return len(c.undo) }
+
+func (c *capacity) rollback(to int) {
+	for i := len(c.undo) - 1; i >= to; i-- {
+		s := c.undo[i]
+		c.change(s.node, -s.delta)
+	}
+	c.undo = c.undo[:to]
+}
+
+func resize[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}

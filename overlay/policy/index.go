@@ -1,0 +1,317 @@
+package policy
+
+import (
+	"slices"
+	"time"
+)
+
+// jobState is what a job is, as far as the bands go.
+type jobState uint8
+
+const (
+	jsUnmanaged   jobState = iota // no GPUs, another namespace or pool, or finished: left alone (rule 11)
+	jsUnallocated                 // managed free work, running or waiting
+	jsPending                     // allocated, nothing placed
+	jsPartial                     // allocated, placed in part
+	jsStarting                    // allocated, all placed, not all running yet
+	jsProtected                   // allocated, inside its protected window
+	jsRunning                     // allocated, past its protected window
+)
+
+// jobInfo is the decision's working record of one job.
+type jobInfo struct {
+	state      jobState
+	leaf       int32 // leaf index, -1 when unallocated
+	gone       bool  // allocated by contract, but its budget left the tree
+	missing    int32 // allocations still to place
+	windowEnd  time.Time
+	position   int32 // 1-based place in the pending order, 0 when not pending
+	victimFor  int32 // the job it is stopped for, -1
+	victimNode int32 // where its stop frees GPUs for victimFor
+	victimGPUs int32 // the ask it frees them for
+	held       int32 // GPUs held by its live allocations
+	expired    bool  // its reservation expired: no new one until placed
+	moving     bool  // a drain stops some of its allocations in this plan
+	movedOn    int32 // 1 + the last draining node that looked at it
+	fits       bool  // the placement model places it without victims
+	reserved   int32 // index in plan.Reservations, -1
+	evaluated  bool
+	target     int
+	final      int // its priority once the plan is applied
+	reason     Reason
+	wait       Wait
+	freeAt     time.Time
+}
+
+// nodeInfo is the decision's working record of one node.
+type nodeInfo struct {
+	class      int32 // index of (pool, model) in classes, -1 without GPUs
+	held       int32 // GPUs held by allocations in pending/running
+	heldFree   int32 // of which by unallocated jobs Nomad may preempt
+	eligible   bool  // eligible once this plan's node actions apply
+	draining   bool  // unhealthy or under a Nomad drain
+	reservedBy int32 // job index, -1
+}
+
+// class is a (node pool, GPU model) pair: an allocation fits on one node of
+// one model, in its job's pool.
+type class struct{ pool, model string }
+
+const defaultPool = "default"
+
+func poolOf(p string) string {
+	if p == "" {
+		return defaultPool
+	}
+	return p
+}
+
+// index builds the lookups and each job's state.
+func (d *Decider) index() {
+	s := d.snap
+	if d.jobIdx == nil {
+		d.jobIdx = make(map[string]int32, len(s.Jobs))
+		d.nodeIdx = make(map[string]int32, len(s.Nodes))
+		d.models = make(map[string]int32)
+	}
+	clear(d.jobIdx)
+	clear(d.nodeIdx)
+	clear(d.models)
+	d.classes = d.classes[:0]
+	for i := range s.Jobs {
+		d.jobIdx[s.Jobs[i].ID] = int32(i)
+	}
+	d.nodes = resize(d.nodes, len(s.Nodes))
+	for i := range s.Nodes {
+		n := &s.Nodes[i]
+		d.nodeIdx[n.ID] = int32(i)
+		ni := nodeInfo{class: -1, reservedBy: -1, eligible: n.Eligible,
+			draining: !n.Healthy || n.Drain != nil}
+		if n.GPUs > 0 || n.Model != "" {
+			key := poolOf(n.Pool) + "\x00" + n.Model
+			c, ok := d.models[key]
+			if !ok {
+				c = int32(len(d.classes))
+				d.models[key] = c
+				d.classes = append(d.classes, class{poolOf(n.Pool), n.Model})
+			}
+			ni.class = c
+		}
+		d.nodes[i] = ni
+	}
+	d.allocJob = resize(d.allocJob, len(s.Allocs))
+	d.allocNode = resize(d.allocNode, len(s.Allocs))
+	for i := range s.Allocs {
+		a := &s.Allocs[i]
+		d.allocJob[i], d.allocNode[i] = -1, -1
+		if j, ok := d.jobIdx[a.Job]; ok {
+			d.allocJob[i] = j
+		}
+		if n, ok := d.nodeIdx[a.Node]; ok {
+			d.allocNode[i] = n
+		}
+	}
+	d.jobAllocs.build(len(s.Jobs), len(s.Allocs), func(i int) int32 { return d.allocJob[i] })
+	d.nodeAlloc.build(len(s.Nodes), len(s.Allocs), func(i int) int32 { return d.allocNode[i] })
+
+	d.indexLeaves()
+	d.jobs = resize(d.jobs, len(s.Jobs))
+	for j := range s.Jobs {
+		d.jobs[j] = d.jobState(int32(j))
+	}
+	for i := range s.Allocs {
+		a := &s.Allocs[i]
+		n := d.allocNode[i]
+		if n < 0 || !a.holds() {
+			continue
+		}
+		d.nodes[n].held += int32(a.GPUs)
+		if j := d.allocJob[i]; j >= 0 && d.jobs[j].state == jsUnallocated && a.live() {
+			d.nodes[n].heldFree += int32(a.GPUs)
+		}
+	}
+}
+
+// indexLeaves caches each leaf's position and served ratio.
+func (d *Decider) indexLeaves() {
+	leaves := d.tree.Leaves()
+	d.leafPos = resize(d.leafPos, len(leaves))
+	d.served = resize(d.served, len(leaves))
+	for i := range leaves {
+		d.leafPos[i] = int32(d.fs.Position(i))
+		d.served[i] = d.fs.Rank(i).ServedRatio()
+	}
+}
+
+func (d *Decider) managed(job *Job) bool {
+	gpus := false
+	for _, g := range job.Groups {
+		if g.GPUs > 0 && g.Count > 0 {
+			gpus = true
+		}
+	}
+	if !gpus {
+		return false
+	}
+	if len(d.cfg.Namespaces) > 0 && !slices.Contains(d.cfg.Namespaces, job.Namespace) {
+		return false
+	}
+	return len(d.cfg.NodePools) == 0 || slices.Contains(d.cfg.NodePools, poolOf(job.Pool))
+}
+
+// jobState classifies one job from its allocations.
+func (d *Decider) jobState(j int32) jobInfo {
+	job := &d.snap.Jobs[j]
+	info := jobInfo{leaf: -1, victimFor: -1, reserved: -1}
+	if !d.managed(job) {
+		return info
+	}
+	var wanted, live, done int32
+	var lastStart time.Time
+	notStarted := false
+	for _, g := range job.Groups {
+		wanted += int32(max(g.Count, 0))
+	}
+	for _, ai := range d.jobAllocs.row(j) {
+		a := &d.snap.Allocs[ai]
+		switch {
+		case a.live():
+			live++
+			info.held += int32(a.GPUs)
+			if a.StartedAt.IsZero() || a.ClientStatus != ClientRunning {
+				notStarted = true
+			} else if a.StartedAt.After(lastStart) {
+				lastStart = a.StartedAt
+			}
+		case a.done():
+			done++
+		}
+	}
+	info.missing = max(wanted-live-done, 0)
+	if live == 0 && info.missing == 0 {
+		return info // finished: Nomad will mark it dead
+	}
+	if job.Contract.Allocated {
+		if n, ok := d.tree.Lookup(job.Contract.Budget); ok && n.IsLeaf() {
+			info.leaf = int32(n.LeafIndex)
+		} else {
+			info.gone = true
+		}
+	}
+	switch {
+	case info.leaf < 0:
+		info.state = jsUnallocated
+	case live == 0:
+		info.state = jsPending
+	case info.missing > 0:
+		info.state = jsPartial
+	case notStarted:
+		info.state = jsStarting
+	default:
+		info.windowEnd = lastStart.Add(min(job.Contract.Protected, d.cfg.RuntimeCap))
+		if d.now.Before(info.windowEnd) {
+			info.state = jsProtected
+		} else {
+			info.state = jsRunning
+		}
+	}
+	return info
+}
+
+// buildCapacity fills the placement model from usable nodes.
+func (d *Decider) buildCapacity() {
+	maxGPUs := 0
+	for i := range d.snap.Nodes {
+		maxGPUs = max(maxGPUs, d.snap.Nodes[i].GPUs)
+	}
+	d.cap.reset(len(d.snap.Nodes), len(d.classes), maxGPUs)
+	for i := range d.snap.Nodes {
+		n, ni := &d.snap.Nodes[i], &d.nodes[i]
+		d.cap.usable[i] = false
+		if ni.class < 0 {
+			continue
+		}
+		d.cap.model[i] = ni.class
+		if !ni.draining && n.State != NodeDraining && n.State != NodeDrained {
+			d.cap.maxCap[ni.class] = max(d.cap.maxCap[ni.class], int32(n.GPUs))
+		}
+		if d.nodeUsable(int32(i)) {
+			d.cap.add(int32(i), d.nodeAvail(int32(i)))
+		}
+	}
+	d.cap.undo = d.cap.undo[:0]
+	d.classNode.build(len(d.classes), len(d.nodes), func(i int) int32 { return d.nodes[i].class })
+}
+
+func (d *Decider) nodeUsable(i int32) bool {
+	n, ni := &d.snap.Nodes[i], &d.nodes[i]
+	return ni.class >= 0 && ni.eligible && !ni.draining && n.State != NodeReserved && ni.reservedBy < 0
+}
+
+// nodeAvail is what a pending allocated job may use on a node now: free
+// healthy GPUs plus those held by unallocated work.
+func (d *Decider) nodeAvail(i int32) int32 {
+	ni := &d.nodes[i]
+	return int32(d.snap.Nodes[i].GPUs) - ni.held + ni.heldFree
+}
+
+// ask is one allocation still to place.
+type ask struct {
+	gpus  int32
+	model string
+	node  int32 // where the plan expects it, -1
+}
+
+// jobAsks lists job j's missing allocations, largest first.
+func (d *Decider) jobAsks(j int32, dst []ask) []ask {
+	dst = dst[:0]
+	job := &d.snap.Jobs[j]
+	for _, g := range job.Groups {
+		if g.GPUs <= 0 {
+			continue
+		}
+		have := 0
+		for _, ai := range d.jobAllocs.row(j) {
+			a := &d.snap.Allocs[ai]
+			if (a.live() || a.done()) && (a.Group == g.Name || len(job.Groups) == 1) {
+				have++
+			}
+		}
+		for k := have; k < g.Count; k++ {
+			dst = append(dst, ask{gpus: int32(g.GPUs), model: g.Model, node: -1})
+		}
+	}
+	slices.SortStableFunc(dst, func(a, b ask) int { return int(b.gpus - a.gpus) })
+	return dst
+}
+
+// classFits reports whether class c can host an ask of job j.
+func (d *Decider) classFits(c int32, job *Job, a *ask) bool {
+	cl := &d.classes[c]
+	return cl.pool == poolOf(job.Pool) && (a.model == "" || a.model == cl.model)
+}
+
+// bestFit finds where the placement model would put ask a of job: the
+// usable node of a matching class with the fewest available GPUs that fit.
+func (d *Decider) bestFit(job *Job, a *ask) int32 {
+	best, below := int32(-1), int32(1<<30)
+	for c := range d.classes {
+		if d.classFits(int32(c), job, a) {
+			if n, av := d.cap.bestFit(int32(c), a.gpus, below); n >= 0 {
+				best, below = n, av
+			}
+		}
+	}
+	return best
+}
+
+// tooLarge reports whether no node that is not draining has enough healthy
+// GPUs of a matching class for ask a.
+func (d *Decider) tooLarge(job *Job, a *ask) bool {
+	for c := range d.classes {
+		if d.classFits(int32(c), job, a) && d.cap.maxCap[c] >= a.gpus {
+			return false
+		}
+	}
+	return true
+}

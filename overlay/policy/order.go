@@ -1,0 +1,92 @@
+package policy
+
+import (
+	"slices"
+	"strings"
+)
+
+// pendingKey sorts waiting allocated jobs: partially placed jobs first
+// (their missing allocations come before any pending job), then by the leaf's
+// fair-share position, then by meta priority (higher first) within a leaf,
+// then by submit time, then by job ID. Meta priority is compared only between
+// jobs of the same leaf because the leaf position is compared first (rule 8).
+type pendingKey struct {
+	partial  bool
+	leafPos  int32
+	priority int32
+	submit   int64
+	job      int32
+}
+
+func (d *Decider) compareKeys(a, b pendingKey) int {
+	switch {
+	case a.partial != b.partial:
+		if a.partial {
+			return -1
+		}
+		return 1
+	case a.leafPos != b.leafPos:
+		return int(a.leafPos - b.leafPos)
+	case a.priority != b.priority:
+		return int(b.priority - a.priority)
+	case a.submit != b.submit:
+		if a.submit < b.submit {
+			return -1
+		}
+		return 1
+	}
+	return strings.Compare(d.snap.Jobs[a.job].ID, d.snap.Jobs[b.job].ID)
+}
+
+func (d *Decider) keyOf(j int32, partial bool) pendingKey {
+	job := &d.snap.Jobs[j]
+	return pendingKey{partial: partial, leafPos: d.leafPos[d.jobs[j].leaf],
+		priority: int32(job.Contract.Priority), submit: job.SubmitTime.UnixNano(), job: j}
+}
+
+// orderPending sorts every waiting allocated job and numbers the pending
+// ones: position p (1-based) among pending jobs.
+func (d *Decider) orderPending() {
+	d.order = d.order[:0]
+	for j := range d.jobs {
+		switch d.jobs[j].state {
+		case jsPending:
+			d.order = append(d.order, d.keyOf(int32(j), false))
+		case jsPartial:
+			d.order = append(d.order, d.keyOf(int32(j), true))
+		}
+	}
+	slices.SortFunc(d.order, d.compareKeys)
+	p := int32(0)
+	for _, k := range d.order {
+		if !k.partial {
+			p++
+			d.jobs[k.job].position = p
+		}
+	}
+}
+
+// pendingLevel is the pending-band level of position p (1-based): the top
+// Levels()-1 positions get one level each from the top of the band down, and
+// every later position shares the band's bottom, where Nomad keeps them
+// first come, first served:
+//
+//	level(p) = Pending.High - min(p-1, Pending.Levels()-1)
+func (d *Decider) pendingLevel(p int32) int {
+	r := d.cfg.Pending
+	return r.High - min(int(p)-1, r.Levels()-1)
+}
+
+// victimPosition is where job v, now running, would sit in the pending
+// order: 1 + the number of pending jobs sorting before it.
+func (d *Decider) victimPosition(v int32) int32 {
+	k := d.keyOf(v, false)
+	i, _ := slices.BinarySearchFunc(d.order, k, d.compareKeys)
+	p := int32(1)
+	for _, o := range d.order[:i] {
+		if !o.partial {
+			p++
+		}
+	}
+	return p
+}

@@ -1,0 +1,179 @@
+package policy
+
+import (
+	"time"
+
+	"github.com/allot-sched/allot/budgets"
+	"github.com/allot-sched/allot/overlay/contract"
+)
+
+// Plan is one decision: what to write to Nomad and why. The Nomad adapter
+// applies it in order: SetPriorities (check-and-set on ModifyIndex), Stops
+// (migrations: requeued, never rescheduled), NodeActions, then Evaluations.
+type Plan struct {
+	Now           time.Time
+	SetPriorities []SetPriority
+	Stops         []StopJob
+	NodeActions   []NodeAction
+	Evaluations   []Evaluate
+	// Reservations are the reservations in force after this plan, including
+	// expired ones remembered; the caller passes them back in the next
+	// Snapshot.Reservations.
+	Reservations []Reservation
+	// Explanations has one entry per managed job, in Snapshot.Jobs order.
+	Explanations []Explanation
+	// NextWake is the earliest time after Now at which the plan would change
+	// with no new event; zero when nothing is scheduled.
+	NextWake time.Time
+}
+
+// Explain returns the explanation of a job, if it is managed.
+func (p *Plan) Explain(job string) (*Explanation, bool) {
+	for i := range p.Explanations {
+		if p.Explanations[i].Job == job {
+			return &p.Explanations[i], true
+		}
+	}
+	return nil, false
+}
+
+// SetPriority rewrites a job's Nomad priority (the only job field allot writes).
+type SetPriority struct {
+	Job, Namespace string
+	From, To       int
+	// ModifyIndex is the JobModifyIndex the decision saw: write with
+	// check-and-set so a user's concurrent `nomad job run` wins.
+	ModifyIndex uint64
+	Reason      Reason
+}
+
+// Evaluate asks Nomad to re-evaluate a pending job now (POST /v1/job/<id>/evaluate).
+type Evaluate struct {
+	Job, Namespace string
+	Reason         Reason
+}
+
+// StopJob stops allocations of a job as migrations (no reschedule flag), so
+// Nomad places replacements. Victims of time slicing lose all their
+// allocations; a drain stops only those on the draining node.
+type StopJob struct {
+	Job, Namespace string
+	Allocs         []string
+	Reason         Reason
+}
+
+// NodeActionKind is what to do to a node.
+type NodeActionKind uint8
+
+const (
+	NodeIneligible  NodeActionKind = iota // a fault: no new work
+	NodeEligible                          // back in service after repair
+	NodeMarkDrained                       // empty and ready for repair (stays ineligible)
+	NodeReserve                           // ineligible, held for a large job
+	NodeRelease                           // eligible again after a reservation
+)
+
+var nodeActionNames = [...]string{"ineligible", "eligible", "drained", "reserved", "released"}
+
+func (k NodeActionKind) String() string {
+	if int(k) < len(nodeActionNames) {
+		return nodeActionNames[k]
+	}
+	return "unknown"
+}
+
+// Eligible reports the Nomad eligibility the action sets.
+func (k NodeActionKind) Eligible() bool { return k == NodeEligible || k == NodeRelease }
+
+// NodeAction changes a node's eligibility and allot's memory of it.
+type NodeAction struct {
+	Node   string
+	Kind   NodeActionKind
+	Reason Reason
+}
+
+// State is the NodeState the caller records for the node once the action is
+// applied, to pass back in the next Snapshot.
+func (a NodeAction) State() NodeState {
+	switch a.Kind {
+	case NodeIneligible:
+		return NodeDraining
+	case NodeMarkDrained:
+		return NodeDrained
+	case NodeReserve:
+		return NodeReserved
+	}
+	return NodeNormal
+}
+
+// Band is the priority band a job is placed in.
+type Band uint8
+
+const (
+	BandProtected Band = iota
+	BandRunning
+	BandPending
+	BandUnallocated
+)
+
+var bandNames = [...]string{"protected", "running", "pending", "unallocated"}
+
+func (b Band) String() string {
+	if int(b) < len(bandNames) {
+		return bandNames[b]
+	}
+	return "unknown"
+}
+
+// Wait says what a job is waiting for, or that it is not waiting.
+type Wait uint8
+
+const (
+	WaitNone      Wait = iota // running
+	WaitPlacement             // GPUs are free for it: Nomad places it
+	WaitQueue                 // behind jobs higher in the order
+	WaitVictims               // allot is stopping victims for it
+	WaitWindows               // the GPUs it needs are in protected windows until FreeAt
+	WaitReserved              // nodes are reserved for it; they free up at FreeAt
+	WaitFairShare             // the GPUs are held by budgets within the fairness margin of its own
+	WaitTooLarge              // no node has enough healthy GPUs of its model
+	WaitPartial               // placed in part: the rest comes before any pending job
+)
+
+var waitNames = [...]string{"nothing", "placement", "queue", "victims", "protected windows",
+	"reservation", "fair share", "too large", "rest of its allocations"}
+
+func (w Wait) String() string {
+	if int(w) < len(waitNames) {
+		return waitNames[w]
+	}
+	return "unknown"
+}
+
+// Explanation is why a managed job sits where it does (`allot explain`).
+type Explanation struct {
+	Job, Namespace string
+	Band           Band
+	// Priority is the job's Nomad priority once the plan is applied.
+	Priority int
+	// Target is the level the policy computed (equal to Priority unless
+	// hysteresis kept the current one).
+	Target int
+	// Budget is the leaf the job is charged to ("" when unallocated).
+	Budget string
+	// Position is the 1-based place in the pending order (0: not pending).
+	Position int
+	// Rank is the job's leaf's fair-share standing: the sort metric and its
+	// parts (nil when unallocated). Shared with the FairShare passed in.
+	Rank *budgets.LeafRank
+	// ProtectedUntil ends the protected window (zero when unknown or none).
+	ProtectedUntil time.Time
+	Wait           Wait
+	// ReservedNodes hold GPUs for the job (rule 7).
+	ReservedNodes []string
+	// FreeAt is when the GPUs it needs free up, when known.
+	FreeAt time.Time
+	// Reason is a short account of the job's state.
+	Reason   Reason
+	Warnings []contract.Warning
+}

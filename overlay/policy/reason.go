@@ -1,0 +1,131 @@
+package policy
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// ReasonCode names why the policy did something. Reasons are values: the
+// plan carries the code and its operands, and the text is made only when a
+// person reads it (String, Format), so a decision formats nothing.
+type ReasonCode uint8
+
+const (
+	ReasonNone ReasonCode = iota
+	// Bands (SetPriority and Explanation).
+	ReasonProtected     // At: end of the protected window
+	ReasonStarting      // placed, not all allocations running yet
+	ReasonRunning       // At: end of the protected window
+	ReasonPartial       // N: allocations still waiting
+	ReasonPending       // N: 1-based position in the pending order
+	ReasonUnallocated   // no budget or min_runtime 0
+	ReasonUserPriority  // N: the priority someone else wrote
+	ReasonVictimLowered // Job: the pending job the victim makes room for
+	ReasonBudgetGone    // Detail: the budget no longer in the tree
+	// Stops.
+	ReasonVictim           // Job: beneficiary, Node: where GPUs free, N: GPUs asked
+	ReasonDrainStop        // Node: unhealthy node, At: window end
+	ReasonDrainUnallocated // Node: unhealthy node
+	ReasonNomadDrain       // Node, At: Nomad's drain deadline (zero: none)
+	ReasonReservationStop  // Job: the job the node is reserved for, Node
+	// Node actions.
+	ReasonNodeUnhealthy      // Detail: the fault
+	ReasonNodeDrained        // the unhealthy node is empty
+	ReasonNodeHealthy        // At: healthy since
+	ReasonReserved           // Job, At: reservation expiry
+	ReasonReservationReady   // Job
+	ReasonReservationExpired // Job, At: since
+	ReasonReservationDone    // Job: placed or gone
+	// Evaluations.
+	ReasonVictimsStopped // Node
+	ReasonNodeRecovered  // Node
+)
+
+// Reason is a ReasonCode with its operands.
+type Reason struct {
+	Code   ReasonCode
+	Job    string
+	Node   string
+	At     time.Time
+	N      int
+	Detail string
+}
+
+// String renders the reason with RFC 3339 times.
+func (r Reason) String() string {
+	return r.Format(func(t time.Time) string { return t.UTC().Format(time.RFC3339) })
+}
+
+// Format renders the reason with times written by at.
+func (r Reason) Format(at func(time.Time) string) string {
+	switch r.Code {
+	case ReasonProtected:
+		return "inside its protected window until " + at(r.At)
+	case ReasonStarting:
+		return "starting: protected until its window ends (the window opens when all allocations run)"
+	case ReasonRunning:
+		return "running past its protected window (ended " + at(r.At) + "); only allot may stop it"
+	case ReasonPartial:
+		return "placed in part: " + strconv.Itoa(r.N) + " allocation(s) still waiting, placed before any pending job"
+	case ReasonPending:
+		return "pending, " + ordinal(r.N) + " in the fair-share order"
+	case ReasonUnallocated:
+		return "unallocated (no budget leaf or min_runtime 0): free, preemptible by any allocated job"
+	case ReasonUserPriority:
+		return "priority " + strconv.Itoa(r.N) + " was set outside allot; allot owns job priority (meta priority orders jobs within a budget)"
+	case ReasonVictimLowered:
+		return "lowered to its pending level before it is stopped for " + r.Job
+	case ReasonBudgetGone:
+		return fmt.Sprintf("budget %q is no longer a leaf of the budget tree: runs unallocated", r.Detail)
+	case ReasonVictim:
+		return fmt.Sprintf("time slicing: past its protected window, stopped (requeued) so that %s, from a less served budget, gets %d GPUs on %s", r.Job, r.N, r.Node)
+	case ReasonDrainStop:
+		if r.At.IsZero() {
+			return "node " + r.Node + " is unhealthy and the job is not protected: moved elsewhere"
+		}
+		return "node " + r.Node + " is unhealthy and the protected window ended " + at(r.At) + ": moved elsewhere"
+	case ReasonDrainUnallocated:
+		return "node " + r.Node + " is unhealthy: unallocated work moves at once"
+	case ReasonNomadDrain:
+		if r.At.IsZero() {
+			return "node " + r.Node + " is draining (nomad node drain): stopped at its window end and requeued"
+		}
+		return "node " + r.Node + " is draining (nomad node drain, deadline " + at(r.At) + "): stopped and requeued before Nomad kills it without a replacement"
+	case ReasonReservationStop:
+		return "node " + r.Node + " is reserved for " + r.Job + ": stopped (requeued) so it can start"
+	case ReasonNodeUnhealthy:
+		return "unhealthy: " + r.Detail
+	case ReasonNodeDrained:
+		return "unhealthy and empty: ready for repair"
+	case ReasonNodeHealthy:
+		return "healthy since " + at(r.At) + ": back in service"
+	case ReasonReserved:
+		return "reserved for " + r.Job + " until its GPUs are free (at most until " + at(r.At) + ")"
+	case ReasonReservationReady:
+		return "reservation for " + r.Job + " done: its GPUs are free"
+	case ReasonReservationExpired:
+		return "reservation for " + r.Job + " (since " + at(r.At) + ") expired before its GPUs were free"
+	case ReasonReservationDone:
+		return "reservation for " + r.Job + " released: the job no longer waits"
+	case ReasonVictimsStopped:
+		return "victims are stopped on " + r.Node + ": place it there"
+	case ReasonNodeRecovered:
+		return "GPUs became available on " + r.Node
+	}
+	return "no reason"
+}
+
+func ordinal(n int) string {
+	suffix := "th"
+	switch {
+	case n%100 >= 11 && n%100 <= 13:
+	case n%10 == 1:
+		suffix = "st"
+	case n%10 == 2:
+		suffix = "nd"
+	case n%10 == 3:
+		suffix = "rd"
+	}
+	return strconv.Itoa(n) + suffix
+}

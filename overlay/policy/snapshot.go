@@ -1,0 +1,151 @@
+package policy
+
+import (
+	"time"
+
+	"github.com/allot-sched/allot/overlay/contract"
+)
+
+// Snapshot is everything Decide knows about the cluster at one moment. The
+// caller builds it from Nomad (or the simulator's model) and carries the
+// policy's own memory across decisions in it: Node.State, Node.HealthySince,
+// Reservations and LastDecision come from the previous Plan, so that Decide
+// stays a pure function of its arguments. Decide never modifies a Snapshot.
+type Snapshot struct {
+	Nodes []Node
+	// Jobs are the jobs Nomad has not finished (status pending or running).
+	Jobs []Job
+	// Allocs are the allocations of those jobs, including terminal ones of
+	// the current version (a completed alloc counts as done, not missing).
+	Allocs []Alloc
+	// Reservations are Plan.Reservations of the previous decision.
+	Reservations []Reservation
+	// LastDecision is the now of the previous decision (zero for the first).
+	// A node that turned healthy after it is news: pending jobs are evaluated.
+	LastDecision time.Time
+}
+
+// Node is one Nomad client. allot assumes one GPU model per node, as GPU
+// hosts are built; a node without GPUs is ignored.
+type Node struct {
+	ID    string
+	Pool  string // Nomad node pool
+	Model string // GPU model, e.g. "h100"
+	// GPUs counts healthy GPU instances only: Nomad places nothing on an
+	// unhealthy instance, so it is not capacity.
+	GPUs     int
+	Eligible bool // Nomad scheduling eligibility as observed
+	// Healthy is false when the node reports a faulty GPU; HealthReason says
+	// which fault ("XID 79 on GPU 3").
+	Healthy      bool
+	HealthReason string
+	// HealthySince is when the node last turned healthy (carried by the
+	// caller); zero when it has always been healthy.
+	HealthySince time.Time
+	// Drain is Nomad's own drain on the node (`nomad node drain`), or nil.
+	Drain *Drain
+	// State is what allot last did to the node: the caller applies
+	// NodeAction.State() of each planned action and passes it back.
+	State NodeState
+}
+
+// Drain is a Nomad node drain. A zero Deadline means no deadline.
+type Drain struct {
+	Deadline time.Time
+}
+
+// NodeState is allot's own memory of a node.
+type NodeState uint8
+
+const (
+	NodeNormal   NodeState = iota // in service
+	NodeReserved                  // ineligible, held for a large job
+	NodeDraining                  // ineligible for a fault; jobs leave as windows end
+	NodeDrained                   // empty and ready for repair
+)
+
+var nodeStateNames = [...]string{"normal", "reserved", "draining", "drained"}
+
+func (s NodeState) String() string {
+	if int(s) < len(nodeStateNames) {
+		return nodeStateNames[s]
+	}
+	return "unknown"
+}
+
+// Job is a Nomad job as the policy sees it.
+type Job struct {
+	ID        string
+	Namespace string
+	Pool      string // Nomad node pool the job runs in
+	Type      string // "batch", "service", ...
+	Contract  contract.Contract
+	// SubmitTime orders jobs of the same leaf and meta priority.
+	SubmitTime time.Time
+	// Priority is the job's Nomad priority now.
+	Priority int
+	// LastWrittenPriority is the priority allot last wrote (0: never). When
+	// Priority differs from it, someone else changed the job.
+	LastWrittenPriority int
+	// ModifyIndex is the JobModifyIndex read with Priority, for check-and-set.
+	ModifyIndex uint64
+	Groups      []TaskGroup
+}
+
+// TaskGroup asks for Count allocations of GPUs devices each, all on one node
+// and one model per allocation. Model "" accepts any model.
+type TaskGroup struct {
+	Name  string
+	Count int
+	GPUs  int
+	Model string
+}
+
+// Nomad allocation statuses the policy reads.
+const (
+	ClientPending  = "pending"
+	ClientRunning  = "running"
+	ClientComplete = "complete"
+	ClientFailed   = "failed"
+	ClientLost     = "lost"
+	DesiredRun     = "run"
+	DesiredStop    = "stop"
+	DesiredEvict   = "evict"
+)
+
+// Alloc is one Nomad allocation.
+type Alloc struct {
+	ID    string
+	Job   string
+	Node  string
+	Group string
+	GPUs  int
+	// StartedAt is when its tasks started running (zero while pending).
+	StartedAt     time.Time
+	ClientStatus  string
+	DesiredStatus string
+}
+
+// holds reports whether the allocation occupies its GPUs now.
+func (a *Alloc) holds() bool {
+	return a.ClientStatus == ClientPending || a.ClientStatus == ClientRunning
+}
+
+// live reports whether the allocation is placed and meant to keep running.
+func (a *Alloc) live() bool { return a.holds() && a.DesiredStatus == DesiredRun }
+
+// done reports whether the allocation finished its work (not stopped).
+func (a *Alloc) done() bool {
+	return a.ClientStatus == ClientComplete && a.DesiredStatus == DesiredRun
+}
+
+// Reservation holds nodes ineligible for one large pending job (rule 7).
+type Reservation struct {
+	Job   string
+	Nodes []string
+	Since time.Time
+	// Expired marks a reservation that ran out of time before the job could
+	// be placed: its nodes were released and the job gets no new reservation
+	// until it is placed. Kept so that the next decision remembers.
+	Expired bool
+}

@@ -1,0 +1,317 @@
+package policy
+
+import (
+	"slices"
+)
+
+// place walks the waiting allocated jobs in order (partially placed first,
+// then pending by position) through the placement model. A job that fits
+// takes its GPUs, so lower jobs see what is left, as Nomad places blocked
+// jobs highest first (nomad-facts d). For the first MaxEvaluations jobs that
+// do not fit, time slicing looks for victims (rule 5); the first job for
+// which it finds none may get a reservation (rule 7).
+func (d *Decider) place() {
+	examined := 0
+	d.reserveFor = d.reserveFor[:0]
+	for _, k := range d.order {
+		j := k.job
+		info := &d.jobs[j]
+		if info.fits {
+			continue // placed on its released reservation
+		}
+		job := &d.snap.Jobs[j]
+		d.asks = d.jobAsks(j, d.asks)
+		if info.reserved >= 0 {
+			info.wait = WaitReserved
+			continue
+		}
+		mark := d.cap.mark()
+		if d.fitAll(job, d.asks) {
+			info.fits, info.wait = true, WaitPlacement
+			continue
+		}
+		d.cap.rollback(mark)
+		if d.anyTooLarge(job, d.asks) {
+			info.wait = WaitTooLarge
+			continue
+		}
+		if examined >= d.cfg.MaxEvaluations || d.evals >= d.cfg.MaxEvaluations {
+			info.wait = WaitQueue
+			continue
+		}
+		examined++
+		if d.sliceFor(j, d.asks) {
+			continue
+		}
+		d.reserveFor = append(d.reserveFor, j)
+	}
+}
+
+// fitAll places every ask of job on the best-fit node, taking the GPUs.
+func (d *Decider) fitAll(job *Job, asks []ask) bool {
+	for i := range asks {
+		n := d.bestFit(job, &asks[i])
+		if n < 0 {
+			return false
+		}
+		asks[i].node = n
+		d.cap.change(n, -asks[i].gpus)
+	}
+	return true
+}
+
+func (d *Decider) anyTooLarge(job *Job, asks []ask) bool {
+	for i := range asks {
+		if d.tooLarge(job, &asks[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+// candidate is a possible victim on one node.
+type candidate struct {
+	job       int32
+	gpus      int32 // held on this node
+	whole     int32 // held by the whole job
+	nonResume bool
+	served    float64
+}
+
+type victimScratch struct {
+	cands  []candidate
+	chosen []candidate
+	best   []candidate
+	added  []int32 // victims chosen in this attempt, for rollback
+}
+
+// sliceFor looks for victims so that every ask of pending job j fits (rule
+// 5). On success it plans the stops and the evaluation; on failure it leaves
+// the placement model as it was and says what the job waits for.
+func (d *Decider) sliceFor(j int32, asks []ask) bool {
+	job := &d.snap.Jobs[j]
+	info := &d.jobs[j]
+	mark := d.cap.mark()
+	sc := &d.scratch
+	sc.added = sc.added[:0]
+	blockedByMargin := false
+	for i := range asks {
+		a := &asks[i]
+		if n := d.bestFit(job, a); n >= 0 {
+			a.node = n
+			d.cap.change(n, -a.gpus)
+			continue
+		}
+		n, margin := d.chooseVictims(j, a)
+		blockedByMargin = blockedByMargin || margin
+		if n < 0 {
+			d.cap.rollback(mark)
+			for _, v := range sc.added {
+				d.jobs[v].victimFor = -1
+			}
+			info.wait = WaitWindows
+			if blockedByMargin {
+				info.wait = WaitFairShare
+			}
+			return false
+		}
+		a.node = n
+	}
+	if len(sc.added) == 0 {
+		return true // the asks fit once earlier victims freed GPUs
+	}
+	info.wait, info.evaluated = WaitVictims, true
+	var node string
+	for _, v := range sc.added {
+		vi := &d.jobs[v]
+		vj := &d.snap.Jobs[v]
+		node = d.snap.Nodes[vi.victimNode].ID
+		d.plan.Stops = append(d.plan.Stops, StopJob{Job: vj.ID, Namespace: vj.Namespace,
+			Allocs: d.liveAllocs(v, -1),
+			Reason: Reason{Code: ReasonVictim, Job: job.ID, Node: node, N: int(vi.victimGPUs)}})
+	}
+	d.plan.Evaluations = append(d.plan.Evaluations, Evaluate{Job: job.ID, Namespace: job.Namespace,
+		Reason: Reason{Code: ReasonVictimsStopped, Node: node}})
+	d.evals++
+	return true
+}
+
+// liveAllocs lists the IDs of job j's live allocations (on node n, or all
+// when n < 0).
+func (d *Decider) liveAllocs(j, n int32) []string {
+	var ids []string
+	for _, ai := range d.jobAllocs.row(j) {
+		a := &d.snap.Allocs[ai]
+		if a.live() && (n < 0 || d.allocNode[ai] == n) {
+			ids = append(ids, a.ID)
+		}
+	}
+	return ids
+}
+
+// victimOK reports whether running job v may be stopped for pending job j:
+// past its window, not already leaving, and from a leaf served at least
+// FairnessMargin more than j's (served = usage share / effective share).
+// marginOnly reports a job that only the margin protects.
+func (d *Decider) victimOK(v, j int32) (ok, marginOnly bool) {
+	vi, ji := &d.jobs[v], &d.jobs[j]
+	if vi.state != jsRunning || vi.victimFor >= 0 || vi.moving || vi.leaf == ji.leaf {
+		return false, false
+	}
+	if d.served[vi.leaf] < d.served[ji.leaf]+d.cfg.FairnessMargin {
+		return false, true
+	}
+	return true, false
+}
+
+// chooseVictims frees GPUs for ask a of job j on one node, choosing the node
+// whose victim set is best by (non-resumable victims, victims, GPUs of the
+// victims, then the most over-served victim) and returns it, or -1. It marks
+// the victims, returns their GPUs to the model and takes the ask.
+func (d *Decider) chooseVictims(j int32, a *ask) (node int32, margin bool) {
+	job := &d.snap.Jobs[j]
+	sc := &d.scratch
+	best := int32(-1)
+	var bestScore victimScore
+	for c := range d.classes {
+		if !d.classFits(int32(c), job, a) {
+			continue
+		}
+		for _, n := range d.classNode.row(int32(c)) {
+			if !d.cap.usable[n] || int32(d.snap.Nodes[n].GPUs) < a.gpus {
+				continue
+			}
+			need := a.gpus - d.cap.avail[n]
+			m := d.nodeCandidates(n, j)
+			margin = margin || m
+			if !d.pickOnNode(need) {
+				continue
+			}
+			if s := scoreOf(sc.chosen); best < 0 || s.less(bestScore) {
+				best, bestScore = n, s
+				sc.best = append(sc.best[:0], sc.chosen...)
+			}
+		}
+	}
+	if best < 0 {
+		return -1, margin
+	}
+	for _, v := range sc.best {
+		vi := &d.jobs[v.job]
+		vi.victimFor, vi.victimNode, vi.victimGPUs = j, best, a.gpus
+		sc.added = append(sc.added, v.job)
+		for _, ai := range d.jobAllocs.row(v.job) {
+			if al := &d.snap.Allocs[ai]; al.live() && d.allocNode[ai] >= 0 {
+				d.cap.change(d.allocNode[ai], int32(al.GPUs))
+			}
+		}
+	}
+	d.cap.change(best, -a.gpus)
+	return best, margin
+}
+
+// nodeCandidates fills scratch.cands with the victims allowed on node n for
+// job j, one entry per job with its GPUs on n.
+func (d *Decider) nodeCandidates(n, j int32) (margin bool) {
+	sc := &d.scratch
+	sc.cands = sc.cands[:0]
+	for _, ai := range d.nodeAlloc.row(n) {
+		al := &d.snap.Allocs[ai]
+		v := d.allocJob[ai]
+		if v < 0 || !al.live() {
+			continue
+		}
+		ok, m := d.victimOK(v, j)
+		margin = margin || m
+		if !ok {
+			continue
+		}
+		if k := slices.IndexFunc(sc.cands, func(c candidate) bool { return c.job == v }); k >= 0 {
+			sc.cands[k].gpus += int32(al.GPUs)
+			continue
+		}
+		sc.cands = append(sc.cands, candidate{job: v, gpus: int32(al.GPUs), whole: d.jobs[v].held,
+			nonResume: !d.snap.Jobs[v].Contract.Resumable, served: d.served[d.jobs[v].leaf]})
+	}
+	return margin
+}
+
+// pickOnNode chooses from scratch.cands a set holding at least need GPUs:
+// resumable before non-resumable, the most over-served leaves first, larger
+// holdings first; then drops every victim the rest can spare.
+func (d *Decider) pickOnNode(need int32) bool {
+	sc := &d.scratch
+	var total int32
+	for _, c := range sc.cands {
+		total += c.gpus
+	}
+	if total < need {
+		return false
+	}
+	slices.SortFunc(sc.cands, func(x, y candidate) int {
+		switch {
+		case x.nonResume != y.nonResume:
+			if x.nonResume {
+				return 1
+			}
+			return -1
+		case x.served != y.served:
+			if x.served > y.served {
+				return -1
+			}
+			return 1
+		case x.gpus != y.gpus:
+			return int(y.gpus - x.gpus)
+		}
+		return int(x.job - y.job)
+	})
+	sc.chosen = sc.chosen[:0]
+	var got int32
+	for _, c := range sc.cands {
+		if got >= need {
+			break
+		}
+		sc.chosen = append(sc.chosen, c)
+		got += c.gpus
+	}
+	for i := len(sc.chosen) - 1; i >= 0; i-- {
+		if got-sc.chosen[i].gpus >= need {
+			got -= sc.chosen[i].gpus
+			sc.chosen = slices.Delete(sc.chosen, i, i+1)
+		}
+	}
+	return true
+}
+
+// victimScore ranks victim sets; lower is better.
+type victimScore struct {
+	nonResume, jobs, gpus int32
+	minServed             float64
+}
+
+func scoreOf(set []candidate) victimScore {
+	s := victimScore{minServed: -1}
+	for i, c := range set {
+		if c.nonResume {
+			s.nonResume++
+		}
+		s.jobs++
+		s.gpus += c.whole
+		if i == 0 || c.served < s.minServed {
+			s.minServed = c.served
+		}
+	}
+	return s
+}
+
+func (s victimScore) less(o victimScore) bool {
+	switch {
+	case s.nonResume != o.nonResume:
+		return s.nonResume < o.nonResume
+	case s.jobs != o.jobs:
+		return s.jobs < o.jobs
+	case s.gpus != o.gpus:
+		return s.gpus < o.gpus
+	}
+	return s.minServed > o.minServed
+}
