@@ -1,0 +1,82 @@
+package sim
+
+import (
+	"fmt"
+	"math/bits"
+)
+
+// Pool is a group of identical GPU nodes.
+type Pool struct {
+	Name        string
+	Nodes       int
+	GPUsPerNode int
+	Model       string
+}
+
+// ClusterSpec is the shape of the simulated cluster.
+type ClusterSpec struct {
+	Pools []Pool
+}
+
+// UniformCluster is nodes × gpus of one model in one pool.
+func UniformCluster(nodes, gpus int) ClusterSpec {
+	return ClusterSpec{Pools: []Pool{{Name: "default", Nodes: nodes, GPUsPerNode: gpus, Model: "h100"}}}
+}
+
+// GPUs is the cluster's total GPU count.
+func (c ClusterSpec) GPUs() int {
+	n := 0
+	for _, p := range c.Pools {
+		n += p.Nodes * p.GPUsPerNode
+	}
+	return n
+}
+
+// Validate says what is wrong with the cluster shape.
+func (c ClusterSpec) Validate() error {
+	if len(c.Pools) == 0 {
+		return fmt.Errorf("cluster has no node pools; give at least one pool with nodes and GPUs per node")
+	}
+	for i, p := range c.Pools {
+		switch {
+		case p.Nodes < 1 || p.Nodes > 100000:
+			return fmt.Errorf("pool %d (%q): nodes %d must be between 1 and 100000", i, p.Name, p.Nodes)
+		case p.GPUsPerNode < 1 || p.GPUsPerNode > 64:
+			return fmt.Errorf("pool %d (%q): gpus per node %d must be between 1 and 64", i, p.Name, p.GPUsPerNode)
+		}
+	}
+	return nil
+}
+
+// node is one Nomad client of the model. GPU instances are bits of masks.
+type node struct {
+	id       string
+	pool     string
+	model    string
+	total    int    // GPU instances
+	held     uint64 // instances held by a running allocation
+	sick     uint64 // unhealthy instances
+	eligible bool
+	allocs   []int32 // running allocations on the node
+	reason   string  // last health reason
+	// sickSince is when the node last turned unhealthy (-1 when healthy);
+	// drainedAt records the first time it was then empty and ineligible.
+	sickSince int64
+	drained   bool
+}
+
+func (n *node) all() uint64 {
+	if n.total == 64 {
+		return ^uint64(0)
+	}
+	return 1<<uint(n.total) - 1
+}
+
+// freeMask is the healthy instances nobody holds.
+func (n *node) freeMask() uint64 { return n.all() &^ n.held &^ n.sick }
+
+func (n *node) free() int { return bits.OnesCount64(n.freeMask()) }
+
+func (n *node) healthyTotal() int { return n.total - bits.OnesCount64(n.sick) }
+
+func (n *node) healthy() bool { return n.sick == 0 }

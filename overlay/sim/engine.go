@@ -1,0 +1,259 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/allot-sched/allot/budgets"
+)
+
+type evKind uint8
+
+const (
+	evFinish evKind = iota
+	evReconcile
+	evWake
+)
+
+type event struct {
+	t    int64
+	seq  uint64
+	kind evKind
+	job  int32
+	gen  uint32
+}
+
+// eventHeap is a binary min-heap on (t, seq): hand-rolled because
+// container/heap's interface calls cost a third of the engine's time.
+type eventHeap []event
+
+func (h eventHeap) less(a, b int) bool {
+	return h[a].t < h[b].t || h[a].t == h[b].t && h[a].seq < h[b].seq
+}
+
+func (h *eventHeap) push(e event) {
+	*h = append(*h, e)
+	q := *h
+	for i := len(q) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !q.less(i, p) {
+			break
+		}
+		q[i], q[p] = q[p], q[i]
+		i = p
+	}
+}
+
+func (h *eventHeap) pop() event {
+	q := *h
+	top := q[0]
+	n := len(q) - 1
+	q[0] = q[n]
+	q = q[:n]
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < n && q.less(l, m) {
+			m = l
+		}
+		if r < n && q.less(r, m) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		q[i], q[m] = q[m], q[i]
+		i = m
+	}
+	*h = q
+	return top
+}
+
+func (s *State) pushEvent(t int64, k evKind, job int32, gen uint32) {
+	s.seq++
+	s.heap.push(event{t: t, seq: s.seq, kind: k, job: job, gen: gen})
+}
+
+// ErrEmptyTrace is returned for a trace without jobs.
+var ErrEmptyTrace = errors.New("the trace has no jobs")
+
+// Run replays the trace through the policy on a cluster of the given shape
+// and returns the measurements. tree may be nil: every job is then
+// unallocated. The trace's jobs must be sorted by submit time and its
+// health events by time (the readers and the generator guarantee it).
+func Run(tr *Trace, c ClusterSpec, tree *budgets.Tree, p Policy, opts Options) (*Result, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	if len(tr.Jobs) == 0 {
+		return nil, ErrEmptyTrace
+	}
+	var shares []float64
+	if tree != nil {
+		for _, l := range tree.Leaves() {
+			shares = append(shares, l.Effective)
+		}
+	}
+	s := newState(c, len(shares), shares, opts)
+	s.tree = tree
+	s.jobs = make([]job, len(tr.Jobs))
+	for i := range tr.Jobs {
+		sp := &tr.Jobs[i]
+		if err := sp.Validate(); err != nil {
+			return nil, err
+		}
+		if i > 0 && sp.Submit < tr.Jobs[i-1].Submit {
+			return nil, fmt.Errorf("job %q is submitted before the job above it; sort the trace by submit time", sp.ID)
+		}
+		leaf := int32(-1)
+		if tree != nil && sp.MinRuntime > 0 {
+			if n, ok := tree.Lookup(sp.Budget); ok && n.IsLeaf() {
+				leaf = int32(n.LeafIndex)
+			}
+		}
+		s.jobs[i] = job{spec: sp, leaf: leaf, slots: make([]int32, sp.Count), runStart: -1, firstStart: -1,
+			requeuedAt: -1, activeIdx: -1}
+		for k := range s.jobs[i].slots {
+			s.jobs[i].slots[k] = -1
+		}
+	}
+	for k := range tr.Health {
+		if _, ok := s.nodeBy[tr.Health[k].Node]; !ok {
+			return nil, fmt.Errorf("health event %d names node %q, which the cluster does not have (nodes are named <pool>-<n>, e.g. %q)",
+				k+1, tr.Health[k].Node, s.nodes[0].id)
+		}
+	}
+	if err := p.Init(s, tree); err != nil {
+		return nil, fmt.Errorf("policy %s: %w", p.Name(), err)
+	}
+	horizon := int64(opts.Horizon / time.Second)
+	if horizon <= 0 {
+		horizon = int64(tr.End() / time.Second)
+	}
+	s.loop(tr, p, horizon)
+	return s.result(p.Name(), tr, horizon), nil
+}
+
+// loop is the event loop: it merges the sorted submissions and health events
+// with the heap of model events, and jumps from one instant to the next.
+func (s *State) loop(tr *Trace, p Policy, horizon int64) {
+	delay := int64(s.opts.ReactionDelay / time.Second)
+	nextJob, nextHealth := 0, 0
+	reconcileAt, wakeAt := int64(-1), int64(-1)
+	const never = int64(1) << 62
+	var lastProgress int64
+	for {
+		t := never
+		if len(s.heap) > 0 {
+			t = s.heap[0].t
+		}
+		if nextJob < len(tr.Jobs) {
+			t = min(t, int64(tr.Jobs[nextJob].Submit/time.Second))
+		}
+		if nextHealth < len(tr.Health) {
+			t = min(t, int64(tr.Health[nextHealth].At/time.Second))
+		}
+		if t == never || t > horizon {
+			break
+		}
+		s.m.advance(t)
+		s.now = t
+		for nextHealth < len(tr.Health) && int64(tr.Health[nextHealth].At/time.Second) == t {
+			h := &tr.Health[nextHealth]
+			s.setHealth(s.nodeBy[h.Node], h.GPU, h.Healthy, h.Reason)
+			nextHealth++
+		}
+		for nextJob < len(tr.Jobs) && int64(tr.Jobs[nextJob].Submit/time.Second) == t {
+			s.submit(int32(nextJob), p)
+			nextJob++
+		}
+		runPolicy := false
+		for len(s.heap) > 0 && s.heap[0].t == t {
+			e := s.heap.pop()
+			switch e.kind {
+			case evFinish:
+				s.finish(e.job, e.gen)
+			case evReconcile:
+				reconcileAt = -1
+				runPolicy = true
+			case evWake:
+				if e.t == wakeAt {
+					wakeAt = -1
+					runPolicy = true
+				}
+			}
+		}
+		s.schedule()
+		if runPolicy {
+			s.changed = false
+			s.reconciles++
+			next := int64(p.Reconcile(s) / time.Second)
+			s.schedule()
+			if next > t && (wakeAt < 0 || next < wakeAt) {
+				wakeAt = next
+				s.pushEvent(next, evWake, -1, 0)
+			}
+		}
+		if s.changed && reconcileAt < 0 {
+			reconcileAt = t + delay
+			s.changed = false
+			s.pushEvent(reconcileAt, evReconcile, -1, 0)
+		}
+		s.events++
+		if s.opts.Progress != nil && s.events&0xffff == 0 && t-lastProgress > 0 {
+			lastProgress = t
+			s.opts.Progress(float64(t) / float64(max(horizon, 1)))
+		}
+	}
+	s.m.advance(horizon)
+	s.now = horizon
+	s.closeRun()
+}
+
+// submit registers job i with Nomad at the policy's submit priority.
+func (s *State) submit(i int32, p Policy) {
+	j := &s.jobs[i]
+	j.status = StatusPending
+	j.activeIdx = int32(len(s.active))
+	s.active = append(s.active, i)
+	j.prio = min(max(p.SubmitPriority(s, i), 1), s.maxPrio)
+	s.m.submittedJob(j, s.now)
+	s.changed = true
+	s.enqueue(i)
+}
+
+// finish completes job i if the event is still current.
+func (s *State) finish(i int32, gen uint32) {
+	j := &s.jobs[i]
+	if j.finishGen != gen || j.runStart < 0 || j.status >= StatusDone {
+		return
+	}
+	ran := s.now - j.runStart
+	j.usefulGPUSec += ran * int64(j.spec.TotalGPUs())
+	j.done += ran
+	j.runStart = -1
+	for _, a := range j.slots {
+		if a >= 0 {
+			s.stopAlloc(a, StopFinished, -1)
+		}
+	}
+	s.dequeue(i)
+	s.finishJob(i, StatusDone)
+}
+
+// closeRun ends the run at the horizon: running work is cut (not lost), and
+// every leaf's series is flushed.
+func (s *State) closeRun() {
+	for _, i := range s.active {
+		j := &s.jobs[i]
+		if j.runStart >= 0 {
+			ran := s.now - j.runStart
+			j.usefulGPUSec += ran * int64(j.spec.TotalGPUs())
+			j.runStart = -1
+		}
+		s.m.usefulSec += j.usefulGPUSec
+	}
+	for l := range s.m.leafLast {
+		s.m.flushLeaf(int32(l), s.now)
+	}
+}

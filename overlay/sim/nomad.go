@@ -1,0 +1,292 @@
+package sim
+
+import (
+	"cmp"
+	"math/bits"
+	"slices"
+)
+
+// preemptionGap is Nomad's: an allocation is a preemption candidate only
+// when its job's priority is at least 10 below the placing job's (facts b, i).
+const preemptionGap = 10
+
+// schedule processes evals the way Nomad's eval broker and blocked-evals
+// tracker do: when capacity changed, every blocked eval (but the
+// class-ineligible ones) is retried; otherwise only the new evals. Evals run
+// highest priority first, then by CreateIndex (facts d). Preemption can leave
+// GPUs free (whole allocations are evicted), which wakes the blocked evals
+// again, so the pass repeats until nothing is left to try.
+func (s *State) schedule() {
+	for round := 0; s.wakeAll || len(s.readyQ) > 0; round++ {
+		var order []int32
+		if s.wakeAll {
+			order = append(s.buf.order[:0], s.queue...)
+		} else {
+			order = append(s.buf.order[:0], s.readyQ...)
+			slices.SortFunc(order, s.queueCmp)
+		}
+		all := s.wakeAll
+		s.wakeAll = false
+		s.readyQ = s.readyQ[:0]
+		s.buf.order = order
+		s.pass(order, all)
+		if round > 1000 {
+			// Each round places or evicts something; this bound is never
+			// reached in practice and keeps a model bug from hanging a run.
+			break
+		}
+	}
+}
+
+func (s *State) pass(order []int32, all bool) {
+	failAsk := 1 << 30 // smallest ask that failed since capacity last grew
+	for k, i := range order {
+		j := &s.jobs[i]
+		if !j.inQueue {
+			j.ready = false
+			continue
+		}
+		if all && j.classBad && !j.ready {
+			continue
+		}
+		if s.maxFree() == 0 && s.preemptibleBelow(j.prio-preemptionGap) == 0 {
+			// Nothing can place for this priority or any later one.
+			for _, r := range order[k:] {
+				s.block(r)
+			}
+			return
+		}
+		if j.spec.GPUs >= failAsk {
+			s.block(i)
+			continue
+		}
+		free := s.freeTotal()
+		if !s.place(i) {
+			failAsk = min(failAsk, j.spec.GPUs)
+		}
+		if s.freeTotal() > free {
+			failAsk = 1 << 30
+		}
+	}
+}
+
+// block leaves job i's eval blocked, recording whether it is class
+// ineligible (no eligible node has enough healthy GPUs in all: facts i).
+func (s *State) block(i int32) {
+	j := &s.jobs[i]
+	j.ready = false
+	if j.inQueue {
+		j.classBad = j.spec.GPUs > s.maxHealthy()
+	}
+}
+
+func (s *State) freeTotal() int {
+	n := 0
+	for k := 1; k <= 64; k++ {
+		n += k * int(s.freeHist[k])
+	}
+	return n
+}
+
+// place tries every unplaced slot of job i; each allocation is placed on its
+// own (no gang placement). It reports whether all slots are placed.
+func (s *State) place(i int32) bool {
+	j := &s.jobs[i]
+	j.ready = false
+	g := j.spec.GPUs
+	for slot := range j.slots {
+		if j.slots[slot] >= 0 {
+			continue
+		}
+		if n := s.pickNode(g); n >= 0 {
+			s.startAlloc(i, slot, n, lowBits(s.nodes[n].freeMask(), g))
+			continue
+		}
+		// Preemption is a second pass, only when no node fits (facts i).
+		if s.preemptibleBelow(j.prio-preemptionGap)+int64(s.maxFree()) < int64(g) {
+			break
+		}
+		n, victims := s.pickPreemption(i, g)
+		if n < 0 {
+			break
+		}
+		for _, v := range victims {
+			s.stopAlloc(v, StopPreempted, i)
+		}
+		for _, v := range victims {
+			s.requeue(s.allocs[v].job)
+		}
+		s.startAlloc(i, slot, n, lowBits(s.nodes[n].freeMask(), g))
+	}
+	if j.placed == len(j.slots) {
+		s.dequeue(i)
+		return true
+	}
+	s.block(i)
+	return false
+}
+
+// lowBits returns the n lowest set bits of m.
+func lowBits(m uint64, n int) uint64 {
+	var out uint64
+	for ; n > 0 && m != 0; n-- {
+		b := m & -m
+		out |= b
+		m &^= b
+	}
+	return out
+}
+
+func (s *State) fits(n int32, g int) bool {
+	nd := &s.nodes[n]
+	return nd.eligible && nd.free() >= g
+}
+
+// pickNode chooses a node with g free healthy GPUs without preemption.
+func (s *State) pickNode(g int) int32 {
+	feasible := 0
+	for k := g; k <= 64; k++ {
+		feasible += int(s.freeHist[k])
+	}
+	if feasible == 0 {
+		return -1
+	}
+	if s.opts.Placement == PlacementBestFit {
+		best, bestFree := int32(-1), 65
+		for n := range s.nodes {
+			if f := s.nodes[n].free(); s.nodes[n].eligible && f >= g && f < bestFree {
+				best, bestFree = int32(n), f
+			}
+		}
+		return best
+	}
+	a, b := s.drawTwo(g, feasible)
+	if b >= 0 && s.nodes[b].free() < s.nodes[a].free() {
+		return b
+	}
+	return a
+}
+
+// drawTwo draws two distinct feasible nodes uniformly at random (b = -1 when
+// only one is feasible): the first two feasible nodes of a shuffled list.
+func (s *State) drawTwo(g, feasible int) (int32, int32) {
+	nn := len(s.nodes)
+	if feasible*8 >= nn {
+		a := int32(-1)
+		for {
+			n := int32(s.rng.IntN(nn))
+			if n == a || !s.fits(n, g) {
+				continue
+			}
+			if a < 0 {
+				a = n
+				if feasible == 1 {
+					return a, -1
+				}
+				continue
+			}
+			return a, n
+		}
+	}
+	f := s.buf.feasible[:0]
+	for n := range s.nodes {
+		if s.fits(int32(n), g) {
+			f = append(f, int32(n))
+		}
+	}
+	s.buf.feasible = f
+	if len(f) == 1 {
+		return f[0], -1
+	}
+	x := s.rng.IntN(len(f))
+	y := s.rng.IntN(len(f) - 1)
+	if y >= x {
+		y++
+	}
+	return f[x], f[y]
+}
+
+// pickPreemption finds a node where evicting allocations frees g healthy
+// GPUs for job i. Nodes are visited in a random rotation; of the first two
+// that work, the one with the lower victim priority sum (then fewer GPUs
+// evicted) wins, after Nomad's preemption scoring.
+func (s *State) pickPreemption(i int32, g int) (int32, []int32) {
+	nn := len(s.nodes)
+	start := s.rng.IntN(nn)
+	best := int32(-1)
+	var bestScore, bestGPUs int
+	found := 0
+	for k := 0; k < nn && found < 2; k++ {
+		n := int32((start + k) % nn)
+		v := s.victims(i, n, g)
+		if v == nil {
+			continue
+		}
+		found++
+		score, gpus := 0, 0
+		for _, a := range v {
+			score += s.jobs[s.allocs[a].job].prio
+			gpus += int(s.allocs[a].gpus)
+		}
+		if best < 0 || score < bestScore || score == bestScore && gpus < bestGPUs {
+			best, bestScore, bestGPUs = n, score, gpus
+			s.buf.best = append(s.buf.best[:0], v...)
+		}
+	}
+	if best < 0 {
+		return -1, nil
+	}
+	return best, s.buf.best
+}
+
+// victims is Nomad's device-preemption choice on one node (facts i):
+// candidates at least the gap below, never of the same job, gathered from
+// the lowest priority up until enough devices would be free, re-sorted by
+// devices held (largest first) and trimmed. Devices are counted whether
+// healthy or not; if the chosen set does not free enough healthy GPUs, the
+// node fails without trying other victims. nil when the node cannot work.
+func (s *State) victims(i int32, n int32, g int) []int32 {
+	nd := &s.nodes[n]
+	j := &s.jobs[i]
+	if !nd.eligible || nd.healthyTotal() < g {
+		return nil
+	}
+	free := nd.free()
+	cand := s.buf.cand[:0]
+	for _, a := range nd.allocs {
+		al := &s.allocs[a]
+		if al.job != i && s.jobs[al.job].prio <= j.prio-preemptionGap {
+			cand = append(cand, a)
+		}
+	}
+	s.buf.cand = cand
+	if len(cand) == 0 {
+		return nil
+	}
+	slices.SortFunc(cand, func(a, b int32) int {
+		return cmp.Or(cmp.Compare(s.jobs[s.allocs[a].job].prio, s.jobs[s.allocs[b].job].prio), cmp.Compare(a, b))
+	})
+	need := g - free
+	got, k := 0, 0
+	for ; k < len(cand) && got < need; k++ {
+		got += int(s.allocs[cand[k]].gpus)
+	}
+	if got < need {
+		return nil
+	}
+	gathered := cand[:k]
+	slices.SortStableFunc(gathered, func(a, b int32) int {
+		return cmp.Compare(s.allocs[b].gpus, s.allocs[a].gpus)
+	})
+	got, k = 0, 0
+	var freed uint64
+	for ; k < len(gathered) && got < need; k++ {
+		got += int(s.allocs[gathered[k]].gpus)
+		freed |= s.allocs[gathered[k]].mask
+	}
+	if free+bits.OnesCount64(freed&^nd.sick) < g {
+		return nil
+	}
+	s.buf.victims = append(s.buf.victims[:0], gathered[:k]...)
+	return s.buf.victims
+}

@@ -1,0 +1,185 @@
+package sim
+
+import (
+	"time"
+
+	"github.com/allot-sched/allot/budgets"
+)
+
+// Result is everything one run measured. Durations are in seconds and GPU
+// time in GPU-hours so that the JSON form reads without conversions.
+type Result struct {
+	Policy     string  `json:"policy"`
+	Days       float64 `json:"days"`
+	GPUs       int     `json:"gpus"`
+	Jobs       int64   `json:"jobs_submitted"`
+	Finished   int64   `json:"jobs_finished"`
+	Dead       int64   `json:"jobs_killed"`
+	Unfinished int64   `json:"jobs_unfinished"`
+	Events     int64   `json:"events"`
+	Reconciles int64   `json:"reconciles"`
+
+	// Waits per class: submit to first start (all allocations placed).
+	// Jobs never started count with their wait so far (censored).
+	Waits []ClassWaits `json:"waits"`
+	// Preemptions counts allocations stopped, by reason.
+	Preemptions []ReasonCount `json:"preemptions"`
+
+	LostGPUHours    float64   `json:"lost_gpu_hours"`
+	StalledGPUHours float64   `json:"stalled_gpu_hours"`
+	Occupancy       Occupancy `json:"occupancy"`
+
+	Budgets      []BudgetResult `json:"budgets"`
+	BudgetsAt95  int            `json:"budgets_at_95pct"`
+	WorstBudget  string         `json:"worst_budget"`
+	WorstRatio   float64        `json:"worst_ratio"`
+	Drains       DrainResult    `json:"drains"`
+	allocRecords []alloc
+	jobRecords   []job
+	leafHours    [][2][]int64
+}
+
+// ClassWaits are queue-wait percentiles of one job class, in seconds.
+type ClassWaits struct {
+	Class       string  `json:"class"`
+	Jobs        int     `json:"jobs"`
+	Censored    int     `json:"never_started"`
+	P50         float64 `json:"p50_s"`
+	P90         float64 `json:"p90_s"`
+	P99         float64 `json:"p99_s"`
+	Requeues    int     `json:"requeues"`
+	RequeueP50  float64 `json:"requeue_p50_s"`
+	RequeueP90  float64 `json:"requeue_p90_s"`
+	RequeueP99  float64 `json:"requeue_p99_s"`
+	sortedWaits []int64
+}
+
+// ReasonCount is a count of stopped allocations for one reason.
+type ReasonCount struct {
+	Reason      string `json:"reason"`
+	Allocations int64  `json:"allocations"`
+	GPUs        int64  `json:"gpus"`
+}
+
+// Occupancy splits GPU time into allocated, unallocated and idle, as
+// fractions of capacity.
+type Occupancy struct {
+	Allocated   float64 `json:"allocated"`
+	Unallocated float64 `json:"unallocated"`
+	Idle        float64 `json:"idle"`
+	Total       float64 `json:"total"`
+}
+
+// BudgetResult is delivered against owed GPU time of one leaf. Owed is, hour
+// by hour, min(effective share × capacity, demand), summed.
+type BudgetResult struct {
+	Budget    string  `json:"budget"`
+	Share     float64 `json:"effective_share"`
+	Delivered float64 `json:"delivered_gpu_hours"`
+	Owed      float64 `json:"owed_gpu_hours"`
+	Demand    float64 `json:"demand_gpu_hours"`
+	Ratio     float64 `json:"delivered_over_owed"`
+}
+
+// DrainResult is the time from a node turning unhealthy to drained (empty
+// and ineligible), in seconds.
+type DrainResult struct {
+	Unhealthy  int64   `json:"unhealthy_episodes"`
+	Drained    int     `json:"drained"`
+	NotDrained int     `json:"not_drained"`
+	P50        float64 `json:"p50_s"`
+	Max        float64 `json:"max_s"`
+}
+
+func (s *State) result(name string, tr *Trace, horizon int64) *Result {
+	m := s.m
+	r := &Result{Policy: name, Days: float64(horizon) / 86400, GPUs: int(m.capacity), Jobs: m.submitted,
+		Finished: m.finished, Dead: m.dead, Events: s.events, Reconciles: s.reconciles}
+	r.Unfinished = m.submitted - m.finished - m.dead
+	// Jobs never started count with their wait so far.
+	censored := [numClasses]int{}
+	for _, i := range s.active {
+		j := &s.jobs[i]
+		if j.firstStart < 0 {
+			c := j.spec.Class
+			m.waits[c] = append(m.waits[c], s.now-int64(j.spec.Submit/time.Second))
+			censored[c]++
+		}
+	}
+	for c := Class(0); c < numClasses; c++ {
+		w := sortedCopy(m.waits[c])
+		rq := sortedCopy(m.requeueWaits[c])
+		if len(w) == 0 {
+			continue
+		}
+		r.Waits = append(r.Waits, ClassWaits{Class: c.String(), Jobs: len(w), Censored: censored[c],
+			P50: float64(percentile(w, .5)), P90: float64(percentile(w, .9)), P99: float64(percentile(w, .99)),
+			Requeues: len(rq), RequeueP50: float64(percentile(rq, .5)), RequeueP90: float64(percentile(rq, .9)),
+			RequeueP99: float64(percentile(rq, .99)), sortedWaits: w})
+	}
+	for k := StopPreempted; k < numStopReasons; k++ {
+		if k == StopEnd {
+			continue
+		}
+		r.Preemptions = append(r.Preemptions, ReasonCount{Reason: k.String(), Allocations: m.stops[k], GPUs: m.stopGPUs[k]})
+	}
+	r.LostGPUHours = float64(m.lostSec) / 3600
+	held := m.allocatedSec + m.freeSec
+	r.StalledGPUHours = float64(max(held-m.usefulSec-m.lostSec, 0)) / 3600
+	capSec := float64(m.capacity) * float64(horizon)
+	if capSec > 0 {
+		r.Occupancy = Occupancy{Allocated: float64(m.allocatedSec) / capSec, Unallocated: float64(m.freeSec) / capSec}
+		r.Occupancy.Total = r.Occupancy.Allocated + r.Occupancy.Unallocated
+		r.Occupancy.Idle = 1 - r.Occupancy.Total
+	}
+	r.drains(m)
+	r.budgets(m, s.tree)
+	r.jobRecords = s.jobs
+	r.allocRecords = s.allocs
+	return r
+}
+
+func (r *Result) drains(m *metrics) {
+	d := sortedCopy(m.drainTimes)
+	r.Drains = DrainResult{Unhealthy: m.sickNodes, Drained: len(d), NotDrained: len(m.sickPending),
+		P50: float64(percentile(d, .5))}
+	if len(d) > 0 {
+		r.Drains.Max = float64(d[len(d)-1])
+	}
+}
+
+// budgets fills the delivered-versus-owed table from the hourly series.
+func (r *Result) budgets(m *metrics, tree *budgets.Tree) {
+	if tree == nil {
+		return
+	}
+	worst := -1.0
+	for l, leaf := range tree.Leaves() {
+		capH := leaf.Effective * float64(m.capacity) * 3600
+		var del, owed, dem float64
+		for h, v := range m.delivered[l] {
+			del += float64(v)
+			_ = h
+		}
+		for _, v := range m.demand[l] {
+			dem += float64(v)
+			owed += min(capH, float64(v))
+		}
+		b := BudgetResult{Budget: leaf.Path, Share: leaf.Effective, Delivered: del / 3600, Owed: owed / 3600,
+			Demand: dem / 3600, Ratio: 1}
+		if owed > 0 {
+			b.Ratio = del / owed
+		}
+		if b.Ratio >= 0.95 {
+			r.BudgetsAt95++
+		}
+		if worst < 0 || b.Ratio < worst {
+			worst, r.WorstBudget, r.WorstRatio = b.Ratio, b.Budget, b.Ratio
+		}
+		r.Budgets = append(r.Budgets, b)
+	}
+	r.leafHours = make([][2][]int64, len(m.delivered))
+	for l := range m.delivered {
+		r.leafHours[l] = [2][]int64{m.delivered[l], m.demand[l]}
+	}
+}

@@ -1,0 +1,652 @@
+package sim
+
+import (
+	"math/bits"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/allot-sched/allot/budgets"
+)
+
+// JobStatus is where a job is in its life.
+type JobStatus uint8
+
+// Job statuses.
+const (
+	StatusFuture  JobStatus = iota // not submitted yet
+	StatusPending                  // submitted, no allocation placed
+	StatusRunning                  // at least one allocation placed
+	StatusDone                     // finished its work
+	StatusDead                     // stopped without replacement (Nomad drain deadline)
+)
+
+var statusNames = [...]string{"future", "pending", "running", "done", "dead"}
+
+func (s JobStatus) String() string { return statusNames[s] }
+
+// StopReason says why allocations left their GPUs.
+type StopReason uint8
+
+// Stop reasons, reported as "preemptions by reason".
+const (
+	StopFinished  StopReason = iota // work done
+	StopPreempted                   // Nomad's own preemption (priority gap)
+	StopTimeSlice                   // the policy stopped it for a pending job
+	StopDrain                       // the policy moved it off an unhealthy node
+	StopReserve                     // the policy cleared a node reserved for a large job
+	StopOther                       // any other policy stop
+	StopKilled                      // killed without replacement (Nomad drain deadline)
+	StopEnd                         // still running when the simulation ended
+	numStopReasons
+)
+
+var stopReasonNames = [numStopReasons]string{"finished", "nomad-preemption", "time-slice", "drain",
+	"reservation", "other", "drain-deadline-kill", "end"}
+
+func (r StopReason) String() string { return stopReasonNames[r] }
+
+// PlacementMode selects the node-scoring model.
+type PlacementMode uint8
+
+// Placement modes.
+const (
+	// PlacementNomad draws two feasible nodes and keeps the fuller, as
+	// Nomad's batch scheduler does (see the package doc).
+	PlacementNomad PlacementMode = iota
+	// PlacementBestFit picks the fullest feasible node of all.
+	PlacementBestFit
+)
+
+// job is the model's state of one submitted job.
+type job struct {
+	spec     *JobSpec
+	leaf     int32 // budget leaf index, -1 when unallocated
+	prio     int
+	status   JobStatus
+	slots    []int32 // allocation per slot, -1 while unplaced
+	placed   int
+	evalIdx  uint64 // CreateIndex of its current eval
+	inQueue  bool
+	ready    bool // an eval was created and waits to be processed
+	classBad bool // blocked as "computed class ineligible"
+
+	done      int64 // seconds of work completed and kept
+	runStart  int64 // when all allocations last became placed; -1 otherwise
+	finishGen uint32
+
+	firstStart   int64 // -1 until first fully placed
+	requeuedAt   int64 // -1 unless waiting again after an interruption
+	interrupts   int32
+	preemptible  bool
+	lastWritten  int // priority the policy last wrote (0: never)
+	activeIdx    int32
+	doneAt       int64
+	modifyIndex  uint64
+	lostWorkSec  int64 // work seconds discarded
+	usefulGPUSec int64
+}
+
+// alloc is one placed allocation.
+type alloc struct {
+	job         int32
+	node        int32
+	slot        int32
+	gpus        int16
+	mask        uint64
+	start       int64
+	end         int64 // -1 while running
+	preemptAt   int64 // when it became preemptible; -1 never
+	endReason   StopReason
+	preemptedBy int32 // job that preempted it, -1 otherwise
+}
+
+// Options are the engine's knobs (the policy has its own).
+type Options struct {
+	// Seed drives every random choice of the model.
+	Seed uint64
+	// ReactionDelay is how long after a change the policy reconciles (the
+	// server's event-to-decision latency). Changes within it are coalesced.
+	ReactionDelay time.Duration
+	// CheckpointLoss is the work a resumable job loses when interrupted.
+	CheckpointLoss time.Duration
+	// Placement selects the node-scoring model.
+	Placement PlacementMode
+	// Horizon ends the run; zero means the trace's end plus one day.
+	Horizon time.Duration
+	// Progress, when set, is called now and then with the fraction done.
+	Progress func(done float64)
+}
+
+// DefaultOptions are the defaults of `allot sim`.
+func DefaultOptions() Options {
+	return Options{Seed: 1, ReactionDelay: 10 * time.Second, CheckpointLoss: 15 * time.Minute}
+}
+
+// State is the simulated Nomad cluster. Policies read it through its
+// exported methods and act on it through its lever methods (SetPriority,
+// Evaluate, StopAllocs, KillJob, SetEligible, SetPreemptible), exactly the
+// levers allot has on a real Nomad. It is not safe for concurrent use.
+type State struct {
+	opts   Options
+	rng    *rand.Rand
+	now    int64
+	nodes  []node
+	nodeBy map[string]int32
+	jobs   []job
+	allocs []alloc
+	active []int32 // submitted jobs not done or dead
+
+	queue   []int32 // jobs with unplaced slots, by (priority desc, evalIdx asc)
+	readyQ  []int32
+	wakeAll bool
+	nextIdx uint64
+
+	freeHist    [65]int32 // eligible nodes by free healthy GPUs
+	healthyHist [65]int32 // eligible nodes by healthy GPUs
+	prioGPUs    [256]int64
+	maxPrio     int
+
+	tree       *budgets.Tree
+	changed    bool
+	m          *metrics
+	heap       eventHeap
+	seq        uint64
+	events     int64
+	reconciles int64
+
+	buf struct {
+		cand, victims, best, order []int32
+		feasible                   []int32
+	}
+}
+
+func newState(c ClusterSpec, nLeaves int, leafShares []float64, opts Options) *State {
+	s := &State{opts: opts, rng: rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15)),
+		nodeBy: make(map[string]int32), maxPrio: 255}
+	for _, p := range c.Pools {
+		for i := 0; i < p.Nodes; i++ {
+			id := p.Name + "-" + itoa(i)
+			s.nodeBy[id] = int32(len(s.nodes))
+			s.nodes = append(s.nodes, node{id: id, pool: p.Name, model: p.Model, total: p.GPUsPerNode,
+				eligible: true, sickSince: -1})
+		}
+	}
+	for i := range s.nodes {
+		s.index(&s.nodes[i], 1)
+	}
+	s.m = newMetrics(c.GPUs(), nLeaves, leafShares)
+	return s
+}
+
+func itoa(i int) string {
+	if i == 0 {
+		return "0"
+	}
+	var b [20]byte
+	n := len(b)
+	for i > 0 {
+		n--
+		b[n] = byte('0' + i%10)
+		i /= 10
+	}
+	return string(b[n:])
+}
+
+// index adds (d=1) or removes (d=-1) a node from the capacity histograms.
+func (s *State) index(n *node, d int32) {
+	if !n.eligible {
+		return
+	}
+	s.freeHist[n.free()] += d
+	s.healthyHist[n.healthyTotal()] += d
+}
+
+// maxFree is the most free healthy GPUs on one eligible node.
+func (s *State) maxFree() int {
+	for k := 64; k > 0; k-- {
+		if s.freeHist[k] > 0 {
+			return k
+		}
+	}
+	return 0
+}
+
+func (s *State) maxHealthy() int {
+	for k := 64; k > 0; k-- {
+		if s.healthyHist[k] > 0 {
+			return k
+		}
+	}
+	return 0
+}
+
+// preemptibleBelow is the GPUs held by running allocations of priority <= p.
+func (s *State) preemptibleBelow(p int) int64 {
+	var n int64
+	for q := 0; q <= p && q < len(s.prioGPUs); q++ {
+		n += s.prioGPUs[q]
+	}
+	return n
+}
+
+// Now is the simulated time since the start of the trace.
+func (s *State) Now() time.Duration { return time.Duration(s.now) * time.Second }
+
+// NumJobs is the number of jobs in the trace (submitted or not).
+func (s *State) NumJobs() int { return len(s.jobs) }
+
+// Active returns the submitted jobs that are neither done nor dead, in no
+// particular order. The slice is the model's: do not modify or keep it.
+func (s *State) Active() []int32 { return s.active }
+
+// JobView is what a policy may read of a job.
+type JobView struct {
+	Spec        *JobSpec
+	Status      JobStatus
+	Priority    int
+	LastWritten int
+	ModifyIndex uint64
+	Placed      int
+	// RunningSince is when all its allocations last became placed (the start
+	// of its protected window); negative when not fully placed.
+	RunningSince time.Duration
+	Preemptible  bool
+	Blocked      bool
+}
+
+// Job returns a view of job i.
+func (s *State) Job(i int32) JobView {
+	j := &s.jobs[i]
+	rs := time.Duration(-1)
+	if j.runStart >= 0 {
+		rs = time.Duration(j.runStart) * time.Second
+	}
+	return JobView{Spec: j.spec, Status: j.status, Priority: j.prio, LastWritten: j.lastWritten,
+		ModifyIndex: j.modifyIndex, Placed: j.placed, RunningSince: rs, Preemptible: j.preemptible,
+		Blocked: j.inQueue}
+}
+
+// AllocView is what a policy may read of an allocation.
+type AllocView struct {
+	ID    int32
+	Job   int32
+	Node  int32
+	Slot  int
+	GPUs  int
+	Start time.Duration
+}
+
+// JobAllocs appends the running allocations of job i to dst.
+func (s *State) JobAllocs(i int32, dst []AllocView) []AllocView {
+	for _, a := range s.jobs[i].slots {
+		if a >= 0 {
+			al := &s.allocs[a]
+			dst = append(dst, AllocView{ID: a, Job: al.job, Node: al.node, Slot: int(al.slot), GPUs: int(al.gpus),
+				Start: time.Duration(al.start) * time.Second})
+		}
+	}
+	return dst
+}
+
+// NodeView is what a policy may read of a node.
+type NodeView struct {
+	ID, Pool, Model string
+	GPUs            int // instances in all
+	HealthyGPUs     int
+	FreeGPUs        int // healthy and not held
+	Eligible        bool
+	Healthy         bool
+	Reason          string
+	Allocs          []int32 // running allocations; the model's slice: do not modify
+}
+
+// NumNodes is the number of nodes.
+func (s *State) NumNodes() int { return len(s.nodes) }
+
+// Node returns a view of node i.
+func (s *State) Node(i int32) NodeView {
+	n := &s.nodes[i]
+	return NodeView{ID: n.id, Pool: n.pool, Model: n.model, GPUs: n.total, HealthyGPUs: n.healthyTotal(),
+		FreeGPUs: n.free(), Eligible: n.eligible, Healthy: n.healthy(), Reason: n.reason, Allocs: n.allocs}
+}
+
+// NodeIndex finds a node by ID.
+func (s *State) NodeIndex(id string) (int32, bool) {
+	i, ok := s.nodeBy[id]
+	return i, ok
+}
+
+// Alloc returns a view of allocation a.
+func (s *State) Alloc(a int32) AllocView {
+	al := &s.allocs[a]
+	return AllocView{ID: a, Job: al.job, Node: al.node, Slot: int(al.slot), GPUs: int(al.gpus),
+		Start: time.Duration(al.start) * time.Second}
+}
+
+// SetPriority re-registers job i with priority p (nomad-facts a and d): a
+// running allocation is updated in place; unplaced slots get a new eval,
+// processed at once, at the back of its new priority.
+func (s *State) SetPriority(i int32, p int) {
+	j := &s.jobs[i]
+	p = min(max(p, 1), s.maxPrio)
+	j.lastWritten = p
+	if p == j.prio || j.status >= StatusDone {
+		return
+	}
+	for _, a := range j.slots {
+		if a >= 0 {
+			g := int64(s.allocs[a].gpus)
+			s.prioGPUs[j.prio] -= g
+			s.prioGPUs[p] += g
+		}
+	}
+	s.dequeue(i)
+	j.prio = p
+	j.modifyIndex++
+	s.changed = true
+	if j.placed < len(j.slots) {
+		s.enqueue(i)
+	}
+}
+
+// Evaluate creates a new eval for job i (POST /v1/job/<id>/evaluate): its
+// unplaced allocations are tried at once, class ineligibility or not.
+func (s *State) Evaluate(i int32) {
+	j := &s.jobs[i]
+	if j.status >= StatusDone || j.placed == len(j.slots) {
+		return
+	}
+	s.dequeue(i)
+	s.enqueue(i)
+}
+
+// SetPreemptible records whether job i may now be preempted under the
+// policy (drawn hatched in the report); it changes nothing in Nomad.
+func (s *State) SetPreemptible(i int32, v bool) {
+	j := &s.jobs[i]
+	if j.preemptible == v {
+		return
+	}
+	j.preemptible = v
+	if v {
+		for _, a := range j.slots {
+			if a >= 0 && s.allocs[a].preemptAt < 0 {
+				s.allocs[a].preemptAt = s.now
+			}
+		}
+	}
+}
+
+// StopAllocs stops the given running allocations of their jobs as
+// migrations (nomad-facts c): the GPUs are freed and replacements are queued
+// at once, never counted as reschedules.
+func (s *State) StopAllocs(ids []int32, why StopReason) {
+	for _, a := range ids {
+		if a >= 0 && int(a) < len(s.allocs) && s.allocs[a].end < 0 {
+			s.stopAlloc(a, why, -1)
+			s.requeue(s.allocs[a].job)
+		}
+	}
+}
+
+// KillJob stops every allocation of job i without replacement: Nomad's
+// drain deadline (nomad-facts e). The job ends dead and its work is lost.
+func (s *State) KillJob(i int32) {
+	j := &s.jobs[i]
+	if j.status >= StatusDone {
+		return
+	}
+	for _, a := range j.slots {
+		if a >= 0 {
+			s.stopAlloc(a, StopKilled, -1)
+		}
+	}
+	s.dequeue(i)
+	lost := j.done
+	j.done = 0
+	j.lostWorkSec += lost
+	s.m.lost(lost * int64(j.spec.TotalGPUs()))
+	s.finishJob(i, StatusDead)
+}
+
+// SetEligible sets node n's scheduling eligibility (nomad-facts e). Marking
+// it eligible wakes blocked evals, including class-ineligible ones.
+func (s *State) SetEligible(n int32, v bool) {
+	nd := &s.nodes[n]
+	if nd.eligible == v {
+		return
+	}
+	s.index(nd, -1)
+	nd.eligible = v
+	if v {
+		s.index(nd, 1)
+		s.wakeClass()
+	}
+	s.changed = true
+	s.checkDrained(n)
+}
+
+// wakeClass wakes every blocked eval, class-ineligible ones included.
+func (s *State) wakeClass() {
+	for _, q := range s.queue {
+		s.jobs[q].classBad = false
+	}
+	s.wakeAll = true
+}
+
+// setHealth applies a health event to node n.
+func (s *State) setHealth(n int32, gpu int, healthy bool, reason string) {
+	nd := &s.nodes[n]
+	mask := nd.all()
+	if gpu >= 0 {
+		if gpu >= nd.total {
+			return
+		}
+		mask = 1 << uint(gpu)
+	}
+	s.index(nd, -1)
+	if healthy {
+		nd.sick &^= mask
+	} else {
+		nd.sick |= mask
+		nd.reason = reason
+	}
+	s.index(nd, 1)
+	switch {
+	case nd.sick != 0 && nd.sickSince < 0:
+		nd.sickSince, nd.drained = s.now, false
+		s.m.sickStart(nd.id, s.now)
+	case nd.sick == 0 && nd.sickSince >= 0:
+		nd.sickSince = -1
+		nd.reason = ""
+	}
+	if healthy {
+		// Recovery wakes evals blocked for a shortage, not the class-ineligible ones (facts i).
+		s.wakeAll = true
+	}
+	s.changed = true
+	s.checkDrained(n)
+}
+
+// checkDrained records when an unhealthy node is first empty and ineligible.
+func (s *State) checkDrained(n int32) {
+	nd := &s.nodes[n]
+	if nd.sickSince >= 0 && !nd.drained && !nd.eligible && len(nd.allocs) == 0 {
+		nd.drained = true
+		s.m.drained(nd.id, s.now-nd.sickSince)
+	}
+}
+
+// enqueue gives job i a new eval at the back of its priority.
+func (s *State) enqueue(i int32) {
+	j := &s.jobs[i]
+	s.nextIdx++
+	j.evalIdx = s.nextIdx
+	j.inQueue = true
+	j.classBad = false
+	pos, _ := slices.BinarySearchFunc(s.queue, i, s.queueCmp)
+	s.queue = slices.Insert(s.queue, pos, i)
+	if !j.ready {
+		j.ready = true
+		s.readyQ = append(s.readyQ, i)
+	}
+}
+
+func (s *State) queueCmp(a, b int32) int {
+	ja, jb := &s.jobs[a], &s.jobs[b]
+	if ja.prio != jb.prio {
+		return jb.prio - ja.prio
+	}
+	switch {
+	case ja.evalIdx < jb.evalIdx:
+		return -1
+	case ja.evalIdx > jb.evalIdx:
+		return 1
+	}
+	return 0
+}
+
+// dequeue removes job i's eval from the blocked queue.
+func (s *State) dequeue(i int32) {
+	j := &s.jobs[i]
+	if !j.inQueue {
+		return
+	}
+	pos, found := slices.BinarySearchFunc(s.queue, i, s.queueCmp)
+	if found {
+		s.queue = slices.Delete(s.queue, pos, pos+1)
+	}
+	j.inQueue = false
+}
+
+// requeue gives job i (which lost an allocation) a new eval.
+func (s *State) requeue(i int32) {
+	j := &s.jobs[i]
+	if j.status >= StatusDone {
+		return
+	}
+	if j.requeuedAt < 0 && j.firstStart >= 0 {
+		j.requeuedAt = s.now
+	}
+	s.dequeue(i)
+	s.enqueue(i)
+}
+
+// startAlloc places slot of job i on node n using GPU instances mask.
+func (s *State) startAlloc(i int32, slot int, n int32, mask uint64) {
+	j := &s.jobs[i]
+	nd := &s.nodes[n]
+	a := int32(len(s.allocs))
+	g := bits.OnesCount64(mask)
+	pa := int64(-1)
+	if j.preemptible {
+		pa = s.now
+	}
+	s.allocs = append(s.allocs, alloc{job: i, node: n, slot: int32(slot), gpus: int16(g), mask: mask,
+		start: s.now, end: -1, preemptAt: pa, preemptedBy: -1})
+	s.index(nd, -1)
+	nd.held |= mask
+	s.index(nd, 1)
+	nd.allocs = append(nd.allocs, a)
+	s.prioGPUs[j.prio] += int64(g)
+	j.slots[slot] = a
+	j.placed++
+	if j.status == StatusPending {
+		j.status = StatusRunning
+	}
+	s.m.held(j, s.now, g)
+	s.changed = true
+	if j.placed == len(j.slots) {
+		s.jobRuns(i)
+	}
+}
+
+// stopAlloc frees allocation a. by is the preempting job or -1.
+func (s *State) stopAlloc(a int32, why StopReason, by int32) {
+	al := &s.allocs[a]
+	j := &s.jobs[al.job]
+	nd := &s.nodes[al.node]
+	if j.placed == len(j.slots) {
+		s.interrupt(al.job, why)
+	}
+	al.end, al.endReason, al.preemptedBy = s.now, why, by
+	s.index(nd, -1)
+	nd.held &^= al.mask
+	s.index(nd, 1)
+	if k := slices.Index(nd.allocs, a); k >= 0 {
+		nd.allocs = slices.Delete(nd.allocs, k, k+1)
+	}
+	s.prioGPUs[j.prio] -= int64(al.gpus)
+	j.slots[al.slot] = -1
+	j.placed--
+	if j.placed == 0 && j.status == StatusRunning {
+		j.status = StatusPending
+	}
+	s.m.held(j, s.now, -int(al.gpus))
+	if why != StopFinished && why != StopEnd {
+		s.m.stopped(j, why)
+	}
+	s.wakeAll = true
+	s.changed = true
+	s.checkDrained(al.node)
+}
+
+// jobRuns starts the job's work clock: all its allocations are placed.
+func (s *State) jobRuns(i int32) {
+	j := &s.jobs[i]
+	j.runStart = s.now
+	if j.firstStart < 0 {
+		j.firstStart = s.now
+		s.m.firstWait(j, s.now-int64(j.spec.Submit/time.Second))
+	} else if j.requeuedAt >= 0 {
+		s.m.requeueWait(j, s.now-j.requeuedAt)
+	}
+	j.requeuedAt = -1
+	j.finishGen++
+	left := int64(j.spec.Work/time.Second) - j.done
+	s.pushEvent(s.now+max(left, 0), evFinish, i, j.finishGen)
+}
+
+// interrupt stops the work clock of a fully placed job and applies the
+// checkpoint loss (resumable) or the restart (not resumable).
+func (s *State) interrupt(i int32, why StopReason) {
+	j := &s.jobs[i]
+	if j.runStart < 0 {
+		return
+	}
+	ran := s.now - j.runStart
+	j.usefulGPUSec += ran * int64(j.spec.TotalGPUs())
+	j.done += ran
+	var lost int64
+	if j.spec.Resumable {
+		lost = min(j.done, int64(s.opts.CheckpointLoss/time.Second))
+	} else {
+		lost = j.done
+	}
+	if why == StopEnd {
+		lost = 0
+	}
+	j.done -= lost
+	j.lostWorkSec += lost
+	s.m.lost(lost * int64(j.spec.TotalGPUs()))
+	j.runStart = -1
+	j.finishGen++
+	if why != StopEnd {
+		j.interrupts++
+	}
+}
+
+// finishJob retires job i.
+func (s *State) finishJob(i int32, st JobStatus) {
+	j := &s.jobs[i]
+	j.status = st
+	j.doneAt = s.now
+	k := j.activeIdx
+	last := s.active[len(s.active)-1]
+	s.active[k] = last
+	s.jobs[last].activeIdx = k
+	s.active = s.active[:len(s.active)-1]
+	s.m.jobEnded(j, st)
+	s.changed = true
+}

@@ -1,0 +1,147 @@
+package sim
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Class labels a job for reporting only; no policy reads it.
+type Class uint8
+
+// Job classes of a trace.
+const (
+	ClassDebug Class = iota
+	ClassTrain
+	ClassInteractive
+	ClassOther
+	numClasses
+)
+
+var classNames = [numClasses]string{"debug", "train", "interactive", "other"}
+
+func (c Class) String() string {
+	if c < numClasses {
+		return classNames[c]
+	}
+	return "unknown"
+}
+
+// ParseClass reads a class label.
+func ParseClass(s string) (Class, error) {
+	for i, n := range classNames {
+		if strings.EqualFold(strings.TrimSpace(s), n) {
+			return Class(i), nil
+		}
+	}
+	return 0, fmt.Errorf("class %q: want one of debug, train, interactive, other", s)
+}
+
+// Level is a baseline priority: the world before allot let users pick one.
+type Level uint8
+
+// Baseline levels.
+const (
+	LevelLow Level = iota
+	LevelNormal
+	LevelHigh
+	numLevels
+)
+
+var levelNames = [numLevels]string{"low", "normal", "high"}
+
+func (l Level) String() string {
+	if l < numLevels {
+		return levelNames[l]
+	}
+	return "unknown"
+}
+
+// ParseLevel reads a baseline priority level.
+func ParseLevel(s string) (Level, error) {
+	for i, n := range levelNames {
+		if strings.EqualFold(strings.TrimSpace(s), n) {
+			return Level(i), nil
+		}
+	}
+	return 0, fmt.Errorf("baseline priority %q: want one of low, normal, high", s)
+}
+
+// JobSpec is one job of a trace: what the user submitted.
+type JobSpec struct {
+	ID     string
+	Submit time.Duration // since the start of the trace
+	// Budget is the leaf the job names ("" for none: unallocated).
+	Budget string
+	Class  Class
+	// Count allocations of GPUs each (one task group).
+	Count int
+	GPUs  int
+	// Work is the wall time the job needs with all its allocations running.
+	Work       time.Duration
+	MinRuntime time.Duration // 0: unallocated
+	Resumable  bool
+	// Priority orders jobs of the same budget leaf (meta priority, 0-100).
+	Priority int
+	// Baseline is the priority level the job has under the baseline policy.
+	Baseline Level
+}
+
+// TotalGPUs is Count × GPUs.
+func (j *JobSpec) TotalGPUs() int { return j.Count * j.GPUs }
+
+// Validate says what is wrong with the spec, if anything.
+func (j *JobSpec) Validate() error {
+	switch {
+	case j.ID == "":
+		return fmt.Errorf("job id is empty; give every job a unique id")
+	case j.Submit < 0:
+		return fmt.Errorf("job %q: submit time %s is negative; times count from the start of the trace", j.ID, j.Submit)
+	case j.Count < 1 || j.Count > 10000:
+		return fmt.Errorf("job %q: count %d must be between 1 and 10000", j.ID, j.Count)
+	case j.GPUs < 1 || j.GPUs > 64:
+		return fmt.Errorf("job %q: gpus per allocation %d must be between 1 and 64", j.ID, j.GPUs)
+	case j.Work <= 0:
+		return fmt.Errorf("job %q: work duration %s must be positive", j.ID, j.Work)
+	case j.MinRuntime < 0:
+		return fmt.Errorf("job %q: min_runtime %s must be 0 (unallocated) or positive", j.ID, j.MinRuntime)
+	case j.Priority < 0 || j.Priority > 100:
+		return fmt.Errorf("job %q: priority %d must be between 0 and 100", j.ID, j.Priority)
+	case j.Class >= numClasses:
+		return fmt.Errorf("job %q: unknown class %d", j.ID, j.Class)
+	case j.Baseline >= numLevels:
+		return fmt.Errorf("job %q: unknown baseline level %d", j.ID, j.Baseline)
+	}
+	return nil
+}
+
+// HealthEvent turns GPUs of a node unhealthy or healthy again.
+type HealthEvent struct {
+	At      time.Duration
+	Node    string
+	Healthy bool
+	// GPU is the instance index, or -1 for every GPU of the node.
+	GPU    int
+	Reason string
+}
+
+// Trace is a workload: jobs sorted by submit time, and node health events
+// sorted by time.
+type Trace struct {
+	Jobs   []JobSpec
+	Health []HealthEvent
+	// Skipped counts invalid rows dropped by a lenient reader.
+	Skipped int
+}
+
+// End is the time of the last submission or health event.
+func (t *Trace) End() time.Duration {
+	var end time.Duration
+	if n := len(t.Jobs); n > 0 {
+		end = t.Jobs[n-1].Submit
+	}
+	if n := len(t.Health); n > 0 {
+		end = max(end, t.Health[n-1].At)
+	}
+	return end
+}
