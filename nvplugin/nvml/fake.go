@@ -50,6 +50,7 @@ type fakeMachine struct {
 	srv      *server.Server
 	stateDir string
 	now      func() time.Time
+	started  time.Time // XIDs injected before this are history, as NVML never replays events
 
 	mu        sync.Mutex
 	state     map[string]faults.State
@@ -81,6 +82,7 @@ func Fake(machine, seed, stateDir string, now func() time.Time) (*Driver, error)
 		resets: map[string]int{}, energy0: map[string]uint64{}, watched: map[string]bool{},
 	}
 	start := now()
+	f.started = start
 	for i, d := range f.srv.Devices {
 		dev := d.(*server.Device)
 		dev.UUID = FakeUUID(seed, machine, i)
@@ -265,6 +267,9 @@ func (f *fakeMachine) next() (gonvml.EventData, bool) {
 		}
 		x := s.XIDs[f.delivered[uuid]]
 		f.delivered[uuid]++
+		if x.At.Before(f.started) {
+			continue
+		}
 		return gonvml.EventData{
 			Device: d, EventType: gonvml.EventTypeXidCriticalError, EventData: x.XID,
 			GpuInstanceId: 0xFFFFFFFF, ComputeInstanceId: 0xFFFFFFFF,

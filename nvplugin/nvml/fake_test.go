@@ -93,3 +93,19 @@ func TestRealWithoutLibrary(t *testing.T) {
 		t.Fatalf("Init = %v, want ErrNoNVML", err)
 	}
 }
+
+func TestFakeDoesNotReplayOldXIDs(t *testing.T) {
+	dir := t.TempDir()
+	uuid := FakeUUID("h", "dgxh100", 0)
+	if err := faults.Inject(dir, []string{"xid", "79", uuid}, time.Now().Add(-time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := Fake("dgxh100", "h", dir, time.Now)
+	d.Init()
+	d.Inventory()
+	ev, _, _ := d.WatchXIDs()
+	defer ev.Close()
+	if e, ok, err := ev.Wait(300 * time.Millisecond); ok || err != nil {
+		t.Fatalf("an XID from before the start was delivered: %+v %v", e, err)
+	}
+}

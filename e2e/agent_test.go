@@ -1,0 +1,240 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// lockedBuffer collects an agent's output while it runs.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// agentConfig describes a `nomad agent -dev` to start.
+type agentConfig struct {
+	// DataDir is the agent's data_dir; "" means a fresh t.TempDir().
+	DataDir string
+	// PluginDir is the agent's plugin_dir; "" leaves it unset.
+	PluginDir string
+	// HCL is appended to the generated agent config (plugin blocks, client options).
+	HCL string
+}
+
+// agent is a running Nomad dev agent on non-default ports of 127.0.0.1, so
+// tests of several packages can run at once.
+type agent struct {
+	t    *testing.T
+	Addr string // http://127.0.0.1:<port>
+	cmd  *exec.Cmd
+	out  *lockedBuffer
+	done chan struct{}
+}
+
+// freePorts returns n TCP ports free on 127.0.0.1 at the time of the call.
+func freePorts(t *testing.T, n int) []int {
+	t.Helper()
+	var ports []int
+	var ls []net.Listener
+	for i := 0; i < n; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	for _, l := range ls {
+		l.Close()
+	}
+	return ports
+}
+
+// startAgent starts `nomad agent -dev` with cfg (without AWS_CA_BUNDLE, which
+// makes the env_aws fingerprinter abort) and waits until its HTTP API answers.
+// The agent is stopped when the test ends.
+func startAgent(t *testing.T, cfg agentConfig) *agent {
+	t.Helper()
+	bin := nomadBinary(t)
+	if cfg.DataDir == "" {
+		cfg.DataDir = t.TempDir()
+	}
+	p := freePorts(t, 3)
+	hcl := fmt.Sprintf(`
+ports {
+  http = %d
+  rpc  = %d
+  serf = %d
+}
+client {
+  cpu_total_compute = 8000
+  memory_total_mb   = 16384
+  options {
+    "fingerprint.denylist" = "env_aws,env_gce,env_azure,env_digitalocean"
+  }
+}
+`, p[0], p[1], p[2])
+	if cfg.PluginDir != "" {
+		hcl += fmt.Sprintf("plugin_dir = %q\n", cfg.PluginDir)
+	}
+	hcl += cfg.HCL
+	cfgFile := filepath.Join(t.TempDir(), "agent.hcl")
+	if err := os.WriteFile(cfgFile, []byte(hcl), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a := &agent{t: t, Addr: fmt.Sprintf("http://127.0.0.1:%d", p[0]), out: &lockedBuffer{}, done: make(chan struct{})}
+	a.cmd = exec.Command(bin, "agent", "-dev", "-bind=127.0.0.1", "-data-dir="+cfg.DataDir, "-config="+cfgFile)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "AWS_CA_BUNDLE=") {
+			a.cmd.Env = append(a.cmd.Env, kv)
+		}
+	}
+	a.cmd.Stdout, a.cmd.Stderr = a.out, a.out
+	a.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := a.cmd.Start(); err != nil {
+		t.Fatalf("start nomad: %v", err)
+	}
+	go func() { a.cmd.Wait(); close(a.done) }()
+	t.Cleanup(a.Stop)
+	waitFor(t, 60*time.Second, "nomad agent HTTP API", func() (bool, error) {
+		select {
+		case <-a.done:
+			return false, fmt.Errorf("nomad agent exited:\n%s", a.out.String())
+		default:
+		}
+		var self map[string]any
+		return a.Get("/v1/agent/self", &self) == nil, nil
+	})
+	return a
+}
+
+// Stop interrupts the agent and waits for it (killing it after 20 s). It may
+// be called more than once.
+func (a *agent) Stop() {
+	select {
+	case <-a.done:
+		return
+	default:
+	}
+	a.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-a.done:
+	case <-time.After(20 * time.Second):
+		syscall.Kill(-a.cmd.Process.Pid, syscall.SIGKILL)
+		<-a.done
+	}
+	if a.t.Failed() {
+		a.t.Logf("nomad agent output:\n%s", a.out.String())
+	}
+}
+
+// Output is what the agent has logged so far.
+func (a *agent) Output() string { return a.out.String() }
+
+// Get decodes the JSON answer of GET path into out.
+func (a *agent) Get(path string, out any) error {
+	return a.do(http.MethodGet, path, nil, out)
+}
+
+// Put sends body as JSON with PUT and decodes the answer into out (if not nil).
+func (a *agent) Put(path string, body, out any) error {
+	return a.do(http.MethodPut, path, body, out)
+}
+
+func (a *agent) do(method, path string, body, out any) error {
+	var r io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		r = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, a.Addr+path, r)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, b)
+	}
+	if out == nil {
+		return nil
+	}
+	if s, ok := out.(*string); ok {
+		*s = string(b)
+		return nil
+	}
+	return json.Unmarshal(b, out)
+}
+
+// WaitNode waits for the dev agent's client node to be ready and returns its ID.
+func (a *agent) WaitNode() string {
+	a.t.Helper()
+	var id string
+	waitFor(a.t, 60*time.Second, "a ready client node", func() (bool, error) {
+		var nodes []struct{ ID, Status string }
+		if err := a.Get("/v1/nodes", &nodes); err != nil {
+			return false, nil
+		}
+		for _, n := range nodes {
+			if n.Status == "ready" {
+				id = n.ID
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	return id
+}
+
+// waitFor polls cond every 200 ms until it is true, fails, or timeout passes.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, err := cond()
+		if err != nil {
+			t.Fatalf("waiting for %s: %v", what, err)
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
