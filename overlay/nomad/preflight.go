@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/hashicorp/nomad/api"
 )
@@ -43,8 +42,10 @@ func Preflight(ctx context.Context, client *api.Client, manage bool) (PreflightR
 	} else if mj, mn := majorMinor(r.Version); mj < 1 || (mj == 1 && mn < 10) {
 		return r, fmt.Errorf("nomad %s is too old: allot needs Nomad 1.10 or later", r.Version)
 	}
-	if err := checkToken(ctx, client, &r); err != nil {
-		return r, err
+	if aclEnabled(self) {
+		if err := checkToken(ctx, client, &r); err != nil {
+			return r, err
+		}
 	}
 	q := (&api.QueryOptions{}).WithContext(ctx)
 	resp, _, err := client.Operator().SchedulerGetConfiguration(q)
@@ -78,14 +79,18 @@ func Preflight(ctx context.Context, client *api.Client, manage bool) (PreflightR
 	return r, nil
 }
 
-// checkToken reads the token when ACLs are on. Nomad answers "ACL support
-// disabled" when they are off.
+// aclEnabled reads the agent's ACL setting. With ACLs off Nomad still answers
+// /v1/acl/token/self, with an empty token, so the token cannot tell.
+func aclEnabled(self *api.AgentSelf) bool {
+	acl, _ := self.Config["ACL"].(map[string]any)
+	on, _ := acl["Enabled"].(bool)
+	return on
+}
+
+// checkToken reads the token when ACLs are on.
 func checkToken(ctx context.Context, client *api.Client, r *PreflightReport) error {
 	tok, _, err := client.ACLTokens().Self((&api.QueryOptions{}).WithContext(ctx))
 	if err != nil {
-		if strings.Contains(err.Error(), "ACL support disabled") {
-			return nil
-		}
 		return fmt.Errorf("read the ACL token: %w (set NOMAD_TOKEN to a token allot may use)", err)
 	}
 	r.ACLs = true
