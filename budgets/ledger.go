@@ -159,32 +159,43 @@ func (l *Ledger) write(leaf string, at time.Time, v int64, demand bool) error {
 		l.droppedSeconds += v
 		return nil
 	}
-	ls := l.leaves[leaf]
-	var s *series
-	if ls != nil {
-		s = &ls.charged
-		if demand {
-			s = &ls.demand
-		}
-	}
-	if v > maxBucketValue || s != nil && !s.canAdd(j, v, l.nb) {
+	if v > maxBucketValue || !l.series(leaf, demand).canAdd(j, v, l.nb) {
 		return fmt.Errorf("%w: %s of %d GPU-seconds for %q at %s: a leaf's bucket holds at most %d",
 			ErrBucketOverflow, what, v, leaf, at.UTC().Format(time.RFC3339), int64(maxBucketValue))
 	}
+	l.writeBucket(leaf, j, v, demand)
+	return nil
+}
+
+// series returns leaf's charged or demand series for reading, nil if the
+// leaf has none (a nil series reads as all zeros).
+func (l *Ledger) series(leaf string, demand bool) *series {
+	ls := l.leaves[leaf]
+	switch {
+	case ls == nil:
+		return nil
+	case demand:
+		return &ls.demand
+	}
+	return &ls.charged
+}
+
+// writeBucket adds v > 0 to bucket j >= floor of leaf, which has room for it.
+func (l *Ledger) writeBucket(leaf string, j, v int64, demand bool) {
+	ls := l.leaves[leaf]
 	if ls == nil {
 		ls = &leafSeries{}
 		l.leaves[leaf] = ls
-		s = &ls.charged
-		if demand {
-			s = &ls.demand
-		}
+	}
+	s := &ls.charged
+	if demand {
+		s = &ls.demand
 	}
 	if !l.written || j > l.head {
 		l.head, l.written = j, true
 		l.floor = max(l.floor, j-l.span+1)
 	}
 	s.add(j, v, l.nb)
-	return nil
 }
 
 // Usage returns leaf's charged GPU-seconds in buckets starting in [from, to).

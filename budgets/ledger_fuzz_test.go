@@ -14,7 +14,8 @@ import (
 // Input: 3 header bytes (bucket 1-90 s, retention 1-65535 s rounded up to
 // buckets, base time before or after 1970), then 5 bytes per operation:
 // kind, leaf, a signed 16-bit time offset in 7-second steps, and an amount
-// (254 means -1, 255 means 2^32-1).
+// (254 means -1, 255 means 2^32-1). Span writes take their GPUs from the
+// leaf byte's high bits (-1 if the amount byte is 254) and last amount × 13 s.
 func FuzzLedger(f *testing.F) {
 	f.Add([]byte{59, 100, 0, 0, 0, 0, 0, 5, 3, 1, 0, 10, 7, 6, 0, 0, 0, 9})
 	f.Add([]byte{0, 3, 1, 0, 0, 0, 0, 255, 0, 0, 0, 1, 255, 6, 0, 0, 0, 200})
@@ -44,11 +45,11 @@ func FuzzLedger(f *testing.F) {
 			case 255:
 				amount = math.MaxUint32
 			}
-			switch op[0] % 8 {
+			switch op[0] % 10 {
 			case 0, 1, 2, 3, 4:
 				q := 0
 				write := l.Charge
-				if op[0]%8 >= 3 {
+				if op[0]%10 >= 3 {
 					q, write = 1, l.AddDemand
 				}
 				err := write(leaf, at, amount)
@@ -73,6 +74,19 @@ func FuzzLedger(f *testing.F) {
 					t.Fatalf("round trip: %v", err)
 				}
 				l = &m
+			case 8, 9:
+				gpus, end := int64(op[1]>>2), at.Add(time.Duration(op[4])*13*time.Second)
+				if op[4] == 254 {
+					gpus = -1
+				}
+				q, write := 0, l.ChargeSpan
+				if op[0]%10 == 9 {
+					q, write = 1, l.AddDemandSpan
+				}
+				err := write(leaf, at, end, gpus)
+				if want := r.writeSpan(leaf, at, end, gpus, q); !sameError(err, want) {
+					t.Fatalf("span(%s, %v, %v, %d, q%d) err = %v, want %v", leaf, at.Unix(), end.Unix(), gpus, q, err, want)
+				}
 			}
 		}
 		var windows [][2]time.Time

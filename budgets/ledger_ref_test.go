@@ -3,6 +3,7 @@ package budgets
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"time"
@@ -147,4 +148,46 @@ func sameError(got, want error) bool {
 		return got == nil
 	}
 	return errors.Is(got, want)
+}
+
+// writeSpan models ChargeSpan for whole-second times: every second of
+// [start, end) adds gpus to its bucket; buckets before the horizon are
+// dropped (one counted drop), buckets the span pushes out of retention are
+// not stored, and any overflow rejects the whole span.
+func (r *refLedger) writeSpan(leaf string, start, end time.Time, gpus int64, q int) error {
+	if gpus < 0 {
+		return ErrNegativeAmount
+	}
+	perBucket := map[int64]int64{}
+	var last int64 = math.MinInt64
+	for sec := start; sec.Before(end); sec = sec.Add(time.Second) {
+		j := r.bucketOf(sec)
+		perBucket[j] += gpus
+		last = max(last, j)
+	}
+	var lost int64
+	keep := map[int64]int64{}
+	for j, v := range perBucket {
+		switch {
+		case v == 0:
+		case j < r.floor:
+			lost += v
+		case j > last-r.span:
+			if v+r.get(r.vals[leaf], q, j) > math.MaxUint32 {
+				return ErrBucketOverflow
+			}
+			keep[j] = v
+		}
+	}
+	if lost > 0 {
+		r.dropped++
+		r.droppedSec += lost
+	}
+	js := slices.Sorted(maps.Keys(keep))
+	for _, j := range js {
+		if err := r.write(leaf, time.Unix(j*r.bucketSec, 0), keep[j], q); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -183,6 +183,19 @@ func TestLedgerMatchesReference(t *testing.T) {
 				if want := r.write(leaf, at, v, q); !sameError(err, want) {
 					t.Fatalf("seed %d op %d: write(%s, %d, q%d) err = %v, want %v", seed, op, leaf, v, q, err, want)
 				}
+			case k < 13 && rng.IntN(2) == 0:
+				leaf, start := leaves[rng.IntN(len(leaves))], randTime().Truncate(time.Second)
+				end := start.Add(time.Duration(rng.Int64N(int64(retention)*3/2)) / time.Second * time.Second)
+				gpus := rng.Int64N(9) - 1
+				q := rng.IntN(2)
+				write := l.ChargeSpan
+				if q == 1 {
+					write = l.AddDemandSpan
+				}
+				err := write(leaf, start, end, gpus)
+				if want := r.writeSpan(leaf, start, end, gpus, q); !sameError(err, want) {
+					t.Fatalf("seed %d op %d: span(%s, %d GPUs, q%d) err = %v, want %v", seed, op, leaf, gpus, q, err, want)
+				}
 			case k < 13:
 				now = now.Add(time.Duration(rng.Int64N(int64(retention) / 2)))
 			case k < 14 && rng.IntN(4) == 0:
@@ -293,5 +306,42 @@ func TestSubtreeUsageAndUsageByLeaf(t *testing.T) {
 	got := l.UsageByLeaf(tr, from, to, dst)
 	if !slices.Equal(got, []int64{100, 30, 7}) || &got[0] != &dst[0] {
 		t.Errorf("UsageByLeaf = %v (reused %v)", got, &got[0] == &dst[0])
+	}
+}
+
+func TestLedgerSpans(t *testing.T) {
+	l := NewLedger(LedgerConfig{Bucket: time.Second, Retention: time.Hour})
+	// 3 GPUs over [0.5 s, 2.5 s): 6 GPU-seconds, split 1, 3, 2 by the
+	// cumulative floor so none is lost.
+	mustWrite(t, l.ChargeSpan("a", t0.Add(500*time.Millisecond), t0.Add(2500*time.Millisecond), 3))
+	for i, want := range []int64{1, 3, 2} {
+		at := t0.Add(time.Duration(i) * time.Second)
+		if got := l.Usage("a", at, at.Add(time.Second)); got != want {
+			t.Errorf("bucket %d = %d, want %d", i, got, want)
+		}
+	}
+	// A 3-hour span on a 1-hour ledger keeps its last hour, drops nothing.
+	mustWrite(t, l.AddDemandSpan("b", t0.Add(time.Hour), t0.Add(4*time.Hour), 2))
+	if got := l.Demand("b", t0, t0.Add(5*time.Hour)); got != 2*3600 || l.Dropped() != 0 {
+		t.Errorf("long span demand = %d (dropped %d), want 7200 (0)", got, l.Dropped())
+	}
+	// Now the horizon is t0+3h: a span across it loses the part before.
+	mustWrite(t, l.ChargeSpan("a", t0.Add(3*time.Hour-10*time.Second), t0.Add(3*time.Hour+5*time.Second), 4))
+	if l.Dropped() != 1 || l.DroppedGPUSeconds() != 40 || l.Usage("a", t0, t0.Add(5*time.Hour)) != 20 {
+		t.Errorf("dropped %d (%d s), usage %d; want 1 (40 s), 20", l.Dropped(), l.DroppedGPUSeconds(), l.Usage("a", t0, t0.Add(5*time.Hour)))
+	}
+	if err := l.ChargeSpan("a", t0, t0.Add(time.Hour), -1); !errors.Is(err, ErrNegativeAmount) {
+		t.Errorf("negative GPUs: err = %v", err)
+	}
+	if err := l.ChargeSpan("a", t0, t0.Add(100*365*24*time.Hour), math.MaxInt64/1000); !errors.Is(err, ErrSpanTooLarge) {
+		t.Errorf("huge span: err = %v", err)
+	}
+	before := l.Usage("c", t0, t0.Add(5*time.Hour))
+	mustWrite(t, l.ChargeSpan("c", t0.Add(3*time.Hour+30*time.Second), t0.Add(3*time.Hour+40*time.Second), 1<<31))
+	if err := l.ChargeSpan("c", t0.Add(3*time.Hour+20*time.Second), t0.Add(3*time.Hour+35*time.Second), 1<<31); !errors.Is(err, ErrBucketOverflow) {
+		t.Errorf("overflowing span: err = %v", err)
+	}
+	if got := l.Usage("c", t0, t0.Add(5*time.Hour)); got != before+10<<31 {
+		t.Errorf("rejected span wrote: usage %d, want %d", got, before+10<<31)
 	}
 }

@@ -33,9 +33,9 @@ type series struct {
 
 func (s *series) empty() bool { return s.vals == nil }
 
-// value returns bucket j's stored value (0 outside the ring).
+// value returns bucket j's stored value (0 outside the ring or for a nil series).
 func (s *series) value(j, nb int64) int64 {
-	if s.vals == nil {
+	if s == nil || s.vals == nil {
 		return 0
 	}
 	b := floorDiv(j, blockLen)
