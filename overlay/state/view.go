@@ -97,3 +97,6 @@ func (v *View) Servers() []*Server { return all[Server](v, TableServers) }
 
 // DemandMarks returns how far each leaf's demand is recorded.
 func (v *View) DemandMarks() []*DemandMark { return all[DemandMark](v, TableDemandMarks) }
+
+// Node returns a node's drain state, or nil.
+func (v *View) Node(id string) *Node { return first[Node](v, TableNodes, id) }

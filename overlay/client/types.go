@@ -1,0 +1,203 @@
+package client
+
+import "time"
+
+// BudgetSpec is one budget of a tree sent with PUT /v1/budgets.
+type BudgetSpec struct {
+	Path        string   `json:"path"`
+	Share       float64  `json:"share"`
+	Description string   `json:"description,omitempty"`
+	Owners      []string `json:"owners,omitempty"`
+}
+
+// BudgetsApply is the body of PUT /v1/budgets.
+type BudgetsApply struct {
+	Revision string            `json:"revision"`
+	Digests  map[string]string `json:"digests,omitempty"`
+	Budgets  []BudgetSpec      `json:"budgets"`
+}
+
+// Budget is one node of the tree in force.
+type Budget struct {
+	Path        string   `json:"path"`
+	Share       float64  `json:"share"`
+	Normalized  float64  `json:"normalized"`
+	Effective   float64  `json:"effective"`
+	Leaf        bool     `json:"leaf"`
+	Description string   `json:"description,omitempty"`
+	Owners      []string `json:"owners,omitempty"`
+}
+
+// Budgets is the answer of GET /v1/budgets. Budgets is empty before the
+// first apply.
+type Budgets struct {
+	Revision  string            `json:"revision"`
+	Digests   map[string]string `json:"digests,omitempty"`
+	AppliedAt time.Time         `json:"applied_at"`
+	Budgets   []Budget          `json:"budgets"`
+}
+
+// WriteResult answers a write: the raft index it was committed at.
+type WriteResult struct {
+	Index uint64 `json:"index"`
+}
+
+// QueueJob is one managed job's place in the last plan.
+type QueueJob struct {
+	JobID       string  `json:"job_id"`
+	Budget      string  `json:"budget"`
+	Band        string  `json:"band"`
+	Priority    int     `json:"priority"`
+	SortMetric  float64 `json:"sort_metric"`
+	Position    int     `json:"position"` // 1-based among pending jobs, 0 for others
+	Explanation string  `json:"explanation"`
+}
+
+// Queue is the answer of GET /v1/queue: pending jobs in order, then the rest.
+type Queue struct {
+	PlannedAt time.Time  `json:"planned_at"`
+	Jobs      []QueueJob `json:"jobs"`
+}
+
+// Alloc is an allocation lifecycle as recorded by allot.
+type Alloc struct {
+	ID                string    `json:"id"`
+	NodeID            string    `json:"node_id"`
+	GPUs              int       `json:"gpus"`
+	StartedAt         time.Time `json:"started_at"`
+	ProtectedUntil    time.Time `json:"protected_until"`
+	StoppedAt         time.Time `json:"stopped_at,omitzero"`
+	Preemptions       int       `json:"preemptions"`
+	ChargedGPUSeconds int64     `json:"charged_gpu_seconds"`
+}
+
+// Decision is one entry of the decision log.
+type Decision struct {
+	Seq     uint64    `json:"seq"`
+	At      time.Time `json:"at"`
+	Kind    string    `json:"kind"`
+	JobID   string    `json:"job_id,omitempty"`
+	AllocID string    `json:"alloc_id,omitempty"`
+	NodeID  string    `json:"node_id,omitempty"`
+	Reason  string    `json:"reason"`
+}
+
+// Explain is the answer of GET /v1/explain/job/<id>.
+type Explain struct {
+	JobID       string        `json:"job_id"`
+	Budget      string        `json:"budget"`
+	MinRuntime  time.Duration `json:"min_runtime_ns"`
+	GPUs        int           `json:"gpus"`
+	Unallocated string        `json:"unallocated_reason,omitempty"`
+	Queue       *QueueJob     `json:"queue,omitempty"` // nil until a plan has placed the job
+	Priority    *int          `json:"priority_written,omitempty"`
+	Allocs      []Alloc       `json:"allocs"`
+	Decisions   []Decision    `json:"decisions"`
+}
+
+// UsageRow is one budget's use over the report window, in GPU-hours.
+type UsageRow struct {
+	Path      string  `json:"path"`
+	Leaf      bool    `json:"leaf"`
+	Charged   float64 `json:"charged_gpu_hours"`
+	Demand    float64 `json:"demand_gpu_hours"`
+	Owed      float64 `json:"owed_gpu_hours"`
+	Delivered float64 `json:"delivered_gpu_hours"`
+	Ratio     float64 `json:"delivered_over_owed"`
+}
+
+// Usage is the answer of GET /v1/usage?since=7d.
+type Usage struct {
+	From         time.Time  `json:"from"`
+	To           time.Time  `json:"to"`
+	CapacityGPUs int        `json:"capacity_gpus"`
+	Budgets      []UsageRow `json:"budgets"`
+}
+
+// Node is a GPU node's drain state.
+type Node struct {
+	ID          string    `json:"id"`
+	Name        string    `json:"name"`
+	Drain       string    `json:"drain"`
+	Reason      string    `json:"reason,omitempty"`
+	Since       time.Time `json:"since"`
+	ReservedFor string    `json:"reserved_for,omitempty"`
+	TotalGPUs   int       `json:"total_gpus"`
+	HealthyGPUs int       `json:"healthy_gpus"`
+}
+
+// Decisions is the answer of GET /v1/decisions.
+type Decisions struct {
+	Decisions []Decision `json:"decisions"`
+}
+
+// Nodes is the answer of GET /v1/nodes.
+type Nodes struct {
+	Nodes []Node `json:"nodes"`
+}
+
+// Peer is one raft server.
+type Peer struct {
+	ID       string `json:"id"`
+	RaftAddr string `json:"raft_addr"`
+	HTTPAddr string `json:"http_addr,omitempty"`
+	Leader   bool   `json:"leader"`
+	Voter    bool   `json:"voter"`
+}
+
+// Peers is the answer of GET /v1/operator/raft/peers.
+type Peers struct {
+	Servers []Peer `json:"servers"`
+}
+
+// Self is the answer of GET /v1/agent/self: who this server is.
+type Self struct {
+	ID       string `json:"id"`
+	RaftAddr string `json:"raft_addr"`
+	HTTPAddr string `json:"http_addr"`
+	Leader   string `json:"leader_id"`
+}
+
+// JoinRequest is the body of PUT /v1/operator/raft/join.
+type JoinRequest struct {
+	ID       string `json:"id"`
+	RaftAddr string `json:"raft_addr"`
+}
+
+// Charge charges an allocation's GPUs over [From, To) to a budget. Resent
+// intervals are charged once.
+type Charge struct {
+	Alloc  string    `json:"alloc"`
+	Budget string    `json:"budget"`
+	GPUs   int       `json:"gpus"`
+	From   time.Time `json:"from"`
+	To     time.Time `json:"to"`
+}
+
+// Demand records that a budget wanted GPUs over [From, To).
+type Demand struct {
+	Budget string    `json:"budget"`
+	GPUs   int       `json:"gpus"`
+	From   time.Time `json:"from"`
+	To     time.Time `json:"to"`
+}
+
+// LedgerAppend is the body of POST /v1/ledger.
+type LedgerAppend struct {
+	Charges []Charge `json:"charges,omitempty"`
+	Demand  []Demand `json:"demand,omitempty"`
+}
+
+// LedgerResult answers POST /v1/ledger.
+type LedgerResult struct {
+	Index             uint64   `json:"index"`
+	ChargedGPUSeconds int64    `json:"charged_gpu_seconds"`
+	DemandGPUSeconds  int64    `json:"demand_gpu_seconds"`
+	Skipped           int      `json:"skipped"`
+	Errors            []string `json:"errors,omitempty"`
+}
+
+// ErrorBody is the JSON body of every error answer.
+type ErrorBody struct {
+	Error string `json:"error"`
+}

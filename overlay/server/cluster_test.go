@@ -1,0 +1,348 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/allot-sched/allot/budgets"
+	"github.com/allot-sched/allot/overlay/client"
+	"github.com/hashicorp/go-hclog"
+)
+
+const testToken = "s3cret-test-token"
+
+// waitFor polls cond until it returns nil or the deadline passes.
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s: %v", timeout, what, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// node is one server of a test cluster, with the ports and directory it
+// keeps across restarts.
+type node struct {
+	dir       string
+	httpPort  int
+	raftPort  int
+	srv       *Server
+	reconcile Reconciler
+}
+
+type cluster struct {
+	t     testing.TB
+	nodes []*node
+	tune  RaftTuning
+}
+
+func freePort(t testing.TB) int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func listenOn(t testing.TB, port int) net.Listener {
+	t.Helper()
+	var ln net.Listener
+	waitFor(t, 5*time.Second, fmt.Sprintf("port %d to be free", port), func() error {
+		var err error
+		ln, err = net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		return err
+	})
+	return ln
+}
+
+func fastRaft() RaftTuning {
+	return RaftTuning{HeartbeatTimeout: 300 * time.Millisecond, ElectionTimeout: 300 * time.Millisecond,
+		LeaderLeaseTimeout: 150 * time.Millisecond, CommitTimeout: 5 * time.Millisecond}
+}
+
+func newCluster(t testing.TB, n int, tune RaftTuning) *cluster {
+	c := &cluster{t: t, tune: tune}
+	for i := 0; i < n; i++ {
+		c.nodes = append(c.nodes, &node{dir: t.TempDir(), httpPort: freePort(t), raftPort: freePort(t)})
+	}
+	for i := range c.nodes {
+		c.start(i)
+	}
+	t.Cleanup(func() {
+		for _, nd := range c.nodes {
+			if nd.srv != nil {
+				nd.srv.Shutdown()
+			}
+		}
+	})
+	return c
+}
+
+func (c *cluster) start(i int) {
+	nd := c.nodes[i]
+	var join []string
+	for _, o := range c.nodes {
+		join = append(join, "127.0.0.1:"+strconv.Itoa(o.httpPort))
+	}
+	srv, err := New(Config{
+		DataDir: nd.dir, BootstrapExpect: len(c.nodes), RetryJoin: join, RetryInterval: 50 * time.Millisecond,
+		Token: testToken, Raft: c.tune, ReconcileInterval: time.Hour, Reconciler: nd.reconcile,
+		HTTPListener: listenOn(c.t, nd.httpPort), RaftListener: listenOn(c.t, nd.raftPort),
+		Logger: hclog.New(&hclog.LoggerOptions{Name: fmt.Sprintf("s%d", i), Level: hclog.Off}),
+	})
+	if err != nil {
+		c.t.Fatalf("start server %d: %v", i, err)
+	}
+	nd.srv = srv
+}
+
+func (c *cluster) stop(i int) {
+	c.nodes[i].srv.Shutdown()
+	c.nodes[i].srv = nil
+}
+
+// leader waits until exactly one running server leads, every running server
+// agrees, and the leader has registered its HTTP address.
+func (c *cluster) leader() int {
+	c.t.Helper()
+	idx := -1
+	waitFor(c.t, 20*time.Second, "a leader", func() error {
+		idx = -1
+		for i, nd := range c.nodes {
+			if nd.srv != nil && nd.srv.IsLeader() {
+				if idx >= 0 {
+					return errors.New("two leaders")
+				}
+				idx = i
+			}
+		}
+		if idx < 0 {
+			return errors.New("no leader")
+		}
+		for _, nd := range c.nodes {
+			if nd.srv == nil {
+				continue
+			}
+			if _, err := nd.srv.leaderHTTP(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return idx
+}
+
+func (c *cluster) client(i int, token string) *client.Client {
+	cl, err := client.New("127.0.0.1:"+strconv.Itoa(c.nodes[i].httpPort), token, nil)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return cl
+}
+
+func testBudgets() *client.BudgetsApply {
+	return &client.BudgetsApply{Revision: "rev-1", Digests: map[string]string{"institute.hcl": "sha256:ab"},
+		Budgets: []client.BudgetSpec{{Path: "ai2", Share: 1}, {Path: "ai2/prior", Share: 3},
+			{Path: "ai2/prior/olmo", Share: 1}, {Path: "ai2/nlp", Share: 1}}}
+}
+
+var tBase = time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+
+// chargeMinute appends one minute of 8 GPUs for alloc k to budget.
+func chargeMinute(ctx context.Context, cl *client.Client, k int, budget string) (*client.LedgerResult, error) {
+	from := tBase.Add(time.Duration(k) * time.Minute)
+	return cl.AppendLedger(ctx, &client.LedgerAppend{Charges: []client.Charge{{
+		Alloc: fmt.Sprintf("alloc-%d", k), Budget: budget, GPUs: 8, From: from, To: from.Add(time.Minute)}}})
+}
+
+// usage reads a leaf's whole usage from one server's local state.
+func usage(s *Server, leaf string) int64 {
+	var u int64
+	s.FSM().WithLedger(func(l *budgets.Ledger) { u = l.Usage(leaf, tBase.Add(-time.Hour), tBase.Add(30*24*time.Hour)) })
+	return u
+}
+
+func (c *cluster) waitUsage(leaf string, want int64) {
+	c.t.Helper()
+	waitFor(c.t, 20*time.Second, fmt.Sprintf("usage of %s = %d on every server", leaf, want), func() error {
+		for i, nd := range c.nodes {
+			if nd.srv == nil {
+				continue
+			}
+			if got := usage(nd.srv, leaf); got != want {
+				return fmt.Errorf("server %d has %d", i, got)
+			}
+			if b := nd.srv.FSM().Read().Budgets(); b == nil || b.Revision != "rev-1" {
+				return fmt.Errorf("server %d has budgets %v", i, b)
+			}
+		}
+		return nil
+	})
+}
+
+func TestClusterFailoverRestartAndSnapshotCatchUp(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three-server cluster test skipped in -short mode")
+	}
+	tune := fastRaft()
+	tune.SnapshotThreshold, tune.TrailingLogs, tune.SnapshotInterval = 16, 8, time.Hour
+	c := newCluster(t, 3, tune)
+	ctx := context.Background()
+	old := c.leader()
+	follower := (old + 1) % 3
+
+	// Writes sent to a follower are forwarded to the leader.
+	if _, err := c.client(follower, testToken).ApplyBudgets(ctx, testBudgets()); err != nil {
+		t.Fatalf("apply budgets via follower: %v", err)
+	}
+	acked := int64(0)
+	for k := 0; k < 20; k++ {
+		res, err := chargeMinute(ctx, c.client(k%3, testToken), k, "ai2/nlp")
+		if err != nil {
+			t.Fatalf("charge %d: %v", k, err)
+		}
+		acked += res.ChargedGPUSeconds
+	}
+	if acked != 20*8*60 {
+		t.Fatalf("acknowledged %d GPU-seconds, want %d", acked, 20*8*60)
+	}
+
+	// Kill the leader: a new one is elected and nothing acknowledged is lost.
+	c.stop(old)
+	now := c.leader()
+	if now == old {
+		t.Fatalf("leader did not move")
+	}
+	c.waitUsage("ai2/nlp", acked)
+	for k := 20; k < 30; k++ {
+		res, err := chargeMinute(ctx, c.client(now, testToken), k, "ai2/nlp")
+		if err != nil {
+			t.Fatalf("charge %d after failover: %v", k, err)
+		}
+		acked += res.ChargedGPUSeconds
+	}
+	// A resent charge (a new leader replaying an interval) counts once.
+	if res, err := chargeMinute(ctx, c.client(now, testToken), 3, "ai2/nlp"); err != nil || res.ChargedGPUSeconds != 0 {
+		t.Fatalf("resent charge: %+v, %v", res, err)
+	}
+
+	// Restart everything from disk.
+	for i := range c.nodes {
+		if c.nodes[i].srv != nil {
+			c.stop(i)
+		}
+	}
+	for i := range c.nodes {
+		c.start(i)
+	}
+	c.leader()
+	c.waitUsage("ai2/nlp", acked)
+
+	// A follower that misses more than TrailingLogs entries after a snapshot
+	// catches up by snapshot install.
+	lead := c.leader()
+	lag := (lead + 1) % 3
+	lagLast := c.nodes[lag].srv.Raft().LastIndex()
+	c.stop(lag)
+	for k := 30; k < 70; k++ {
+		res, err := chargeMinute(ctx, c.client(lead, testToken), k, "ai2/prior/olmo")
+		if err != nil {
+			t.Fatalf("charge %d while a follower is down: %v", k, err)
+		}
+		acked += res.ChargedGPUSeconds
+	}
+	if err := c.nodes[lead].srv.Raft().Snapshot().Error(); err != nil {
+		t.Fatalf("leader snapshot: %v", err)
+	}
+	snapIdx, _ := strconv.ParseUint(c.nodes[lead].srv.Raft().Stats()["last_snapshot_index"], 10, 64)
+	if snapIdx <= lagLast+tune.TrailingLogs {
+		t.Fatalf("precondition: snapshot index %d does not pass the lagging follower's %d by more than %d trailing logs",
+			snapIdx, lagLast, tune.TrailingLogs)
+	}
+	c.start(lag)
+	c.waitUsage("ai2/prior/olmo", 40*8*60)
+	c.waitUsage("ai2/nlp", 30*8*60)
+	installed, _ := strconv.ParseUint(c.nodes[lag].srv.Raft().Stats()["last_snapshot_index"], 10, 64)
+	if installed < snapIdx {
+		t.Fatalf("lagging follower's snapshot index %d, want >= %d (installed from the leader)", installed, snapIdx)
+	}
+}
+
+// TestClusterConcurrentWritesSurviveFailover writes from several clients
+// (retrying, as a real client would) while the leader dies; every
+// acknowledged charge must be in the state of every survivor.
+func TestClusterConcurrentWritesSurviveFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three-server cluster test skipped in -short mode")
+	}
+	c := newCluster(t, 3, fastRaft())
+	ctx := context.Background()
+	old := c.leader()
+	if _, err := c.client(old, testToken).ApplyBudgets(ctx, testBudgets()); err != nil {
+		t.Fatal(err)
+	}
+	const total = 60
+	acked := make(chan int, total)
+	var wg sync.WaitGroup
+	for w := 0; w < 3; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for k := w; k < total; k += 3 {
+				deadline := time.Now().Add(20 * time.Second)
+				for attempt := 0; time.Now().Before(deadline); attempt++ {
+					if _, err := chargeMinute(ctx, c.client((w+attempt)%3, testToken), k, "ai2/nlp"); err == nil {
+						acked <- k
+						break
+					}
+					time.Sleep(10 * time.Millisecond) // client back-off between retries
+				}
+			}
+		}(w)
+	}
+	seen := map[int]bool{}
+	for len(seen) < 10 {
+		seen[<-acked] = true
+	}
+	c.stop(old)
+	wg.Wait()
+	close(acked)
+	for k := range acked {
+		seen[k] = true
+	}
+	if len(seen) != total {
+		t.Fatalf("%d of %d charges acknowledged within the retry deadline", len(seen), total)
+	}
+	c.leader()
+	waitFor(t, 20*time.Second, "acknowledged charges on survivors", func() error {
+		for i, nd := range c.nodes {
+			if nd.srv == nil {
+				continue
+			}
+			v := nd.srv.FSM().Read()
+			for k := range seen {
+				if a := v.Alloc(fmt.Sprintf("alloc-%d", k)); a == nil || a.ChargedGPUSeconds != 8*60 {
+					return fmt.Errorf("server %d lacks acknowledged charge %d", i, k)
+				}
+			}
+			if got := usage(nd.srv, "ai2/nlp"); got != total*8*60 {
+				return fmt.Errorf("server %d: usage %d, want %d", i, got, total*8*60)
+			}
+		}
+		return nil
+	})
+}

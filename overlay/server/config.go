@@ -1,0 +1,146 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/allot-sched/allot/overlay/state"
+	"github.com/hashicorp/go-hclog"
+)
+
+// Default ports: next to Nomad's 4646 (HTTP), 4647 (RPC) and 4648 (serf)
+// without clashing with them.
+const (
+	DefaultHTTPPort = 4650
+	DefaultRaftPort = 4651
+)
+
+// DefaultMaxBodyBytes bounds request bodies: a budget tree of thousands of
+// budgets or a large ledger batch is far below it.
+const DefaultMaxBodyBytes = 8 << 20
+
+// TLSConfig turns on TLS. HTTP serves https with CertFile/KeyFile; RPC
+// makes raft peers use mutual TLS, each presenting CertFile and verifying
+// the other against CAFile.
+type TLSConfig struct {
+	HTTP     bool
+	RPC      bool
+	CAFile   string
+	CertFile string
+	KeyFile  string
+}
+
+// RaftTuning overrides raft's timing and snapshot settings; zero values
+// keep raft's defaults. Tests use it for fast elections and snapshots.
+type RaftTuning struct {
+	HeartbeatTimeout   time.Duration
+	ElectionTimeout    time.Duration
+	LeaderLeaseTimeout time.Duration
+	CommitTimeout      time.Duration
+	SnapshotThreshold  uint64
+	SnapshotInterval   time.Duration
+	TrailingLogs       uint64
+}
+
+// Config configures a Server.
+type Config struct {
+	// NodeID names the server in raft. Default: kept in DataDir/node-id,
+	// made up at first start.
+	NodeID string
+	// DataDir holds the raft log (raft.db) and snapshots. Required unless Dev.
+	DataDir string
+	// Dev runs one server on in-memory stores, bootstrapped at once.
+	Dev bool
+	// BindAddr is the address both listeners bind to.
+	BindAddr string
+	// AdvertiseAddr is how peers reach this server (default BindAddr; needed
+	// when BindAddr is 0.0.0.0).
+	AdvertiseAddr string
+	HTTPPort      int
+	RaftPort      int
+	// BootstrapExpect is the number of servers that bootstrap the cluster
+	// together; 0 joins an existing cluster through RetryJoin.
+	BootstrapExpect int
+	// RetryJoin lists other servers' HTTP addresses (host:port).
+	RetryJoin []string
+	// RetryInterval is the pause between join attempts (default 2s).
+	RetryInterval time.Duration
+	// Token authorizes writes. With no token every write is refused.
+	Token string
+	TLS   TLSConfig
+	// FSM must be identical on every server of the cluster.
+	FSM  state.FSMConfig
+	Raft RaftTuning
+	// ReconcileInterval is how often the leader reconciles (default 5s).
+	ReconcileInterval time.Duration
+	// Reconciler drives the cluster on the leader; nil runs no loop.
+	Reconciler Reconciler
+	// Clock gives the leader's timestamps (default time.Now).
+	Clock func() time.Time
+	// Logger is named per component below; default: a null logger.
+	Logger hclog.Logger
+	// MaxBodyBytes bounds request bodies (default DefaultMaxBodyBytes).
+	MaxBodyBytes int64
+	// HTTPListener and RaftListener, when set, are used instead of binding
+	// BindAddr:HTTPPort and BindAddr:RaftPort (tests pass ready listeners
+	// so that ports are known before the servers start).
+	HTTPListener net.Listener
+	RaftListener net.Listener
+}
+
+func (c *Config) withDefaults() Config {
+	out := *c
+	if out.BindAddr == "" {
+		out.BindAddr = "127.0.0.1"
+	}
+	if out.HTTPPort == 0 {
+		out.HTTPPort = DefaultHTTPPort
+	}
+	if out.RaftPort == 0 {
+		out.RaftPort = DefaultRaftPort
+	}
+	if out.RetryInterval <= 0 {
+		out.RetryInterval = 2 * time.Second
+	}
+	if out.ReconcileInterval <= 0 {
+		out.ReconcileInterval = 5 * time.Second
+	}
+	if out.Clock == nil {
+		out.Clock = time.Now
+	}
+	if out.Logger == nil {
+		out.Logger = hclog.NewNullLogger()
+	}
+	if out.MaxBodyBytes <= 0 {
+		out.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	return out
+}
+
+// validate names the first bad field and what would be valid.
+func (c *Config) validate() error {
+	var errs []error
+	if !c.Dev && c.DataDir == "" {
+		errs = append(errs, errors.New("data_dir is required (or run with -dev for in-memory state)"))
+	}
+	if c.BootstrapExpect < 0 {
+		errs = append(errs, fmt.Errorf("bootstrap_expect = %d: want 0 (join an existing cluster) or 1, 3 or 5", c.BootstrapExpect))
+	}
+	if c.BootstrapExpect == 0 && len(c.RetryJoin) == 0 && !c.Dev {
+		errs = append(errs, errors.New("bootstrap_expect = 0 needs retry_join to find a cluster to join"))
+	}
+	if (c.TLS.HTTP || c.TLS.RPC) && (c.TLS.CertFile == "" || c.TLS.KeyFile == "") {
+		errs = append(errs, errors.New("tls: cert_file and key_file are required when http or rpc is on"))
+	}
+	if c.TLS.RPC && c.TLS.CAFile == "" {
+		errs = append(errs, errors.New("tls: rpc (mutual TLS between raft peers) needs ca_file"))
+	}
+	if ip := net.ParseIP(c.BindAddr); ip == nil {
+		errs = append(errs, fmt.Errorf("bind_addr %q: want an IP address such as 127.0.0.1 or 0.0.0.0", c.BindAddr))
+	} else if ip.IsUnspecified() && c.AdvertiseAddr == "" && c.RaftListener == nil {
+		errs = append(errs, fmt.Errorf("bind_addr %s needs advertise_addr: the address peers use to reach this server", c.BindAddr))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,265 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/allot-sched/allot/budgets"
+	"github.com/allot-sched/allot/overlay/client"
+	"github.com/allot-sched/allot/overlay/state"
+	"github.com/hashicorp/raft"
+)
+
+func (s *Server) getBudgets(_ *http.Request, v *state.View) (any, error) {
+	out := client.Budgets{Budgets: []client.Budget{}}
+	b := v.Budgets()
+	if b == nil {
+		return out, nil
+	}
+	out.Revision, out.Digests, out.AppliedAt = b.Revision, b.Digests, b.AppliedAt
+	for _, n := range b.Tree().Nodes() {
+		out.Budgets = append(out.Budgets, client.Budget{Path: n.Path, Share: n.Share, Normalized: n.Normalized,
+			Effective: n.Effective, Leaf: n.IsLeaf(), Description: n.Description, Owners: n.Owners})
+	}
+	return out, nil
+}
+
+func (s *Server) putBudgets(_ *http.Request, body []byte) (any, error) {
+	var in client.BudgetsApply
+	if err := decodeBody(body, &in); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(in.Revision) == "" {
+		return nil, errorf(http.StatusBadRequest, "revision is required: the git commit (or content digest) the budget files came from")
+	}
+	specs := make([]budgets.Spec, len(in.Budgets))
+	for i, b := range in.Budgets {
+		specs[i] = budgets.Spec{Path: b.Path, Share: b.Share, Description: b.Description, Owners: b.Owners}
+	}
+	if _, err := budgets.NewTree(specs); err != nil {
+		return nil, errorf(http.StatusBadRequest, "%v", err)
+	}
+	_, idx, err := s.Apply(state.BudgetsApplyType, state.BudgetsApplyRequest{Revision: in.Revision,
+		Digests: in.Digests, Specs: specs, AppliedAt: s.cfg.Clock().UTC()})
+	if err != nil {
+		return nil, err
+	}
+	return client.WriteResult{Index: idx}, nil
+}
+
+func queueJob(q *state.QueueEntry) client.QueueJob {
+	return client.QueueJob{JobID: q.JobID, Budget: q.Leaf, Band: q.Band, Priority: q.Priority,
+		SortMetric: q.SortMetric, Position: q.Position, Explanation: q.Explanation}
+}
+
+func (s *Server) getQueue(_ *http.Request, v *state.View) (any, error) {
+	out := client.Queue{Jobs: []client.QueueJob{}}
+	for _, q := range v.Queue() {
+		out.PlannedAt = q.PlannedAt
+		out.Jobs = append(out.Jobs, queueJob(q))
+	}
+	return out, nil
+}
+
+func (s *Server) getExplain(r *http.Request, v *state.View) (any, error) {
+	id := r.PathValue("id")
+	j := v.Job(id)
+	if j == nil && !strings.Contains(id, "/") {
+		id = "default/" + id
+		j = v.Job(id)
+	}
+	if j == nil {
+		return nil, errorf(http.StatusNotFound, "job %q is not managed by allot: it is unknown, in another namespace, or asks for no GPUs (IDs are namespace/name)", r.PathValue("id"))
+	}
+	out := client.Explain{JobID: j.ID, Budget: j.Contract.Budget, MinRuntime: j.Contract.MinRuntime, GPUs: j.GPUs,
+		Unallocated: j.Contract.Reason, Allocs: []client.Alloc{}, Decisions: []client.Decision{}}
+	if q := v.QueueEntry(id); q != nil {
+		qj := queueJob(q)
+		out.Queue = &qj
+	}
+	if p := v.Priority(id); p != nil {
+		out.Priority = &p.Priority
+	}
+	for _, a := range v.JobAllocs(id) {
+		out.Allocs = append(out.Allocs, client.Alloc{ID: a.ID, NodeID: a.NodeID, GPUs: a.GPUs, StartedAt: a.StartedAt,
+			ProtectedUntil: a.ProtectedUntil, StoppedAt: a.StoppedAt, Preemptions: a.Preemptions, ChargedGPUSeconds: a.ChargedGPUSeconds})
+	}
+	for _, d := range v.Decisions(0) {
+		if d.JobID == id {
+			out.Decisions = append(out.Decisions, decision(d))
+		}
+	}
+	return out, nil
+}
+
+func decision(d *state.Decision) client.Decision {
+	return client.Decision{Seq: d.Seq, At: d.At, Kind: d.Kind, JobID: d.JobID, AllocID: d.AllocID, NodeID: d.NodeID, Reason: d.Reason}
+}
+
+// ParseSince parses a look-back like "7d", "36h" or "90m".
+func ParseSince(s string) (time.Duration, error) {
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err == nil && n > 0 {
+			return time.Duration(n) * 24 * time.Hour, nil
+		}
+	} else if d, err := time.ParseDuration(s); err == nil && d > 0 {
+		return d, nil
+	}
+	return 0, fmt.Errorf("since %q: want a positive duration such as 7d, 36h or 90m", s)
+}
+
+func (s *Server) getUsage(r *http.Request, v *state.View) (any, error) {
+	since := 7 * 24 * time.Hour
+	if q := r.URL.Query().Get("since"); q != "" {
+		d, err := ParseSince(q)
+		if err != nil {
+			return nil, errorf(http.StatusBadRequest, "%v", err)
+		}
+		since = d
+	}
+	if max := s.fsm.Config().Retention; since > max {
+		return nil, errorf(http.StatusBadRequest, "since %v reaches beyond the ledger's %v of history", since, max)
+	}
+	to := s.cfg.Clock().UTC().Truncate(time.Minute).Add(time.Minute)
+	out := client.Usage{From: to.Add(-since), To: to, Budgets: []client.UsageRow{}}
+	for _, n := range v.Nodes() {
+		out.CapacityGPUs += n.TotalGPUs
+	}
+	b := v.Budgets()
+	if b == nil {
+		return out, nil
+	}
+	tree := b.Tree()
+	var report []budgets.Delivery
+	demand := make([]int64, tree.Len())
+	s.fsm.WithLedger(func(l *budgets.Ledger) {
+		report = budgets.OwedReport(tree, l, out.CapacityGPUs, out.From, out.To)
+		for _, leaf := range tree.Leaves() {
+			demand[leaf.Index] = l.Demand(leaf.Path, out.From, out.To)
+		}
+	})
+	nodes := tree.Nodes()
+	for i := len(nodes) - 1; i > 0; i-- {
+		demand[nodes[i].Parent.Index] += demand[i]
+	}
+	hours := func(gs int64) float64 { return float64(gs) / 3600 }
+	for i, d := range report {
+		out.Budgets = append(out.Budgets, client.UsageRow{Path: d.Path, Leaf: nodes[i].IsLeaf(), Charged: hours(d.Delivered),
+			Demand: hours(demand[i]), Owed: hours(d.Owed), Delivered: hours(d.Credited), Ratio: d.Ratio})
+	}
+	return out, nil
+}
+
+func (s *Server) getNodes(_ *http.Request, v *state.View) (any, error) {
+	out := client.Nodes{Nodes: []client.Node{}}
+	for _, n := range v.Nodes() {
+		out.Nodes = append(out.Nodes, client.Node{ID: n.ID, Name: n.Name, Drain: n.Drain, Reason: n.Reason, Since: n.Since,
+			ReservedFor: n.ReservedFor, TotalGPUs: n.TotalGPUs, HealthyGPUs: n.HealthyGPUs})
+	}
+	return out, nil
+}
+
+func (s *Server) getDecisions(r *http.Request, v *state.View) (any, error) {
+	limit := 100
+	if q := r.URL.Query().Get("limit"); q != "" {
+		n, err := strconv.Atoi(q)
+		if err != nil || n <= 0 {
+			return nil, errorf(http.StatusBadRequest, "limit %q: want a positive integer", q)
+		}
+		limit = n
+	}
+	out := client.Decisions{Decisions: []client.Decision{}}
+	for _, d := range v.Decisions(limit) {
+		out.Decisions = append(out.Decisions, decision(d))
+	}
+	return out, nil
+}
+
+func (s *Server) postLedger(_ *http.Request, body []byte) (any, error) {
+	var in client.LedgerAppend
+	if err := decodeBody(body, &in); err != nil {
+		return nil, err
+	}
+	if len(in.Charges) == 0 && len(in.Demand) == 0 {
+		return nil, errorf(http.StatusBadRequest, "nothing to append: give charges and/or demand")
+	}
+	var out client.LedgerResult
+	if len(in.Charges) > 0 {
+		req := state.ChargeRequest{Charges: make([]state.Charge, len(in.Charges))}
+		for i, c := range in.Charges {
+			req.Charges[i] = state.Charge{Alloc: c.Alloc, Leaf: c.Budget, GPUs: c.GPUs, From: c.From, To: c.To}
+		}
+		res, idx, err := s.Apply(state.ChargeType, req)
+		if err != nil {
+			return nil, err
+		}
+		out.Index = idx
+		addResult(&out, res.(state.ChargeResult), &out.ChargedGPUSeconds)
+	}
+	if len(in.Demand) > 0 {
+		req := state.DemandRequest{Samples: make([]state.DemandSample, len(in.Demand))}
+		for i, d := range in.Demand {
+			req.Samples[i] = state.DemandSample{Leaf: d.Budget, GPUs: d.GPUs, From: d.From, To: d.To}
+		}
+		res, idx, err := s.Apply(state.DemandType, req)
+		if err != nil {
+			return nil, err
+		}
+		out.Index = idx
+		addResult(&out, res.(state.ChargeResult), &out.DemandGPUSeconds)
+	}
+	return out, nil
+}
+
+func (s *Server) getPeers(_ *http.Request, v *state.View) (any, error) {
+	f := s.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return nil, err
+	}
+	_, leader := s.raft.LeaderWithID()
+	out := client.Peers{Servers: []client.Peer{}}
+	for _, srv := range f.Configuration().Servers {
+		p := client.Peer{ID: string(srv.ID), RaftAddr: string(srv.Address), Leader: srv.ID == leader, Voter: srv.Suffrage == raft.Voter}
+		if reg := v.Server(string(srv.ID)); reg != nil {
+			p.HTTPAddr = reg.HTTPAddr
+		}
+		if srv.ID == raft.ServerID(s.id) {
+			p.HTTPAddr = s.httpAddr
+		}
+		out.Servers = append(out.Servers, p)
+	}
+	return out, nil
+}
+
+func (s *Server) putJoin(_ *http.Request, body []byte) (any, error) {
+	var in client.JoinRequest
+	if err := decodeBody(body, &in); err != nil {
+		return nil, err
+	}
+	if in.ID == "" || in.RaftAddr == "" {
+		return nil, errorf(http.StatusBadRequest, "join needs id and raft_addr")
+	}
+	f := s.raft.AddVoter(raft.ServerID(in.ID), raft.ServerAddress(in.RaftAddr), 0, applyTimeout)
+	if err := f.Error(); err != nil {
+		return nil, fmt.Errorf("%w: add voter: %v", ErrNotLeader, err)
+	}
+	return client.WriteResult{Index: f.Index()}, nil
+}
+
+func (s *Server) getSelf(_ *http.Request, _ *state.View) (any, error) {
+	_, leader := s.raft.LeaderWithID()
+	return client.Self{ID: s.id, RaftAddr: s.raftAddr, HTTPAddr: s.httpAddr, Leader: string(leader)}, nil
+}
+
+// addResult folds one entry's ChargeResult into the answer.
+func addResult(out *client.LedgerResult, r state.ChargeResult, total *int64) {
+	*total += r.GPUSeconds
+	out.Skipped += r.Skipped
+	if r.Err != nil {
+		out.Errors = append(out.Errors, strings.Split(r.Err.Error(), "\n")...)
+	}
+}

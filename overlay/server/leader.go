@@ -1,0 +1,269 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/allot-sched/allot/overlay/client"
+	"github.com/allot-sched/allot/overlay/state"
+	"github.com/hashicorp/raft"
+)
+
+// monitorLeadership starts the leader loop when this server gains
+// leadership and cancels it when it loses it.
+func (s *Server) monitorLeadership() {
+	defer s.wg.Done()
+	for {
+		select {
+		case <-s.shutdownCh:
+			return
+		case leader := <-s.notifyCh:
+			if leader {
+				s.startLeading()
+			} else {
+				s.stopLeading()
+			}
+		}
+	}
+}
+
+func (s *Server) startLeading() {
+	s.leaderMu.Lock()
+	defer s.leaderMu.Unlock()
+	if s.leaderCancel != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.leaderCancel = cancel
+	s.log.Info("gained leadership")
+	s.wg.Add(1)
+	go s.leaderLoop(ctx)
+}
+
+func (s *Server) stopLeading() {
+	s.leaderMu.Lock()
+	defer s.leaderMu.Unlock()
+	if s.leaderCancel != nil {
+		s.log.Info("lost leadership")
+		s.leaderCancel()
+		s.leaderCancel = nil
+	}
+}
+
+// leaderLoop waits until the FSM has applied everything committed before
+// this term, registers this server's addresses, then reconciles every
+// ReconcileInterval until leadership ends.
+func (s *Server) leaderLoop(ctx context.Context) {
+	defer s.wg.Done()
+	for ctx.Err() == nil {
+		if err := s.raft.Barrier(applyTimeout).Error(); err == nil {
+			break
+		} else if !s.pause(ctx, s.cfg.RetryInterval) {
+			return
+		}
+	}
+	for ctx.Err() == nil {
+		if err := s.registerSelf(); err == nil {
+			break
+		} else if s.log.Warn("register server", "error", err); !s.pause(ctx, s.cfg.RetryInterval) {
+			return
+		}
+	}
+	if s.cfg.Reconciler == nil {
+		return
+	}
+	for {
+		if err := s.ReconcileOnce(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn("reconcile", "error", err)
+		}
+		if !s.pause(ctx, s.cfg.ReconcileInterval) {
+			return
+		}
+	}
+}
+
+// pause waits d; false when ctx ends or the server stops first.
+func (s *Server) pause(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-s.shutdownCh:
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+func (s *Server) registerSelf() error {
+	me := state.Server{ID: s.id, RaftAddr: s.raftAddr, HTTPAddr: s.httpAddr}
+	if cur := s.fsm.Read().Server(s.id); cur != nil && *cur == me {
+		return nil
+	}
+	_, _, err := s.Apply(state.ServerUpsertType, state.ServerUpsertRequest{Server: me})
+	return err
+}
+
+// ReconcileOnce runs one reconcile pass now and records its outcome, then
+// charges running allocations and records demand up to the leader's clock.
+// It fails with ErrNotLeader on a follower.
+func (s *Server) ReconcileOnce(ctx context.Context) error {
+	s.passMu.Lock()
+	defer s.passMu.Unlock()
+	if !s.IsLeader() {
+		return ErrNotLeader
+	}
+	start := time.Now()
+	err := s.reconcile(ctx)
+	result := "ok"
+	if err != nil {
+		result = "error"
+	}
+	s.metrics.reconciles.WithLabelValues(result).Inc()
+	s.metrics.reconcileSeconds.Observe(time.Since(start).Seconds())
+	return err
+}
+
+func (s *Server) reconcile(ctx context.Context) error {
+	now := s.cfg.Clock().UTC()
+	if s.cfg.Reconciler != nil {
+		out, err := s.cfg.Reconciler.Reconcile(ctx, s.fsm.Read(), now)
+		if err != nil {
+			return fmt.Errorf("reconciler: %w", err)
+		}
+		if err := s.record(out, now); err != nil {
+			return err
+		}
+	}
+	v := s.fsm.Read()
+	if due := state.ChargesDue(v, now); len(due) > 0 {
+		if _, _, err := s.Apply(state.ChargeType, state.ChargeRequest{Charges: due}); err != nil {
+			return err
+		}
+	}
+	if due := state.DemandDue(v, now, 3*s.cfg.ReconcileInterval); len(due) > 0 {
+		if _, _, err := s.Apply(state.DemandType, state.DemandRequest{Samples: due}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// record commits an Outcome, one entry per kind of change.
+func (s *Server) record(o Outcome, now time.Time) error {
+	steps := []struct {
+		t     state.MessageType
+		req   any
+		empty bool
+	}{
+		{state.JobUpsertType, state.JobUpsertRequest{Jobs: o.Jobs}, len(o.Jobs) == 0},
+		{state.AllocUpsertType, state.AllocUpsertRequest{Allocs: o.Allocs}, len(o.Allocs) == 0},
+		{state.JobDeleteType, state.JobDeleteRequest{JobIDs: o.DeletedJobs}, len(o.DeletedJobs) == 0},
+		{state.NodeUpsertType, state.NodeUpsertRequest{Nodes: o.Nodes}, len(o.Nodes) == 0},
+		{state.PrioritiesType, state.PrioritiesRequest{Priorities: o.Priorities}, len(o.Priorities) == 0},
+		{state.PlanRecordType, state.PlanRecordRequest{At: now, Queue: o.Queue}, o.Queue == nil},
+		{state.DecisionAppendType, state.DecisionAppendRequest{Decisions: o.Decisions}, len(o.Decisions) == 0},
+	}
+	for _, st := range steps {
+		if st.empty {
+			continue
+		}
+		if _, _, err := s.Apply(st.t, st.req); err != nil {
+			return fmt.Errorf("record %s: %w", st.t, err)
+		}
+	}
+	return nil
+}
+
+// joinLoop forms or joins the cluster through RetryJoin: with
+// bootstrap_expect > 1 it bootstraps once it knows that many servers (all
+// of them do the same with the same list); otherwise, and when others
+// already run a cluster, it asks them to add this server.
+func (s *Server) joinLoop() {
+	defer s.wg.Done()
+	log := s.log.Named("join")
+	for {
+		if s.clusterFormed() {
+			return
+		}
+		err := s.tryJoin()
+		if err == nil {
+			return
+		}
+		log.Debug("retry join", "error", err)
+		if !s.pause(context.Background(), s.cfg.RetryInterval) {
+			return
+		}
+	}
+}
+
+// clusterFormed reports whether this server is part of a configuration
+// with a leader.
+func (s *Server) clusterFormed() bool {
+	addr, _ := s.raft.LeaderWithID()
+	return addr != ""
+}
+
+func (s *Server) tryJoin() error {
+	if s.raft.LastIndex() > 0 {
+		return nil // restarted member: raft finds its peers in its own log
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RetryInterval+5*time.Second)
+	defer cancel()
+	peers := map[string]client.Self{}
+	var errs []error
+	for _, addr := range s.cfg.RetryJoin {
+		c, err := s.peerClient(addr)
+		if err != nil {
+			return err
+		}
+		self, err := c.Self(ctx)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if self.ID != s.id {
+			peers[self.ID] = *self
+		}
+	}
+	for _, p := range peers {
+		if p.Leader != "" {
+			c, _ := s.peerClient(p.HTTPAddr)
+			return c.Join(ctx, &client.JoinRequest{ID: s.id, RaftAddr: s.raftAddr})
+		}
+	}
+	if s.cfg.BootstrapExpect > 1 && len(peers)+1 >= s.cfg.BootstrapExpect {
+		servers := []raft.Server{{ID: raft.ServerID(s.id), Address: raft.ServerAddress(s.raftAddr)}}
+		for _, p := range peers {
+			servers = append(servers, raft.Server{ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.RaftAddr)})
+		}
+		sort.Slice(servers, func(i, j int) bool { return servers[i].ID < servers[j].ID })
+		return s.bootstrapExpected(servers)
+	}
+	return fmt.Errorf("found %d of %d servers: %w", len(peers)+1, s.cfg.BootstrapExpect, errors.Join(errs...))
+}
+
+func (s *Server) bootstrapExpected(servers []raft.Server) error {
+	err := s.raft.BootstrapCluster(raft.Configuration{Servers: servers}).Error()
+	if err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+		return err
+	}
+	s.log.Info("bootstrapped cluster", "servers", len(servers))
+	return nil
+}
+
+func (s *Server) peerClient(addr string) (*client.Client, error) {
+	scheme := "http://"
+	if s.cfg.TLS.HTTP {
+		scheme = "https://"
+	}
+	c, err := client.New(scheme+addr, s.cfg.Token, s.fwdTLS)
+	if err != nil {
+		return nil, fmt.Errorf("retry_join %q: %w", addr, err)
+	}
+	return c, nil
+}

@@ -1,0 +1,42 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"github.com/allot-sched/allot/overlay/state"
+)
+
+// Reconciler observes the cluster allot schedules and acts on it for the
+// leader.
+//
+// The server calls Reconcile only on the raft leader, from one goroutine,
+// never concurrently with itself, every ReconcileInterval and after each
+// gain of leadership. view is a consistent read of the replicated state
+// (the reconciler must not modify its rows); now is the leader's clock,
+// the only time the reconciler may use for what it records. The context is
+// cancelled when leadership is lost or the server stops; a reconciler must
+// then return promptly.
+//
+// Reconcile returns what it observed and did: the server commits it through
+// raft (every timestamp already chosen), then charges running allocations
+// up to now. A Reconcile that returns an error has its Outcome discarded;
+// it must therefore be safe to repeat, because the next pass (on this
+// leader or the next) sees the same state and tries again.
+type Reconciler interface {
+	Reconcile(ctx context.Context, view *state.View, now time.Time) (Outcome, error)
+}
+
+// Outcome is what one reconcile pass wants recorded. Empty fields record
+// nothing; a nil Queue keeps the last plan's queue.
+type Outcome struct {
+	Jobs        []state.Job
+	DeletedJobs []string
+	Allocs      []state.Alloc
+	Nodes       []state.Node
+	Priorities  []state.Priority
+	Decisions   []state.Decision
+	// Queue is the plan's queue with its explanations; non-nil replaces the
+	// stored one (an empty, non-nil slice clears it).
+	Queue []state.QueueEntry
+}

@@ -1,0 +1,57 @@
+package state
+
+import "time"
+
+// ChargesDue returns the charge for each allocation with a budget whose
+// charging lags behind now (or behind its stop). The leader sends them
+// after every reconcile pass; the FSM charges only what is new, so sending
+// a charge twice is harmless.
+func ChargesDue(v *View, now time.Time) []Charge {
+	var out []Charge
+	for _, a := range v.Allocs() {
+		if a.Leaf == "" || a.GPUs <= 0 {
+			continue
+		}
+		end := now
+		if !a.Running() && a.StoppedAt.Before(end) {
+			end = a.StoppedAt
+		}
+		if a.ChargedThrough.Before(end.Truncate(time.Second)) {
+			out = append(out, Charge{Alloc: a.ID, Leaf: a.Leaf, GPUs: a.GPUs, From: a.ChargedThrough, To: end})
+		}
+	}
+	return out
+}
+
+// DemandDue returns, per budget leaf, the GPUs of its allocated jobs
+// (running and pending) over the time since the leaf's last sample, at most
+// maxGap back: the demand of an interval nobody observed is assumed equal
+// to what is seen now only for that long.
+func DemandDue(v *View, now time.Time, maxGap time.Duration) []DemandSample {
+	b := v.Budgets()
+	if b == nil {
+		return nil
+	}
+	tree := b.Tree()
+	gpus := map[string]int{}
+	var leaves []string
+	for _, j := range v.Jobs() {
+		c := j.Contract
+		if c.Budget == "" || c.MinRuntime <= 0 || j.GPUs <= 0 || !tree.IsLeaf(c.Budget) {
+			continue
+		}
+		if _, ok := gpus[c.Budget]; !ok {
+			leaves = append(leaves, c.Budget)
+		}
+		gpus[c.Budget] += j.GPUs
+	}
+	out := make([]DemandSample, 0, len(leaves))
+	for _, leaf := range leaves {
+		from := now.Add(-maxGap)
+		if m := first[DemandMark](v, TableDemandMarks, leaf); m != nil && m.Through.After(from) {
+			from = m.Through
+		}
+		out = append(out, DemandSample{Leaf: leaf, GPUs: gpus[leaf], From: from, To: now})
+	}
+	return out
+}
