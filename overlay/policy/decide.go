@@ -28,32 +28,34 @@ type Decider struct {
 	cfg  Config
 	plan Plan
 
-	jobs       []jobInfo
-	nodes      []nodeInfo
-	jobIdx     map[string]int32
-	nodeIdx    map[string]int32
-	models     map[string]int32 // "pool\x00model" -> class
-	classes    []class
-	jobAllocs  csr // allocation indexes by job
-	nodeAlloc  csr // allocation indexes by node
-	allocJob   []int32
-	allocNode  []int32
-	classNode  csr     // nodes by class
-	ready      []int32 // jobs whose reservation is released for them in this plan
-	room       []int32
-	usable     []int32
-	explBuf    []Explanation
-	events     []event
-	reserveFor []int32   // examined jobs without victims, in order: reservation candidates
-	recovered  int32     // a node that recovered or returned to service, -1
-	leafPos    []int32   // by leaf index: position in the fair-share order
-	served     []float64 // by leaf index: usage share / effective share
-	cap        capacity
-	order      []pendingKey // pending allocated jobs, best first
-	asks       []ask
-	scratch    victimScratch
-	evals      int // evaluations planned so far
-	wake       time.Time
+	jobs        []jobInfo
+	nodes       []nodeInfo
+	jobIdx      map[string]int32
+	nodeIdx     map[string]int32
+	models      map[string]int32 // "pool\x00model" -> class
+	classes     []class
+	jobAllocs   csr // allocation indexes by job
+	nodeAlloc   csr // allocation indexes by node
+	allocJob    []int32
+	allocNode   []int32
+	classNode   csr     // nodes by class
+	ready       []int32 // jobs whose reservation is released for them in this plan
+	room        []int32
+	usable      []int32
+	explBuf     []Explanation
+	events      []event
+	reserveFor  []orderRef // examined jobs without victims, in order: reservation candidates
+	minAskBelow []int32    // by order index: smallest ask from there down
+	active      int        // reservations held
+	recovered   int32      // a node that recovered or returned to service, -1
+	leafPos     []int32    // by leaf index: position in the fair-share order
+	served      []float64  // by leaf index: usage share / effective share
+	cap         capacity
+	order       []pendingKey // pending allocated jobs, best first
+	asks        []ask
+	scratch     victimScratch
+	evals       int // evaluations planned so far
+	wake        time.Time
 }
 
 // Decide is the pipeline; each step is in its own file.
@@ -71,8 +73,7 @@ func (d *Decider) Decide(snap *Snapshot, tree *budgets.Tree, fs *budgets.FairSha
 	d.buildCapacity()     // index.go: usable nodes and what is available on them
 	d.placeReady()        // reserve.go: jobs whose reservation is done go first
 	d.orderPending()      // order.go: fair-share order of pending jobs (rules 3, 8)
-	d.place()             // victims.go: fit, then time slicing (rules 5, 6)
-	d.newReservation()    // reserve.go: rule 7
+	d.place()             // victims.go: fit, time slicing, new reservations (rules 5-7)
 	d.evaluateRecovered() // explain.go: rule 6 after recoveries
 	d.tier()              // tier.go: bands and priorities (rules 1-4), hysteresis
 	d.explain()           // explain.go: explanations and NextWake (rule 12)

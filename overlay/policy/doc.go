@@ -47,7 +47,9 @@
 // Victims lose all their allocations (migrate stops) after being lowered to
 // min(level(their position), priority(job) - 1); the job is evaluated.
 //
-// Reservations (rule 7): the highest examined job without victims, with at
+// Reservations (rule 7): an examined job without victims that has a job
+// with a smaller ask below it in the order (Nomad would give that one the
+// GPUs as they free up), with at
 // most ReservationNodes asks, gets for each ask the usable node whose GPUs
 // free up soonest (now for free and unallocated GPUs, window end for jobs
 // rule 5 will allow, never for the rest), if all are free within

@@ -27,7 +27,8 @@ func (d *Decider) evaluateRecovered() {
 
 // explain writes one Explanation per managed job (rule 12).
 func (d *Decider) explain() {
-	for _, j := range d.reserveFor {
+	for _, ref := range d.reserveFor {
+		j := ref.job
 		if info := &d.jobs[j]; info.reserved < 0 && info.freeAt.IsZero() {
 			d.asks = d.jobAsks(j, d.asks)
 			info.freeAt = d.freeAt(j, d.usableNodes())

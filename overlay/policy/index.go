@@ -51,6 +51,7 @@ type nodeInfo struct {
 	eligible   bool  // eligible once this plan's node actions apply
 	draining   bool  // unhealthy or under a Nomad drain
 	reservedBy int32 // job index, -1
+	released   bool  // a reservation of it ends in this plan
 }
 
 // class is a (node pool, GPU model) pair: an allocation fits on one node of
@@ -244,8 +245,8 @@ func (d *Decider) buildCapacity() {
 }
 
 func (d *Decider) nodeUsable(i int32) bool {
-	n, ni := &d.snap.Nodes[i], &d.nodes[i]
-	return ni.class >= 0 && ni.eligible && !ni.draining && n.State != NodeReserved && ni.reservedBy < 0
+	ni := &d.nodes[i]
+	return ni.class >= 0 && ni.eligible && !ni.draining && ni.reservedBy < 0
 }
 
 // nodeAvail is what a pending allocated job may use on a node now: free

@@ -141,7 +141,7 @@ const (
 )
 
 var waitNames = [...]string{"nothing", "placement", "queue", "victims", "protected windows",
-	"reservation", "fair share", "too large", "rest of its allocations"}
+	"reservation", "fair share", "a node with enough healthy GPUs", "rest of its allocations"}
 
 func (w Wait) String() string {
 	if int(w) < len(waitNames) {

@@ -32,6 +32,7 @@ func (d *Decider) keepReservations() {
 		switch {
 		case !waiting || len(nodes) == 0:
 			d.release(nodes, Reason{Code: ReasonReservationDone, Job: r.Job})
+		case d.finish(j, nodes):
 		case !d.now.Before(r.Since.Add(d.cfg.ReservationMaxAge)):
 			d.release(nodes, Reason{Code: ReasonReservationExpired, Job: r.Job, At: r.Since})
 			d.jobs[j].expired = true
@@ -39,6 +40,14 @@ func (d *Decider) keepReservations() {
 			d.plan.Reservations = append(d.plan.Reservations, Reservation{Job: r.Job, Nodes: r.Nodes, Since: r.Since, Expired: true})
 		default:
 			d.hold(j, r, nodes)
+		}
+	}
+	// A node still marked reserved that no reservation holds (the caller
+	// lost the record) is released rather than kept out of service.
+	for i := range d.snap.Nodes {
+		ni := &d.nodes[i]
+		if d.snap.Nodes[i].State == NodeReserved && ni.reservedBy < 0 && !ni.released && !ni.draining {
+			d.release([]int32{int32(i)}, Reason{Code: ReasonReservationDone, Job: "(unknown)"})
 		}
 	}
 }
@@ -58,22 +67,27 @@ func (d *Decider) reservedNodes(ids []string) []int32 {
 func (d *Decider) release(nodes []int32, r Reason) {
 	for _, n := range nodes {
 		d.nodeAction(d.snap.Nodes[n].ID, NodeRelease, r)
-		d.nodes[n].eligible = true
+		d.nodes[n].eligible, d.nodes[n].released = true, true
 	}
 }
 
-// hold keeps reservation r for job j, or finishes it when the job's GPUs
-// are free. When stopping what rule 5 allows on the nodes would free them,
+// finish releases the nodes reserved for job j, to be placed there, when
+// every ask of the job fits on them.
+func (d *Decider) finish(j int32, nodes []int32) bool {
+	d.asks = d.jobAsks(j, d.asks)
+	if !d.assign(j, nodes, false) {
+		return false
+	}
+	d.release(nodes, Reason{Code: ReasonReservationReady, Job: d.snap.Jobs[j].ID})
+	d.ready = append(d.ready, j)
+	return true
+}
+
+// hold keeps reservation r for job j (d.asks are its asks). When stopping what rule 5 allows on the nodes would free them,
 // it plans those stops now; otherwise it waits for windows to end.
 func (d *Decider) hold(j int32, r Reservation, nodes []int32) {
 	info := &d.jobs[j]
 	job := &d.snap.Jobs[j]
-	d.asks = d.jobAsks(j, d.asks)
-	if d.assign(j, nodes, false) {
-		d.release(nodes, Reason{Code: ReasonReservationReady, Job: job.ID})
-		d.ready = append(d.ready, j)
-		return
-	}
 	kept := Reservation{Job: r.Job, Since: r.Since}
 	for _, n := range nodes {
 		kept.Nodes = append(kept.Nodes, d.snap.Nodes[n].ID)
@@ -168,50 +182,39 @@ func (d *Decider) placeReady() {
 	}
 }
 
-// newReservation reserves nodes for the highest examined job that neither
-// fits nor found victims, when fewer than MaxReservations are held, the job
-// has not had one expire, it needs at most ReservationNodes allocations,
-// and the nodes free up within ReservationMaxAge.
-func (d *Decider) newReservation() {
-	active := 0
-	for _, r := range d.plan.Reservations {
-		if !r.Expired {
-			active++
-		}
-	}
-	for _, j := range d.reserveFor {
-		info := &d.jobs[j]
-		if active >= d.cfg.MaxReservations {
-			return
-		}
-		if info.expired || info.reserved >= 0 {
-			continue
-		}
-		job := &d.snap.Jobs[j]
-		d.asks = d.jobAsks(j, d.asks)
-		if len(d.asks) > d.cfg.ReservationNodes {
-			return
-		}
-		nodes, at := d.soonest(j)
-		if nodes == nil || at.After(d.now.Add(d.cfg.ReservationMaxAge)) {
-			return
-		}
-		until := d.now.Add(d.cfg.ReservationMaxAge)
-		r := Reservation{Job: job.ID, Since: d.now}
-		for _, n := range nodes {
-			id := d.snap.Nodes[n].ID
-			r.Nodes = append(r.Nodes, id)
-			d.nodeAction(id, NodeReserve, Reason{Code: ReasonReserved, Job: job.ID, At: until})
-			d.nodes[n].reservedBy = j
-			d.cap.remove(n)
-		}
-		info.reserved = int32(len(d.plan.Reservations))
-		info.wait, info.freeAt = WaitReserved, at
-		d.plan.Reservations = append(d.plan.Reservations, r)
-		d.wakeAt(until)
-		d.wakeAt(at)
+// newReservation reserves nodes for job j, the highest examined job that
+// neither fits nor found victims, with a smaller job behind it in the order
+// (Nomad would give that one the GPUs as they free up): when fewer than
+// MaxReservations are held, the job has not had one expire, it needs at most
+// ReservationNodes allocations (d.asks), and the nodes free up within
+// ReservationMaxAge. Reserved nodes leave the placement model at once, so
+// lower jobs neither fit nor find victims there.
+func (d *Decider) newReservation(j int32) {
+	info := &d.jobs[j]
+	if d.active >= d.cfg.MaxReservations || info.expired || info.reserved >= 0 ||
+		len(d.asks) > d.cfg.ReservationNodes {
 		return
 	}
+	job := &d.snap.Jobs[j]
+	nodes, at := d.soonest(j)
+	until := d.now.Add(d.cfg.ReservationMaxAge)
+	if nodes == nil || at.After(until) {
+		return
+	}
+	r := Reservation{Job: job.ID, Since: d.now}
+	for _, n := range nodes {
+		id := d.snap.Nodes[n].ID
+		r.Nodes = append(r.Nodes, id)
+		d.nodeAction(id, NodeReserve, Reason{Code: ReasonReserved, Job: job.ID, At: until})
+		d.nodes[n].reservedBy = j
+		d.cap.remove(n)
+	}
+	info.reserved = int32(len(d.plan.Reservations))
+	info.wait, info.freeAt = WaitReserved, at
+	d.plan.Reservations = append(d.plan.Reservations, r)
+	d.active++
+	d.wakeAt(until)
+	d.wakeAt(at)
 }
 
 // soonest picks, for each ask of d.asks (largest first), the usable node not
@@ -311,6 +314,12 @@ func (d *Decider) earliest(n, gpus, j int32) (time.Time, bool) {
 		}
 	}
 	return time.Time{}, false
+}
+
+// orderRef is a job and its index in the pending order.
+type orderRef struct {
+	job int32
+	at  int
 }
 
 type event struct {

@@ -13,7 +13,14 @@ import (
 func (d *Decider) place() {
 	examined := 0
 	d.reserveFor = d.reserveFor[:0]
-	for _, k := range d.order {
+	d.active = 0
+	for _, r := range d.plan.Reservations {
+		if !r.Expired {
+			d.active++
+		}
+	}
+	d.smallestAsks()
+	for oi, k := range d.order {
 		j := k.job
 		info := &d.jobs[j]
 		if info.fits {
@@ -43,7 +50,25 @@ func (d *Decider) place() {
 		if d.sliceFor(j, d.asks) {
 			continue
 		}
-		d.reserveFor = append(d.reserveFor, j)
+		d.reserveFor = append(d.reserveFor, orderRef{job: j, at: oi})
+		if oi+1 < len(d.order) && d.minAskBelow[oi+1] < d.asks[0].gpus {
+			d.newReservation(j) // smaller jobs behind it would take its GPUs as they free up
+		}
+	}
+}
+
+// smallestAsks fills minAskBelow[i]: the smallest per-allocation GPU ask of
+// the jobs at order index i and after.
+func (d *Decider) smallestAsks() {
+	d.minAskBelow = resize(d.minAskBelow, len(d.order))
+	least := int32(1 << 30)
+	for i := len(d.order) - 1; i >= 0; i-- {
+		for _, g := range d.snap.Jobs[d.order[i].job].Groups {
+			if g.GPUs > 0 && g.Count > 0 {
+				least = min(least, int32(g.GPUs))
+			}
+		}
+		d.minAskBelow[i] = least
 	}
 }
 
