@@ -18,18 +18,21 @@ const preemptionGap = 10
 // again, so the pass repeats until nothing is left to try.
 func (s *State) schedule() {
 	for round := 0; s.wakeAll || len(s.readyQ) > 0; round++ {
-		var order []int32
-		if s.wakeAll {
-			order = append(s.buf.order[:0], s.queue...)
-		} else {
-			order = append(s.buf.order[:0], s.readyQ...)
-			slices.SortFunc(order, s.queueCmp)
-		}
-		all := s.wakeAll
-		s.wakeAll = false
+		ready := append(s.buf.ready[:0], s.readyQ...)
+		s.buf.ready = ready
 		s.readyQ = s.readyQ[:0]
-		s.buf.order = order
-		s.pass(order, all)
+		if s.wakeAll {
+			s.wakeAll = false
+			s.passAll()
+		} else {
+			slices.SortFunc(ready, s.queueCmp)
+			s.passReady(ready)
+		}
+		for _, i := range ready {
+			if s.jobs[i].ready {
+				s.block(i)
+			}
+		}
 		if round > 1000 {
 			// Each round places or evicts something; this bound is never
 			// reached in practice and keeps a model bug from hanging a run.
@@ -38,34 +41,72 @@ func (s *State) schedule() {
 	}
 }
 
-func (s *State) pass(order []int32, all bool) {
-	failAsk := 1 << 30 // smallest ask that failed since capacity last grew
-	for k, i := range order {
+// threshold is the largest ask an eval at priority p could place now: no
+// more than the most free GPUs on a node plus what it may preempt, and less
+// than an ask that already failed in this pass at a higher or equal priority
+// (a lower priority can preempt only a subset of what it could).
+func (s *State) threshold(p, failAsk int) int {
+	t := min(failAsk-1, 64)
+	mf := s.maxFree()
+	pb := s.preemptibleBelow(p - preemptionGap)
+	return min(t, mf+int(min(pb, 64)))
+}
+
+// passReady tries the new evals only, in retry order.
+func (s *State) passReady(order []int32) {
+	for _, i := range order {
 		j := &s.jobs[i]
 		if !j.inQueue {
 			j.ready = false
 			continue
 		}
-		if all && j.classBad && !j.ready {
-			continue
-		}
-		if s.maxFree() == 0 && s.preemptibleBelow(j.prio-preemptionGap) == 0 {
-			// Nothing can place for this priority or any later one.
-			for _, r := range order[k:] {
-				s.block(r)
-			}
-			return
-		}
-		if j.spec.GPUs >= failAsk {
+		if j.spec.GPUs > s.threshold(j.prio, 65) {
 			s.block(i)
 			continue
 		}
-		free := s.freeTotal()
-		if !s.place(i) {
-			failAsk = min(failAsk, j.spec.GPUs)
-		}
-		if s.freeTotal() > free {
-			failAsk = 1 << 30
+		s.place(i)
+	}
+}
+
+// passAll retries every blocked eval, level by level, skipping the buckets
+// whose ask exceeds the threshold.
+func (s *State) passAll() {
+	failAsk := 65
+	var cur [65]int
+	for p := s.queue.below(256); p >= 0; p = s.queue.below(p) {
+		lv := s.queue.levels[p]
+		cur = [65]int{}
+		for {
+			thr := s.threshold(p, failAsk)
+			if thr <= 0 {
+				break
+			}
+			bk, i := -1, int32(-1)
+			for m := lv.asks & (1<<uint(thr) - 1); m != 0; m &= m - 1 {
+				k := bits.TrailingZeros64(m) + 1
+				if cur[k] < len(lv.buckets[k]) {
+					c := lv.buckets[k][cur[k]]
+					if i < 0 || s.jobs[c].evalIdx < s.jobs[i].evalIdx {
+						bk, i = k, c
+					}
+				}
+			}
+			if i < 0 {
+				break
+			}
+			j := &s.jobs[i]
+			if j.classBad && !j.ready {
+				cur[bk]++
+				continue
+			}
+			free := s.freeTotal()
+			if !s.place(i) {
+				cur[bk]++
+				failAsk = min(failAsk, j.spec.GPUs)
+			}
+			if s.freeTotal() > free {
+				failAsk = 65
+			}
 		}
 	}
 }

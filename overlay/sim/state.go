@@ -137,7 +137,7 @@ type State struct {
 	allocs []alloc
 	active []int32 // submitted jobs not done or dead
 
-	queue   []int32 // jobs with unplaced slots, by (priority desc, evalIdx asc)
+	queue   evalQueue // jobs with unplaced slots
 	readyQ  []int32
 	wakeAll bool
 	nextIdx uint64
@@ -156,7 +156,7 @@ type State struct {
 	reconciles int64
 
 	buf struct {
-		cand, victims, best, order []int32
+		cand, victims, best, ready []int32
 		feasible                   []int32
 	}
 }
@@ -429,8 +429,12 @@ func (s *State) SetEligible(n int32, v bool) {
 
 // wakeClass wakes every blocked eval, class-ineligible ones included.
 func (s *State) wakeClass() {
-	for _, q := range s.queue {
-		s.jobs[q].classBad = false
+	for p := s.queue.below(256); p >= 0; p = s.queue.below(p) {
+		for _, b := range s.queue.levels[p].buckets {
+			for _, q := range b {
+				s.jobs[q].classBad = false
+			}
+		}
 	}
 	s.wakeAll = true
 }
@@ -485,8 +489,7 @@ func (s *State) enqueue(i int32) {
 	j.evalIdx = s.nextIdx
 	j.inQueue = true
 	j.classBad = false
-	pos, _ := slices.BinarySearchFunc(s.queue, i, s.queueCmp)
-	s.queue = slices.Insert(s.queue, pos, i)
+	s.queue.add(s.jobs, i)
 	if !j.ready {
 		j.ready = true
 		s.readyQ = append(s.readyQ, i)
@@ -513,10 +516,7 @@ func (s *State) dequeue(i int32) {
 	if !j.inQueue {
 		return
 	}
-	pos, found := slices.BinarySearchFunc(s.queue, i, s.queueCmp)
-	if found {
-		s.queue = slices.Delete(s.queue, pos, pos+1)
-	}
+	s.queue.remove(s.jobs, i)
 	j.inQueue = false
 }
 

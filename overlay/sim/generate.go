@@ -1,0 +1,209 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/allot-sched/allot/budgets"
+)
+
+// GenConfig shapes a generated trace. DefaultGenConfig is the published
+// scenario of examples/sim.
+type GenConfig struct {
+	Seed uint64
+	Days float64
+	GPUs int // cluster capacity the demand is scaled to
+	// Demand is the allocated work submitted, as a multiple of capacity over
+	// the whole period (debug and training together).
+	Demand float64
+	// TeamSpread scatters each team's demand around its share: a factor
+	// drawn uniformly from [1-TeamSpread, 1+TeamSpread].
+	TeamSpread float64
+	// DebugPerDay is the number of debug jobs a day, spread over teams by share.
+	DebugPerDay float64
+	// InteractivePerDay is the number of interactive jobs a day.
+	InteractivePerDay float64
+	// Unallocated is the free filler work, as a fraction of capacity.
+	Unallocated float64
+	// Resumable is the fraction of training jobs that may be requeued.
+	Resumable float64
+	// HighInflation is the fraction of jobs that say HIGH under the baseline
+	// (the rest split between NORMAL and LOW).
+	HighInflation float64
+	// TrainSizes are the GPU counts of training jobs (multiples of 8 use
+	// allocations of 8 GPUs) with their weights.
+	TrainSizes   []int
+	TrainWeights []float64
+	// TrainWork bounds the work of a training job (log-uniform).
+	TrainWorkMin, TrainWorkMax time.Duration
+	// Failures is the number of node faults; each node is repaired after a
+	// time drawn from [RepairMin, RepairMax].
+	Failures             int
+	Nodes                int // nodes the faults are drawn from (named default-<n>)
+	RepairMin, RepairMax time.Duration
+}
+
+// DefaultGenConfig is the scenario of examples/sim: 1,024 GPUs, 30 days.
+func DefaultGenConfig() GenConfig {
+	return GenConfig{Seed: 1, Days: 30, GPUs: 1024, Demand: 2.5, TeamSpread: 0.5, DebugPerDay: 3000,
+		InteractivePerDay: 40, Unallocated: 0.3, Resumable: 0.85, HighInflation: 0.7,
+		TrainSizes: []int{8, 16, 32, 64, 128, 256}, TrainWeights: []float64{30, 22, 20, 14, 9, 5},
+		TrainWorkMin: 2 * time.Hour, TrainWorkMax: 72 * time.Hour,
+		Failures: 12, Nodes: 128, RepairMin: 4 * time.Hour, RepairMax: 48 * time.Hour}
+}
+
+// Validate says what is wrong with the configuration.
+func (g GenConfig) Validate() error {
+	switch {
+	case g.Days <= 0 || g.Days > 3650:
+		return fmt.Errorf("days %v must be in (0, 3650]", g.Days)
+	case g.GPUs < 1:
+		return fmt.Errorf("gpus %d must be positive", g.GPUs)
+	case g.Demand < 0 || g.Unallocated < 0 || g.DebugPerDay < 0 || g.InteractivePerDay < 0:
+		return fmt.Errorf("demand, unallocated, debug and interactive rates must be >= 0")
+	case g.TeamSpread < 0 || g.TeamSpread >= 1:
+		return fmt.Errorf("team spread %v must be in [0, 1)", g.TeamSpread)
+	case len(g.TrainSizes) == 0 || len(g.TrainSizes) != len(g.TrainWeights):
+		return fmt.Errorf("train sizes and weights must be non-empty and of equal length")
+	case g.TrainWorkMin <= 0 || g.TrainWorkMax < g.TrainWorkMin:
+		return fmt.Errorf("train work bounds must satisfy 0 < min <= max")
+	case g.Failures > 0 && (g.Nodes < 1 || g.RepairMin <= 0 || g.RepairMax < g.RepairMin):
+		return fmt.Errorf("faults need nodes >= 1 and 0 < repair min <= repair max")
+	}
+	return nil
+}
+
+type generator struct {
+	cfg    GenConfig
+	rng    *rand.Rand
+	period float64 // seconds
+	tr     *Trace
+	n      int
+}
+
+// Generate writes a seeded trace for the teams (leaves) of tree.
+func Generate(tree *budgets.Tree, cfg GenConfig) (*Trace, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if tree == nil || len(tree.Leaves()) == 0 {
+		return nil, fmt.Errorf("the generator needs a budget tree with at least one leaf")
+	}
+	g := &generator{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed)), period: cfg.Days * 86400, tr: &Trace{}}
+	capHours := float64(cfg.GPUs) * g.period / 3600
+	for _, leaf := range tree.Leaves() {
+		spread := 1 + cfg.TeamSpread*(2*g.rng.Float64()-1)
+		g.debug(leaf, cfg.DebugPerDay*cfg.Days*leaf.Effective)
+		g.interactive(leaf, cfg.InteractivePerDay*cfg.Days*leaf.Effective)
+		g.train(leaf, cfg.Demand*capHours*leaf.Effective*spread)
+	}
+	g.filler(cfg.Unallocated * capHours)
+	g.faults()
+	g.tr.sort()
+	return g.tr, nil
+}
+
+func (g *generator) at() time.Duration {
+	return time.Duration(int64(g.rng.Float64()*g.period)) * time.Second
+}
+
+func (g *generator) level() Level {
+	x := g.rng.Float64()
+	switch {
+	case x < g.cfg.HighInflation:
+		return LevelHigh
+	case x < g.cfg.HighInflation+(1-g.cfg.HighInflation)*0.6:
+		return LevelNormal
+	}
+	return LevelLow
+}
+
+func (g *generator) id(leaf *budgets.Node, kind string) string {
+	g.n++
+	return fmt.Sprintf("%s-%s-%d", strings.ReplaceAll(leaf.Path, budgets.Separator, "."), kind, g.n)
+}
+
+// logUniform draws from [lo, hi] with a log-uniform density.
+func (g *generator) logUniform(lo, hi time.Duration) time.Duration {
+	l, h := math.Log(float64(lo)), math.Log(float64(hi))
+	return time.Duration(math.Exp(l + g.rng.Float64()*(h-l))).Round(time.Second)
+}
+
+func (g *generator) debug(leaf *budgets.Node, n float64) {
+	sizes := []int{1, 1, 2, 4, 8}
+	for k := 0; k < int(n+g.rng.Float64()); k++ {
+		work := g.logUniform(2*time.Minute, 45*time.Minute)
+		g.tr.Jobs = append(g.tr.Jobs, JobSpec{ID: g.id(leaf, "debug"), Submit: g.at(), Budget: leaf.Path,
+			Class: ClassDebug, Count: 1, GPUs: sizes[g.rng.IntN(len(sizes))], Work: work,
+			MinRuntime: min(15*time.Minute, work.Round(time.Minute)+time.Minute), Priority: 50 + g.rng.IntN(30),
+			Baseline: g.level()})
+	}
+}
+
+func (g *generator) interactive(leaf *budgets.Node, n float64) {
+	for k := 0; k < int(n+g.rng.Float64()); k++ {
+		g.tr.Jobs = append(g.tr.Jobs, JobSpec{ID: g.id(leaf, "interactive"), Submit: g.at(), Budget: leaf.Path,
+			Class: ClassInteractive, Count: 1, GPUs: 1 + g.rng.IntN(2),
+			Work: g.logUniform(30*time.Minute, 4*time.Hour), MinRuntime: time.Hour, Priority: 60, Baseline: g.level()})
+	}
+}
+
+// train adds training jobs until the leaf's demand reaches gpuHours.
+func (g *generator) train(leaf *budgets.Node, gpuHours float64) {
+	var total float64
+	for _, w := range g.cfg.TrainWeights {
+		total += w
+	}
+	for left := gpuHours; left > 0; {
+		x := g.rng.Float64() * total
+		size := g.cfg.TrainSizes[len(g.cfg.TrainSizes)-1]
+		for k, w := range g.cfg.TrainWeights {
+			if x < w {
+				size = g.cfg.TrainSizes[k]
+				break
+			}
+			x -= w
+		}
+		count, per := 1, size
+		if size > 8 && size%8 == 0 {
+			count, per = size/8, 8
+		}
+		work := g.logUniform(g.cfg.TrainWorkMin, g.cfg.TrainWorkMax)
+		g.tr.Jobs = append(g.tr.Jobs, JobSpec{ID: g.id(leaf, "train"), Submit: g.at(), Budget: leaf.Path,
+			Class: ClassTrain, Count: count, GPUs: per, Work: work,
+			MinRuntime: time.Duration(1+g.rng.IntN(8)) * time.Hour, Resumable: g.rng.Float64() < g.cfg.Resumable,
+			Priority: 40 + g.rng.IntN(40), Baseline: g.level()})
+		left -= float64(size) * work.Hours()
+	}
+}
+
+// filler adds unallocated work (no budget, min_runtime 0).
+func (g *generator) filler(gpuHours float64) {
+	for left := gpuHours; left > 0; {
+		gpus := []int{1, 2, 4, 8}[g.rng.IntN(4)]
+		work := g.logUniform(time.Hour, 12*time.Hour)
+		g.n++
+		g.tr.Jobs = append(g.tr.Jobs, JobSpec{ID: fmt.Sprintf("free-%d", g.n), Submit: g.at(), Class: ClassOther,
+			Count: 1, GPUs: gpus, Work: work, Resumable: true, Priority: 50, Baseline: LevelLow})
+		left -= float64(gpus) * work.Hours()
+	}
+}
+
+func (g *generator) faults() {
+	for k := 0; k < g.cfg.Failures; k++ {
+		node := fmt.Sprintf("default-%d", g.rng.IntN(g.cfg.Nodes))
+		at := g.at()
+		gpu := g.rng.IntN(8)
+		xid := []int{48, 63, 64, 74, 79, 94, 95}[g.rng.IntN(7)]
+		repair := g.cfg.RepairMin + time.Duration(g.rng.Int64N(int64(g.cfg.RepairMax-g.cfg.RepairMin)+1))
+		repair = repair.Round(time.Second)
+		g.tr.Health = append(g.tr.Health,
+			HealthEvent{At: at, Node: node, GPU: gpu, Reason: fmt.Sprintf("XID %d on GPU %d", xid, gpu)},
+			HealthEvent{At: at + repair, Node: node, GPU: gpu, Healthy: true, Reason: "repaired"})
+	}
+	slices.SortStableFunc(g.tr.Health, func(a, b HealthEvent) int { return compareDur(a.At, b.At) })
+}
