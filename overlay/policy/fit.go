@@ -16,6 +16,7 @@ type capacity struct {
 	bucket [][][]int32 // [model][avail] -> nodes
 	slot   []int32     // by node: index in its bucket
 	maxCap []int32     // by class: the most healthy GPUs of any node not draining
+	top    []int32     // by class: no bucket above it holds a node
 	undo   []undoStep
 }
 
@@ -27,6 +28,8 @@ func (c *capacity) reset(nodes, models, maxGPUs int) {
 	c.usable = resize(c.usable, nodes)
 	c.slot = resize(c.slot, nodes)
 	c.maxCap = resize(c.maxCap, models)
+	c.top = resize(c.top, models)
+	clear(c.top)
 	clear(c.maxCap)
 	if cap(c.bucket) < models {
 		c.bucket = make([][][]int32, models)
@@ -48,6 +51,7 @@ func (c *capacity) reset(nodes, models, maxGPUs int) {
 func (c *capacity) add(node int32, avail int32) {
 	c.usable[node] = true
 	c.avail[node] = avail
+	c.raise(node)
 	b := &c.bucket[c.model[node]][c.index(node)]
 	c.slot[node] = int32(len(*b))
 	*b = append(*b, node)
@@ -79,6 +83,7 @@ func (c *capacity) change(node, delta int32) {
 	}
 	c.unlink(node)
 	c.avail[node] += delta
+	c.raise(node)
 	b := &c.bucket[c.model[node]][c.index(node)]
 	c.slot[node] = int32(len(*b))
 	*b = append(*b, node)
@@ -96,12 +101,22 @@ func (c *capacity) index(node int32) int32 {
 // when none.
 func (c *capacity) bestFit(cl int32, gpus, below int32) (int32, int32) {
 	bk := c.bucket[cl]
-	for a := max(gpus, 0); a < int32(len(bk)) && a < below; a++ {
+	for c.top[cl] > 0 && len(bk[c.top[cl]]) == 0 {
+		c.top[cl]-- // lazily lower the bound as nodes fill up
+	}
+	for a := max(gpus, 0); a <= c.top[cl] && a < below; a++ {
 		if len(bk[a]) > 0 {
 			return bk[a][0], a
 		}
 	}
 	return -1, below
+}
+
+// raise keeps top above the bucket a node just entered.
+func (c *capacity) raise(node int32) {
+	if i := c.index(node); i > c.top[c.model[node]] {
+		c.top[c.model[node]] = i
+	}
 }
 
 // mark returns a rollback point; rollback undoes every change after it.

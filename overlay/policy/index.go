@@ -282,7 +282,9 @@ func (d *Decider) jobAsks(j int32, dst []ask) []ask {
 			dst = append(dst, ask{gpus: int32(g.GPUs), model: g.Model, node: -1})
 		}
 	}
-	slices.SortStableFunc(dst, func(a, b ask) int { return int(b.gpus - a.gpus) })
+	if len(dst) > 1 {
+		slices.SortStableFunc(dst, func(a, b ask) int { return int(b.gpus - a.gpus) })
+	}
 	return dst
 }
 

@@ -3,6 +3,8 @@ package policy
 import (
 	"slices"
 	"strings"
+
+	"github.com/allot-sched/allot/overlay/contract"
 )
 
 // pendingKey sorts waiting allocated jobs: partially placed jobs first
@@ -10,25 +12,23 @@ import (
 // fair-share position, then by meta priority (higher first) within a leaf,
 // then by submit time, then by job ID. Meta priority is compared only between
 // jobs of the same leaf because the leaf position is compared first (rule 8).
+// The first three are packed into rank so that most comparisons are one
+// integer comparison.
 type pendingKey struct {
-	partial  bool
-	leafPos  int32
-	priority int32
-	submit   int64
-	job      int32
+	rank   uint64 // !partial<<63 | leafPos<<32 | (MaxPriority - priority)
+	submit int64
+	job    int32
 }
+
+func (k pendingKey) partial() bool { return k.rank>>63 == 0 }
 
 func (d *Decider) compareKeys(a, b pendingKey) int {
 	switch {
-	case a.partial != b.partial:
-		if a.partial {
+	case a.rank != b.rank:
+		if a.rank < b.rank {
 			return -1
 		}
 		return 1
-	case a.leafPos != b.leafPos:
-		return int(a.leafPos - b.leafPos)
-	case a.priority != b.priority:
-		return int(b.priority - a.priority)
 	case a.submit != b.submit:
 		if a.submit < b.submit {
 			return -1
@@ -40,8 +40,11 @@ func (d *Decider) compareKeys(a, b pendingKey) int {
 
 func (d *Decider) keyOf(j int32, partial bool) pendingKey {
 	job := &d.snap.Jobs[j]
-	return pendingKey{partial: partial, leafPos: d.leafPos[d.jobs[j].leaf],
-		priority: int32(job.Contract.Priority), submit: job.SubmitTime.UnixNano(), job: j}
+	rank := uint64(d.leafPos[d.jobs[j].leaf])<<32 | uint64(uint32(contract.MaxPriority-job.Contract.Priority))
+	if !partial {
+		rank |= 1 << 63
+	}
+	return pendingKey{rank: rank, submit: job.SubmitTime.UnixNano(), job: j}
 }
 
 // orderPending sorts every waiting allocated job and numbers the pending
@@ -59,7 +62,7 @@ func (d *Decider) orderPending() {
 	slices.SortFunc(d.order, d.compareKeys)
 	p := int32(0)
 	for _, k := range d.order {
-		if !k.partial {
+		if !k.partial() {
 			p++
 			d.jobs[k.job].position = p
 		}
@@ -84,7 +87,7 @@ func (d *Decider) victimPosition(v int32) int32 {
 	i, _ := slices.BinarySearchFunc(d.order, k, d.compareKeys)
 	p := int32(1)
 	for _, o := range d.order[:i] {
-		if !o.partial {
+		if !o.partial() {
 			p++
 		}
 	}
