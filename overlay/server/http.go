@@ -52,7 +52,14 @@ func (s *Server) startHTTP() error {
 	s.write(mux, "PUT /v1/operator/raft/join", "join", s.putJoin)
 	s.local(mux, "GET /v1/agent/self", "self", s.getSelf)
 	mux.Handle("GET /v1/metrics", s.instrument("metrics", s.metrics.handler()))
+	s.addPath("GET /v1/metrics")
 	mux.Handle("/", s.instrument("unknown", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for _, p := range s.paths {
+			if r.URL.Path == p || strings.HasSuffix(p, "/") && strings.HasPrefix(r.URL.Path, p) {
+				writeError(w, errorf(http.StatusMethodNotAllowed, "%s does not accept %s", p, r.Method))
+				return
+			}
+		}
 		writeError(w, errorf(http.StatusNotFound, "no endpoint %s %s; see the API list in README.md", r.Method, r.URL.Path))
 	})))
 	tlsConf, err := s.httpTLS()
@@ -77,9 +84,17 @@ func (s *Server) startHTTP() error {
 	return nil
 }
 
+// addPath remembers a pattern's path, so that other methods on it get 405.
+func (s *Server) addPath(pattern string) {
+	_, path, _ := strings.Cut(pattern, " ")
+	path, _, _ = strings.Cut(path, "{")
+	s.paths = append(s.paths, path)
+}
+
 // read registers a read endpoint: served locally with ?stale (or on the
 // leader), forwarded to the leader otherwise.
 func (s *Server) read(mux *http.ServeMux, pattern, route string, fn readFn) {
+	s.addPath(pattern)
 	mux.Handle(pattern, s.instrument(route, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, stale := r.URL.Query()["stale"]; !stale && !s.IsLeader() {
 			s.forward(w, r, nil)
@@ -91,6 +106,7 @@ func (s *Server) read(mux *http.ServeMux, pattern, route string, fn readFn) {
 
 // local registers an endpoint about this server itself, never forwarded.
 func (s *Server) local(mux *http.ServeMux, pattern, route string, fn readFn) {
+	s.addPath(pattern)
 	mux.Handle(pattern, s.instrument(route, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.answer(w, r, func() (any, error) { return fn(r, s.fsm.Read()) })
 	})))
@@ -99,6 +115,7 @@ func (s *Server) local(mux *http.ServeMux, pattern, route string, fn readFn) {
 // write registers a write endpoint: the token is checked here, before any
 // forwarding, and the body is read under the size limit.
 func (s *Server) write(mux *http.ServeMux, pattern, route string, fn writeFn) {
+	s.addPath(pattern)
 	mux.Handle(pattern, s.instrument(route, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := s.authorize(r); err != nil {
 			writeError(w, err)

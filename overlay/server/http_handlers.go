@@ -124,7 +124,7 @@ func (s *Server) getUsage(r *http.Request, v *state.View) (any, error) {
 	if max := s.fsm.Config().Retention; since > max {
 		return nil, errorf(http.StatusBadRequest, "since %v reaches beyond the ledger's %v of history", since, max)
 	}
-	to := s.cfg.Clock().UTC().Truncate(time.Minute).Add(time.Minute)
+	to := s.cfg.Clock().UTC().Truncate(time.Second)
 	out := client.Usage{From: to.Add(-since), To: to, Budgets: []client.UsageRow{}}
 	for _, n := range v.Nodes() {
 		out.CapacityGPUs += n.TotalGPUs

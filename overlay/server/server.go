@@ -51,6 +51,7 @@ type Server struct {
 	fwd      *http.Client
 	fwdTLS   *tls.Config
 	metrics  *metrics
+	paths    []string // HTTP paths served, for 405 answers
 
 	notifyCh   chan bool
 	shutdownCh chan struct{}

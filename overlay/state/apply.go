@@ -186,6 +186,10 @@ func (f *FSM) demandOne(txn *memdb.Txn, s DemandSample) (int64, error) {
 	}
 	from, to, ok := f.clampInterval(s.From, s.To, mark.Through)
 	if !ok {
+		if to.After(mark.Through) { // an empty first sample starts the leaf's record
+			mark.Through = to
+			return 0, txn.Insert(TableDemandMarks, &mark)
+		}
 		return 0, nil
 	}
 	n, err := spread(from, to, f.cfg.Bucket, s.GPUs, func(at time.Time, gs int64) error {

@@ -26,7 +26,8 @@ func ChargesDue(v *View, now time.Time) []Charge {
 // DemandDue returns, per budget leaf, the GPUs of its allocated jobs
 // (running and pending) over the time since the leaf's last sample, at most
 // maxGap back: the demand of an interval nobody observed is assumed equal
-// to what is seen now only for that long.
+// to what is seen now only for that long. A leaf's first sample is empty
+// (From = To = now): it only starts the leaf's record.
 func DemandDue(v *View, now time.Time, maxGap time.Duration) []DemandSample {
 	b := v.Budgets()
 	if b == nil {
@@ -47,9 +48,12 @@ func DemandDue(v *View, now time.Time, maxGap time.Duration) []DemandSample {
 	}
 	out := make([]DemandSample, 0, len(leaves))
 	for _, leaf := range leaves {
-		from := now.Add(-maxGap)
-		if m := first[DemandMark](v, TableDemandMarks, leaf); m != nil && m.Through.After(from) {
+		from := now // first sample: nothing before now was observed
+		if m := first[DemandMark](v, TableDemandMarks, leaf); m != nil {
 			from = m.Through
+			if gap := now.Add(-maxGap); from.Before(gap) {
+				from = gap
+			}
 		}
 		out = append(out, DemandSample{Leaf: leaf, GPUs: gpus[leaf], From: from, To: now})
 	}

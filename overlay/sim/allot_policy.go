@@ -1,0 +1,229 @@
+package sim
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/allot-sched/allot/budgets"
+	"github.com/allot-sched/allot/overlay/contract"
+	"github.com/allot-sched/allot/overlay/policy"
+)
+
+// Epoch is the wall-clock time of a trace's zero, handed to the policy
+// (which reasons in time.Time).
+var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// nomadDefaultPriority is the priority `nomad job run` gives a job that
+// names none: what a job has before allot first reconciles it.
+const nomadDefaultPriority = 50
+
+// Allot drives the model with the real overlay/policy code, unchanged: at
+// each reconcile it builds a policy.Snapshot from the model (as the Nomad
+// adapter builds one from Nomad), charges the usage ledger, computes fair
+// share over the lookback window, calls Decide and applies the Plan through
+// the model's levers.
+type Allot struct {
+	cfg     policy.Config
+	tree    *budgets.Tree
+	decider policy.Decider
+	ledger  *budgets.Ledger
+	fs      *budgets.FairShare
+	usage   []int64
+
+	snap       policy.Snapshot
+	contracts  []contract.Contract
+	jobIndex   map[string]int32
+	allocIDs   []string
+	nodeState  []policy.NodeState
+	healthyAt  []time.Time
+	wasHealthy []bool
+	charged    int64 // time the ledger is charged up to
+	// Decisions counts Decide calls; DecideTime is their total wall time
+	// when Timed is set (never read inside the run's logic).
+	Decisions int64
+}
+
+// NewAllot returns the allot policy with cfg (policy.DefaultConfig() for
+// DESIGN.md's defaults).
+func NewAllot(cfg policy.Config) (*Allot, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Allot{cfg: cfg}, nil
+}
+
+// Name implements Policy.
+func (a *Allot) Name() string { return "allot" }
+
+// Init implements Policy.
+func (a *Allot) Init(s *State, tree *budgets.Tree) error {
+	if tree == nil {
+		specs := []budgets.Spec{{Path: "cluster"}}
+		t, err := budgets.NewTree(specs)
+		if err != nil {
+			return err
+		}
+		tree = t
+	}
+	a.tree = tree
+	a.ledger = budgets.NewLedger(budgets.LedgerConfig{Bucket: time.Minute, Retention: 2 * a.cfg.Lookback})
+	a.fs = budgets.ComputeFairShare(tree, nil)
+	a.jobIndex = make(map[string]int32, s.NumJobs())
+	a.contracts = make([]contract.Contract, s.NumJobs())
+	ccfg := contract.Config{RuntimeCap: a.cfg.RuntimeCap}
+	leaf := func(p string) (bool, bool) {
+		n, ok := tree.Lookup(p)
+		return ok, ok && n.IsLeaf()
+	}
+	for i := range s.jobs {
+		sp := s.jobs[i].spec
+		a.jobIndex[sp.ID] = int32(i)
+		meta := map[string]string{
+			contract.KeyMinRuntime: sp.MinRuntime.String(),
+			contract.KeyResumable:  strconv.FormatBool(sp.Resumable),
+			contract.KeyPriority:   strconv.Itoa(sp.Priority),
+		}
+		if sp.Budget != "" {
+			meta[contract.KeyBudget] = sp.Budget
+		}
+		a.contracts[i] = contract.Parse(sp.ID, meta, ccfg, leaf)
+	}
+	a.nodeState = make([]policy.NodeState, len(s.nodes))
+	a.healthyAt = make([]time.Time, len(s.nodes))
+	a.wasHealthy = make([]bool, len(s.nodes))
+	for n := range a.wasHealthy {
+		a.wasHealthy[n] = true
+	}
+	return nil
+}
+
+// SubmitPriority implements Policy: jobs arrive at Nomad's default.
+func (a *Allot) SubmitPriority(*State, int32) int { return nomadDefaultPriority }
+
+func at(sec int64) time.Time { return Epoch.Add(time.Duration(sec) * time.Second) }
+
+// charge books the GPU time of every leaf since the last reconcile.
+func (a *Allot) charge(s *State) {
+	if s.now <= a.charged {
+		return
+	}
+	d := s.now - a.charged
+	for l, g := range s.m.leafRun {
+		if g > 0 && l < len(a.tree.Leaves()) {
+			_ = a.ledger.Charge(a.tree.Leaves()[l].Path, at(a.charged), g*d)
+		}
+	}
+	a.charged = s.now
+}
+
+// Reconcile implements Policy.
+func (a *Allot) Reconcile(s *State) time.Duration {
+	now := at(s.now)
+	a.charge(s)
+	a.usage = a.ledger.UsageByLeaf(a.tree, now.Add(-a.cfg.Lookback), now, a.usage)
+	a.fs.Recompute(a.tree, a.usage)
+	a.buildSnapshot(s, now)
+	a.Decisions++
+	plan := a.decider.Decide(&a.snap, a.tree, a.fs, now, a.cfg)
+	a.apply(s, plan)
+	a.snap.Reservations = append(a.snap.Reservations[:0], plan.Reservations...)
+	a.snap.LastDecision = now
+	if plan.NextWake.IsZero() {
+		return 0
+	}
+	return plan.NextWake.Sub(Epoch)
+}
+
+func (a *Allot) allocID(id int32) string {
+	for int(id) >= len(a.allocIDs) {
+		a.allocIDs = append(a.allocIDs, "a"+itoa(len(a.allocIDs)))
+	}
+	return a.allocIDs[id]
+}
+
+// buildSnapshot fills the snapshot from the model, reusing its storage.
+func (a *Allot) buildSnapshot(s *State, now time.Time) {
+	nodes := a.snap.Nodes[:0]
+	for n := range s.nodes {
+		nd := &s.nodes[n]
+		h := nd.healthy()
+		if h && !a.wasHealthy[n] {
+			a.healthyAt[n] = now
+		}
+		a.wasHealthy[n] = h
+		nodes = append(nodes, policy.Node{ID: nd.id, Pool: nd.pool, Model: nd.model, GPUs: nd.healthyTotal(),
+			Eligible: nd.eligible, Healthy: h, HealthReason: nd.reason, HealthySince: a.healthyAt[n],
+			State: a.nodeState[n]})
+	}
+	a.snap.Nodes = nodes
+	jobs := a.snap.Jobs[:0]
+	allocs := a.snap.Allocs[:0]
+	for _, i := range s.active {
+		j := &s.jobs[i]
+		sp := j.spec
+		pj := policy.Job{ID: sp.ID, Namespace: "default", Pool: "", Type: "batch", Contract: a.contracts[i],
+			SubmitTime: at(int64(sp.Submit / time.Second)), Priority: j.prio, LastWrittenPriority: j.lastWritten,
+			ModifyIndex: j.modifyIndex}
+		pj.Groups = append(pj.Groups[:0], policy.TaskGroup{Name: "main", Count: sp.Count, GPUs: sp.GPUs})
+		jobs = append(jobs, pj)
+		for _, al := range j.slots {
+			if al < 0 {
+				continue
+			}
+			r := &s.allocs[al]
+			allocs = append(allocs, policy.Alloc{ID: a.allocID(al), Job: sp.ID, Node: s.nodes[r.node].id,
+				Group: "main", GPUs: int(r.gpus), StartedAt: at(r.start), ClientStatus: policy.ClientRunning,
+				DesiredStatus: policy.DesiredRun})
+		}
+	}
+	a.snap.Jobs, a.snap.Allocs = jobs, allocs
+}
+
+// stopReason maps a plan's stop reason onto the report's reasons.
+func stopReason(c policy.ReasonCode) StopReason {
+	switch c {
+	case policy.ReasonVictim:
+		return StopTimeSlice
+	case policy.ReasonDrainStop, policy.ReasonDrainUnallocated, policy.ReasonNomadDrain:
+		return StopDrain
+	case policy.ReasonReservationStop:
+		return StopReserve
+	}
+	return StopOther
+}
+
+// apply carries the plan out in the adapter's order: priorities, stops,
+// node actions, evaluations.
+func (a *Allot) apply(s *State, p *policy.Plan) {
+	for _, sp := range p.SetPriorities {
+		i, ok := a.jobIndex[sp.Job]
+		if !ok {
+			continue
+		}
+		s.SetPriority(i, sp.To)
+		s.SetPreemptible(i, sp.To == a.cfg.Running || sp.To <= a.cfg.Unallocated.High)
+	}
+	var ids []int32
+	for _, st := range p.Stops {
+		ids = ids[:0]
+		for _, id := range st.Allocs {
+			if n, err := strconv.Atoi(id[1:]); err == nil {
+				ids = append(ids, int32(n))
+			}
+		}
+		s.StopAllocs(ids, stopReason(st.Reason.Code))
+	}
+	for _, na := range p.NodeActions {
+		n, ok := s.NodeIndex(na.Node)
+		if !ok {
+			continue
+		}
+		s.SetEligible(n, na.Kind.Eligible())
+		a.nodeState[n] = na.State()
+	}
+	for _, ev := range p.Evaluations {
+		if i, ok := a.jobIndex[ev.Job]; ok {
+			s.Evaluate(i)
+		}
+	}
+}
