@@ -58,7 +58,8 @@ type LedgerConfig struct {
 // Window sums cost O(1) per leaf: two block prefixes and at most 8 bucket
 // reads at each end, whatever the window length. A write at the newest
 // block is O(1); a late write is O(blocks after it) (≤ 1,261 additions with
-// the defaults). A Ledger is not safe for concurrent use.
+// the defaults). Make one with NewLedger or UnmarshalBinary; the zero Ledger
+// is not ready for use. A Ledger is not safe for concurrent use.
 type Ledger struct {
 	bucketSec int64
 	span      int64 // retention in buckets
