@@ -26,6 +26,7 @@ func budgetsCommand() *cli.Command {
 			budgetsValidateCommand(),
 			budgetsShowCommand(),
 			budgetsPlanCommand(),
+			budgetsApplyCommand(),
 		},
 		Action: func(_ context.Context, c *cli.Command) error {
 			if c.NArg() > 0 {

@@ -75,11 +75,15 @@ func (s *Server) leaderLoop(ctx context.Context) {
 	if s.cfg.Reconciler == nil {
 		return
 	}
+	var wake <-chan struct{} // nil: never receives
+	if w, ok := s.cfg.Reconciler.(Waker); ok {
+		wake = w.Wake()
+	}
 	for {
 		if err := s.ReconcileOnce(ctx); err != nil && ctx.Err() == nil {
 			s.log.Warn("reconcile", "error", err)
 		}
-		if !s.pause(ctx, s.cfg.ReconcileInterval) {
+		if !s.pauseOrWake(ctx, s.cfg.ReconcileInterval, wake) {
 			return
 		}
 	}
@@ -87,6 +91,11 @@ func (s *Server) leaderLoop(ctx context.Context) {
 
 // pause waits d; false when ctx ends or the server stops first.
 func (s *Server) pause(ctx context.Context, d time.Duration) bool {
+	return s.pauseOrWake(ctx, d, nil)
+}
+
+// pauseOrWake is pause cut short by a receive from wake.
+func (s *Server) pauseOrWake(ctx context.Context, d time.Duration, wake <-chan struct{}) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -94,6 +103,8 @@ func (s *Server) pause(ctx context.Context, d time.Duration) bool {
 		return false
 	case <-s.shutdownCh:
 		return false
+	case <-wake:
+		return true
 	case <-t.C:
 		return true
 	}

@@ -27,6 +27,15 @@ type Reconciler interface {
 	Reconcile(ctx context.Context, view *state.View, now time.Time) (Outcome, error)
 }
 
+// Waker is implemented by a Reconciler that learns of changes between
+// passes (Nomad's event stream, a planned wake-up time): each receive from
+// Wake starts the next pass at once instead of after ReconcileInterval, so
+// the interval only bounds how long the loop sleeps when nothing happens.
+// The channel must never be closed; sends should not block (coalesce them).
+type Waker interface {
+	Wake() <-chan struct{}
+}
+
 // Outcome is what one reconcile pass wants recorded. Empty fields record
 // nothing; a nil Queue keeps the last plan's queue.
 type Outcome struct {

@@ -177,6 +177,10 @@ func (s *Server) setupRaft() error {
 	rc.LocalID = raft.ServerID(s.id)
 	rc.Logger = s.cfg.Logger.Named("raft")
 	rc.NotifyCh = s.notifyCh
+	if s.cfg.Dev {
+		// One in-memory server: nobody to wait for, so elect at once.
+		rc.HeartbeatTimeout, rc.ElectionTimeout, rc.LeaderLeaseTimeout = 100*time.Millisecond, 100*time.Millisecond, 50*time.Millisecond
+	}
 	tune(rc, s.cfg.Raft)
 
 	var logs raft.LogStore

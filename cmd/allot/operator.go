@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v3"
+)
+
+func init() { extraCommands = append(extraCommands, operatorCommand) }
+
+func operatorCommand() *cli.Command {
+	listPeers := &cli.Command{
+		Name:  "list-peers",
+		Usage: "list the raft servers and which one leads",
+		Flags: apiFlags(true),
+		Action: func(ctx context.Context, c *cli.Command) error {
+			if c.NArg() > 0 {
+				return usagef("list-peers takes no arguments")
+			}
+			cl, err := apiClient(c)
+			if err != nil {
+				return err
+			}
+			ps, err := cl.Peers(ctx)
+			if err != nil {
+				return apiError(err)
+			}
+			w := c.Root().Writer
+			if c.Bool("json") {
+				return printJSON(w, ps)
+			}
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tRAFT ADDRESS\tHTTP ADDRESS\tSTATE\tVOTER")
+			for _, p := range ps.Servers {
+				st := "follower"
+				if p.Leader {
+					st = "leader"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\n", p.ID, p.RaftAddr, orDash(p.HTTPAddr), st, p.Voter)
+			}
+			return tw.Flush()
+		},
+	}
+	return &cli.Command{
+		Name:  "operator",
+		Usage: "operate the allot server cluster",
+		Commands: []*cli.Command{{
+			Name:     "raft",
+			Usage:    "inspect the raft group",
+			Commands: []*cli.Command{listPeers},
+			Action: func(context.Context, *cli.Command) error {
+				return usagef("operator raft needs a subcommand: list-peers")
+			},
+		}},
+		Action: func(context.Context, *cli.Command) error {
+			return usagef("operator needs a subcommand: raft list-peers")
+		},
+	}
+}

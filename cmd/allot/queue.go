@@ -1,0 +1,50 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v3"
+)
+
+func init() { extraCommands = append(extraCommands, queueCommand) }
+
+func queueCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "queue",
+		Usage: "list managed jobs in fair-share order, with band, priority and sort metric",
+		Flags: apiFlags(true),
+		Action: func(ctx context.Context, c *cli.Command) error {
+			if c.NArg() > 0 {
+				return usagef("queue takes no arguments")
+			}
+			cl, err := apiClient(c)
+			if err != nil {
+				return err
+			}
+			q, err := cl.Queue(ctx, c.Bool("stale"))
+			if err != nil {
+				return apiError(err)
+			}
+			w := c.Root().Writer
+			if c.Bool("json") {
+				return printJSON(w, q)
+			}
+			if len(q.Jobs) == 0 {
+				fmt.Fprintln(w, "No managed jobs in the last plan.")
+				return nil
+			}
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "POS\tJOB\tBUDGET\tBAND\tPRIORITY\tSORT METRIC\tEXPLANATION")
+			for _, j := range q.Jobs {
+				pos := "-"
+				if j.Position > 0 {
+					pos = fmt.Sprint(j.Position)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%.4f\t%s\n", pos, j.JobID, j.Budget, j.Band, j.Priority, j.SortMetric, j.Explanation)
+			}
+			return tw.Flush()
+		},
+	}
+}

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/urfave/cli/v3"
+
+	"github.com/allot-sched/allot/hcl"
+	"github.com/allot-sched/allot/overlay/server"
+)
+
+func init() { extraCommands = append(extraCommands, serverCommand) }
+
+func serverCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "server",
+		Usage: "run an allot server (one of a raft group of 1, 3 or 5), or -dev for one in-memory server",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "dev", Usage: "one server, in-memory state, bootstrapped at once: for trying things out"},
+			&cli.StringFlag{Name: "config", Usage: "server configuration file (HCL)"},
+			&cli.StringFlag{Name: "token", Sources: cli.EnvVars("ALLOT_TOKEN"), Usage: "token for writes (overrides server { token }); -dev makes one up when unset"},
+			&cli.StringFlag{Name: "bind", Usage: "bind address (overrides bind_addr)"},
+			&cli.IntFlag{Name: "http-port", Usage: "HTTP port (overrides ports.http)"},
+			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "trace, debug, info, warn or error (overrides log_level)"},
+		},
+		Action: func(ctx context.Context, c *cli.Command) error {
+			if c.NArg() > 0 {
+				return usagef("server takes no arguments; use -config FILE or -dev")
+			}
+			if !c.Bool("dev") && c.String("config") == "" {
+				return usagef("server needs -config FILE (see examples/) or -dev")
+			}
+			cfg, err := serverConfig(c)
+			if err != nil {
+				return err
+			}
+			return runServer(ctx, c, cfg)
+		},
+	}
+}
+
+// serverConfig builds the server's configuration from the file and flags.
+func serverConfig(c *cli.Command) (server.Config, error) {
+	cfg := server.Config{Dev: c.Bool("dev")}
+	level := c.String("log-level")
+	if path := c.String("config"); path != "" {
+		fc, err := hcl.LoadServerConfig(path)
+		if err != nil {
+			return cfg, err
+		}
+		applyFileConfig(&cfg, fc)
+		if fc.LogLevel != nil && !c.IsSet("log-level") {
+			level = *fc.LogLevel
+		}
+	}
+	if c.IsSet("token") {
+		cfg.Token = c.String("token")
+	}
+	if c.IsSet("bind") {
+		cfg.BindAddr = c.String("bind")
+	}
+	if c.IsSet("http-port") {
+		cfg.HTTPPort = int(c.Int("http-port"))
+	}
+	cfg.Logger = hclog.New(&hclog.LoggerOptions{Name: "allot", Level: hclog.LevelFromString(level), Output: c.Root().ErrWriter})
+	if cfg.Dev && cfg.Token == "" {
+		var b [16]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return cfg, err
+		}
+		cfg.Token = hex.EncodeToString(b[:])
+		fmt.Fprintf(c.Root().Writer, "Dev mode: write token (export ALLOT_TOKEN=%s)\n", cfg.Token)
+	}
+	return cfg, nil
+}
+
+func applyFileConfig(cfg *server.Config, fc *hcl.ServerConfig) {
+	setStr := func(dst *string, v *string) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	setInt := func(dst *int, v *int) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	setBool := func(dst *bool, v *bool) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	setStr(&cfg.DataDir, fc.DataDir)
+	setStr(&cfg.BindAddr, fc.BindAddr)
+	setStr(&cfg.AdvertiseAddr, fc.AdvertiseAddr)
+	setInt(&cfg.BootstrapExpect, fc.BootstrapExpect)
+	setInt(&cfg.HTTPPort, fc.Ports.HTTP)
+	setInt(&cfg.RaftPort, fc.Ports.Raft)
+	setStr(&cfg.Token, fc.Token)
+	setBool(&cfg.TLS.HTTP, fc.TLS.HTTP)
+	setBool(&cfg.TLS.RPC, fc.TLS.RPC)
+	setStr(&cfg.TLS.CAFile, fc.TLS.CAFile)
+	setStr(&cfg.TLS.CertFile, fc.TLS.CertFile)
+	setStr(&cfg.TLS.KeyFile, fc.TLS.KeyFile)
+	cfg.RetryJoin = fc.RetryJoin
+	if fc.BootstrapExpect == nil && len(fc.RetryJoin) == 0 {
+		cfg.BootstrapExpect = 1 // a lone server with no peers configured
+	}
+}
+
+// runServer starts the server and runs until ctx ends or a signal arrives.
+func runServer(ctx context.Context, c *cli.Command, cfg server.Config) error {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	s, err := server.New(cfg)
+	if err != nil {
+		return fmt.Errorf("starting server: %w", err)
+	}
+	fmt.Fprintf(c.Root().Writer, "allot server %s: HTTP API on %s, raft on %s\n", s.ID(), s.HTTPAddr(), s.RaftAddr())
+	<-ctx.Done()
+	fmt.Fprintln(c.Root().Writer, "shutting down")
+	return s.Shutdown()
+}

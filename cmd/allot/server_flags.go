@@ -1,0 +1,54 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/allot-sched/allot/overlay/client"
+)
+
+// apiFlags are the flags of every command that talks to a server: where it
+// is, the token for writes, and (for reads) -json and -stale.
+func apiFlags(read bool) []cli.Flag {
+	flags := []cli.Flag{
+		&cli.StringFlag{Name: "address", Value: client.DefaultAddress, Sources: cli.EnvVars("ALLOT_ADDR"),
+			Usage: "allot server HTTP address (env ALLOT_ADDR)"},
+		&cli.StringFlag{Name: "token", Sources: cli.EnvVars("ALLOT_TOKEN"),
+			Usage: "token for writes (env ALLOT_TOKEN)"},
+	}
+	if read {
+		flags = append(flags, jsonFlag(),
+			&cli.BoolFlag{Name: "stale", Usage: "let any server answer from its local state instead of the leader"})
+	}
+	return flags
+}
+
+// apiClient builds the client from the command's flags.
+func apiClient(c *cli.Command) (*client.Client, error) {
+	cl, err := client.New(c.String("address"), c.String("token"), nil)
+	if err != nil {
+		return nil, usagef("-address: %v", err)
+	}
+	return cl, nil
+}
+
+// apiError rewrites the client's errors into messages that say what to do.
+func apiError(err error) error {
+	switch {
+	case errors.Is(err, client.ErrUnreachable):
+		return err
+	case errors.Is(err, client.ErrUnauthorized):
+		return fmt.Errorf("%w; pass the server's token with -token or ALLOT_TOKEN", err)
+	}
+	return err
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

@@ -1,0 +1,162 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/allot-sched/allot/overlay/client"
+	"github.com/allot-sched/allot/overlay/server"
+)
+
+const cliToken = "cli-test-token"
+
+// waitUntil polls cond until it holds or the deadline passes.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// devAPI starts an in-process -dev server and returns its address.
+func devAPI(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := server.New(server.Config{Dev: true, Token: cliToken, HTTPListener: ln, ReconcileInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Shutdown() })
+	cl, _ := client.New(s.HTTPAddr(), "", nil)
+	waitUntil(t, "the dev server to lead", func() bool {
+		_, err := cl.Budgets(context.Background(), false)
+		return err == nil
+	})
+	return s.HTTPAddr()
+}
+
+func TestCLIAgainstDevServer(t *testing.T) {
+	addr := devAPI(t)
+	t.Setenv("ALLOT_ADDR", addr)
+	examples := filepath.Join("..", "..", "examples", "budgets")
+
+	code, _, errOut := runCLI(t, "budgets", "apply", examples)
+	if code != exitInvalid || !strings.Contains(errOut, "token is required") {
+		t.Fatalf("apply without token: %d %q", code, errOut)
+	}
+	code, _, errOut = runCLI(t, "budgets", "apply", "-token", "wrong", examples)
+	if code != exitInvalid || !strings.Contains(errOut, "token refused") || !strings.Contains(errOut, "ALLOT_TOKEN") {
+		t.Fatalf("apply with wrong token: %d %q", code, errOut)
+	}
+	code, out, errOut := runCLI(t, "budgets", "apply", "--token", cliToken, "-revision", "abc123", examples)
+	if code != exitOK || !strings.Contains(out, "Applied budget tree abc123") {
+		t.Fatalf("apply: %d %q %q", code, out, errOut)
+	}
+	t.Setenv("ALLOT_TOKEN", cliToken)
+	code, out, _ = runCLI(t, "budgets", "apply", "-json", examples)
+	if code != exitOK || !strings.Contains(out, `"index"`) {
+		t.Fatalf("apply -json with ALLOT_TOKEN: %d %q", code, out)
+	}
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"usage", "-since", "1d"}, "ai2/nlp"},
+		{[]string{"usage", "--json"}, `"owed_gpu_hours"`},
+		{[]string{"queue"}, "No managed jobs"},
+		{[]string{"queue", "-json"}, `"jobs": []`},
+		{[]string{"nodes", "-stale"}, "No GPU nodes"},
+		{[]string{"nodes", "--json"}, `"nodes": []`},
+		{[]string{"operator", "raft", "list-peers"}, "leader"},
+		{[]string{"operator", "raft", "list-peers", "-json"}, `"leader": true`},
+	} {
+		code, out, errOut := runCLI(t, tc.args...)
+		if code != exitOK || !strings.Contains(out, tc.want) {
+			t.Errorf("%v: %d %q %q, want output containing %q", tc.args, code, out, errOut, tc.want)
+		}
+	}
+	code, _, errOut = runCLI(t, "explain", "job", "default/ghost")
+	if code != exitInvalid || !strings.Contains(errOut, "not managed by allot") {
+		t.Errorf("explain unknown job: %d %q", code, errOut)
+	}
+}
+
+func TestCLIUsageAndConnectionErrors(t *testing.T) {
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	dead := ln.Addr().String()
+	ln.Close()
+	for _, tc := range []struct {
+		args     []string
+		wantCode int
+		want     string
+	}{
+		{[]string{"queue", "-address", dead}, exitInvalid, "unreachable"},
+		{[]string{"usage", "-since", "forever"}, exitUsage, "-since"},
+		{[]string{"explain", "job"}, exitUsage, "exactly one job ID"},
+		{[]string{"queue", "extra"}, exitUsage, "no arguments"},
+		{[]string{"budgets", "apply"}, exitUsage, "exactly one budget directory"},
+		{[]string{"server"}, exitUsage, "-config FILE"},
+		{[]string{"operator"}, exitUsage, "raft list-peers"},
+	} {
+		code, _, errOut := runCLI(t, tc.args...)
+		if code != tc.wantCode || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: %d %q, want %d containing %q", tc.args, code, errOut, tc.wantCode, tc.want)
+		}
+	}
+}
+
+func TestServerCommandConfigErrors(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "server.hcl")
+	if err := os.WriteFile(path, []byte("data_dir = \"/tmp/x\"\nports {\n  htp = 1\n}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := runCLI(t, "server", "-config", path)
+	if code != exitInvalid || !strings.Contains(errOut, "server.hcl:3:3") {
+		t.Fatalf("bad config: %d %q", code, errOut)
+	}
+}
+
+// TestServerCommandDev runs `allot server -dev` until its context ends.
+func TestServerCommandDev(t *testing.T) {
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errb bytes.Buffer
+	done := make(chan int)
+	go func() {
+		done <- run(ctx, []string{"allot", "server", "-dev", "-http-port", strconv.Itoa(port), "-token", cliToken, "-log-level", "error"}, &out, &errb)
+	}()
+	cl, _ := client.New("127.0.0.1:"+strconv.Itoa(port), cliToken, nil)
+	waitUntil(t, "allot server -dev to answer", func() bool {
+		_, err := cl.Budgets(ctx, false)
+		return err == nil
+	})
+	if _, err := cl.ApplyBudgets(ctx, &client.BudgetsApply{Revision: "r", Budgets: []client.BudgetSpec{{Path: "a", Share: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != exitOK || !strings.Contains(out.String(), "HTTP API on") {
+			t.Fatalf("server exited %d: %q %q", code, out.String(), errb.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("server did not stop after its context ended")
+	}
+}

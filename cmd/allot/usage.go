@@ -1,0 +1,55 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/allot-sched/allot/overlay/server"
+)
+
+func init() { extraCommands = append(extraCommands, usageCommand) }
+
+func usageCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "usage",
+		Usage: "GPU time per budget over a window: charged, demand, owed and delivered/owed",
+		Flags: append(apiFlags(true), &cli.StringFlag{Name: "since", Value: "7d", Usage: "window length, e.g. 7d, 36h, 90m"}),
+		Action: func(ctx context.Context, c *cli.Command) error {
+			if c.NArg() > 0 {
+				return usagef("usage takes no arguments (use -since)")
+			}
+			if _, err := server.ParseSince(c.String("since")); err != nil {
+				return usagef("-since: %v", err)
+			}
+			cl, err := apiClient(c)
+			if err != nil {
+				return err
+			}
+			u, err := cl.Usage(ctx, c.String("since"), c.Bool("stale"))
+			if err != nil {
+				return apiError(err)
+			}
+			w := c.Root().Writer
+			if c.Bool("json") {
+				return printJSON(w, u)
+			}
+			fmt.Fprintf(w, "Window %s to %s, capacity %d GPUs\n", u.From.Format(time.RFC3339), u.To.Format(time.RFC3339), u.CapacityGPUs)
+			if len(u.Budgets) == 0 {
+				fmt.Fprintln(w, "No budgets applied yet (allot budgets apply DIR).")
+				return nil
+			}
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "BUDGET\tCHARGED GPU-H\tDEMAND GPU-H\tOWED GPU-H\tDELIVERED/OWED")
+			for _, r := range u.Budgets {
+				indent := strings.Repeat("  ", strings.Count(r.Path, "/"))
+				fmt.Fprintf(tw, "%s%s\t%.1f\t%.1f\t%.1f\t%.0f%%\n", indent, r.Path, r.Charged, r.Demand, r.Owed, 100*r.Ratio)
+			}
+			return tw.Flush()
+		},
+	}
+}
