@@ -105,6 +105,7 @@ func allocFromAPI(a *api.Allocation, job *Job) Alloc {
 		CreateIndex:   a.CreateIndex,
 		ModifyIndex:   a.ModifyIndex,
 		StartedAt:     startedAt(a.ClientStatus, a.TaskStates),
+		FinishedAt:    finishedAt(a.ClientStatus, a.TaskStates, a.ModifyTime),
 	}
 	assigned := false
 	if a.AllocatedResources != nil {
@@ -143,6 +144,7 @@ func allocFromStub(s *api.AllocationListStub, job *Job) Alloc {
 		TaskGroup: s.TaskGroup, AllocatedResources: s.AllocatedResources,
 		DesiredStatus: s.DesiredStatus, ClientStatus: s.ClientStatus, TaskStates: s.TaskStates,
 		PreemptedByAllocation: s.PreemptedByAllocation, CreateIndex: s.CreateIndex, ModifyIndex: s.ModifyIndex,
+		ModifyTime: s.ModifyTime,
 	}, job)
 }
 
@@ -158,6 +160,26 @@ func startedAt(clientStatus string, states map[string]*api.TaskState) time.Time 
 		if s != nil && s.StartedAt.After(t) {
 			t = s.StartedAt
 		}
+	}
+	return t.UTC()
+}
+
+// finishedAt is when a terminal allocation stopped running: the latest
+// finish among its tasks, else Nomad's modify time (ns since the epoch).
+func finishedAt(clientStatus string, states map[string]*api.TaskState, modifyTime int64) time.Time {
+	switch clientStatus {
+	case "complete", "failed", "lost":
+	default:
+		return time.Time{}
+	}
+	var t time.Time
+	for _, s := range states {
+		if s != nil && s.FinishedAt.After(t) {
+			t = s.FinishedAt
+		}
+	}
+	if t.IsZero() && modifyTime > 0 {
+		t = time.Unix(0, modifyTime)
 	}
 	return t.UTC()
 }

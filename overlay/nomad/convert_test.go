@@ -191,7 +191,7 @@ func TestAllocFromAPI(t *testing.T) {
 			},
 			want: Alloc{
 				ID: "a3", Job: JobKey{"default", "k"}, TaskGroup: "g", NodeID: "n2", DesiredStatus: "evict",
-				ClientStatus: "complete", PreemptedBy: "a9", StartedAt: t0,
+				ClientStatus: "complete", PreemptedBy: "a9", StartedAt: t0, FinishedAt: t0.Add(time.Hour),
 			},
 		},
 	}

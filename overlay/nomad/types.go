@@ -67,7 +67,11 @@ type Alloc struct {
 	DeviceIDs []string // assigned GPU instance IDs, sorted
 	// StartedAt is when the allocation started running: the latest StartedAt
 	// of its tasks (zero while any task has not started).
-	StartedAt   time.Time
+	StartedAt time.Time
+	// FinishedAt is when a terminal allocation stopped running: the latest
+	// FinishedAt of its tasks, or Nomad's last modify time when no task
+	// says (a lost allocation). Zero while the allocation is not terminal.
+	FinishedAt  time.Time
 	PreemptedBy string // alloc ID that preempted this one, if any
 	CreateIndex uint64
 	ModifyIndex uint64
