@@ -351,3 +351,12 @@ func TestClusterConcurrentWritesSurviveFailover(t *testing.T) {
 		return nil
 	})
 }
+
+// toSpecs converts an API budget tree to the state's specs.
+func toSpecs(in *client.BudgetsApply) []budgets.Spec {
+	out := make([]budgets.Spec, len(in.Budgets))
+	for i, b := range in.Budgets {
+		out[i] = budgets.Spec{Path: b.Path, Share: b.Share}
+	}
+	return out
+}
