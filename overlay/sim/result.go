@@ -37,6 +37,10 @@ type Result struct {
 	allocRecords []alloc
 	jobRecords   []job
 	leafHours    [][2][]int64
+	nodeRows     []int // first Gantt row (GPU) of each node
+	horizon      int64
+	leafNames    []string
+	leafShares   []float64
 }
 
 // ClassWaits are queue-wait percentiles of one job class, in seconds.
@@ -136,6 +140,18 @@ func (s *State) result(name string, tr *Trace, horizon int64) *Result {
 	r.budgets(m, s.tree)
 	r.jobRecords = s.jobs
 	r.allocRecords = s.allocs
+	r.horizon = horizon
+	row := 0
+	for n := range s.nodes {
+		r.nodeRows = append(r.nodeRows, row)
+		row += s.nodes[n].total
+	}
+	if s.tree != nil {
+		for _, l := range s.tree.Leaves() {
+			r.leafNames = append(r.leafNames, l.Path)
+			r.leafShares = append(r.leafShares, l.Effective)
+		}
+	}
 	return r
 }
 

@@ -120,7 +120,7 @@ type Options struct {
 
 // DefaultOptions are the defaults of `allot sim`.
 func DefaultOptions() Options {
-	return Options{Seed: 1, ReactionDelay: 10 * time.Second, CheckpointLoss: 15 * time.Minute}
+	return Options{Seed: 1, ReactionDelay: 30 * time.Second, CheckpointLoss: 15 * time.Minute}
 }
 
 // State is the simulated Nomad cluster. Policies read it through its

@@ -1,0 +1,333 @@
+package main
+
+import (
+	"bufio"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/allot-sched/allot/budgets"
+	"github.com/allot-sched/allot/hcl"
+	"github.com/allot-sched/allot/overlay/policy"
+	"github.com/allot-sched/allot/overlay/sim"
+)
+
+func init() { extraCommands = append(extraCommands, simCommand) }
+
+// scenarioFile is the optional SCENARIO argument of `allot sim`: a JSON
+// file naming the budgets, the cluster and the trace (or the generator's
+// settings), paths relative to the file. Flags given on the command line win.
+type scenarioFile struct {
+	Budgets     string         `json:"budgets"`
+	Trace       string         `json:"trace"`
+	Nodes       int            `json:"nodes"`
+	GPUsPerNode int            `json:"gpus_per_node"`
+	Generate    *sim.GenConfig `json:"generate"`
+	Pools       []sim.Pool     `json:"pools"`
+}
+
+func simFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "budgets", Usage: "directory of budget HCL files"},
+		&cli.StringFlag{Name: "trace", Usage: "trace file: .csv or .jsonl (optionally .gz); without one, a trace is generated"},
+		&cli.IntFlag{Name: "nodes", Value: 128, Usage: "GPU nodes in the cluster"},
+		&cli.IntFlag{Name: "gpus-per-node", Value: 8, Usage: "GPUs per node"},
+		&cli.StringFlag{Name: "policies", Value: "allot,baseline", Usage: "comma-separated policies to compare: allot, baseline"},
+		&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the model's random choices and of a generated trace"},
+		&cli.DurationFlag{Name: "reaction-delay", Value: sim.DefaultOptions().ReactionDelay, Usage: "time from a change to the policy's reconcile"},
+		&cli.DurationFlag{Name: "checkpoint-loss", Value: sim.DefaultOptions().CheckpointLoss, Usage: "work a resumable job loses when preempted"},
+		&cli.DurationFlag{Name: "horizon", Usage: "simulated time to run (default: to the trace's end)"},
+		&cli.BoolFlag{Name: "best-fit", Usage: "score every feasible node instead of Nomad's two"},
+		&cli.BoolFlag{Name: "skip-invalid", Usage: "drop invalid trace rows (counted) instead of failing"},
+		&cli.StringFlag{Name: "html", Usage: "write an HTML report to this file"},
+		jsonFlag(),
+	}
+}
+
+func simCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "sim",
+		Usage:     "replay a workload through allot and the baseline on a model of Nomad, and compare",
+		ArgsUsage: "[SCENARIO.json]",
+		Flags:     simFlags(),
+		Commands:  []*cli.Command{simGenerateCommand()},
+		Action:    runSim,
+	}
+}
+
+// simInputs are the resolved inputs of a run.
+type simInputs struct {
+	tree    *budgets.Tree
+	trace   *sim.Trace
+	cluster sim.ClusterSpec
+	opts    sim.Options
+}
+
+func loadScenario(c *cli.Command) (*scenarioFile, string, error) {
+	sc := &scenarioFile{}
+	if c.NArg() > 1 {
+		return nil, "", usagef("sim takes at most one scenario file, got %q", c.Args().Slice())
+	}
+	if c.NArg() == 0 {
+		return sc, ".", nil
+	}
+	path := c.Args().First()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, "", err
+	}
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(sc); err != nil {
+		return nil, "", fmt.Errorf("%s: %v (valid keys: budgets, trace, nodes, gpus_per_node, pools, generate)", path, err)
+	}
+	return sc, filepath.Dir(path), nil
+}
+
+func rel(base, p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(base, p)
+}
+
+func simInputsFrom(c *cli.Command) (*simInputs, error) {
+	sc, base, err := loadScenario(c)
+	if err != nil {
+		return nil, err
+	}
+	in := &simInputs{opts: sim.DefaultOptions()}
+	budgetsDir := rel(base, sc.Budgets)
+	if c.IsSet("budgets") || budgetsDir == "" {
+		budgetsDir = c.String("budgets")
+	}
+	if budgetsDir != "" {
+		if in.tree, err = hcl.LoadDir(budgetsDir); err != nil {
+			return nil, fmt.Errorf("budgets %s: %w", budgetsDir, err)
+		}
+	}
+	nodes, gpus := c.Int("nodes"), c.Int("gpus-per-node")
+	if sc.Nodes > 0 && !c.IsSet("nodes") {
+		nodes = sc.Nodes
+	}
+	if sc.GPUsPerNode > 0 && !c.IsSet("gpus-per-node") {
+		gpus = sc.GPUsPerNode
+	}
+	in.cluster = sim.UniformCluster(nodes, gpus)
+	if len(sc.Pools) > 0 && !c.IsSet("nodes") && !c.IsSet("gpus-per-node") {
+		in.cluster = sim.ClusterSpec{Pools: sc.Pools}
+	}
+	if err := in.cluster.Validate(); err != nil {
+		return nil, usagef("%v", err)
+	}
+	in.opts.Seed = c.Uint64("seed")
+	in.opts.ReactionDelay = c.Duration("reaction-delay")
+	in.opts.CheckpointLoss = c.Duration("checkpoint-loss")
+	in.opts.Horizon = c.Duration("horizon")
+	if c.Bool("best-fit") {
+		in.opts.Placement = sim.PlacementBestFit
+	}
+	tracePath := rel(base, sc.Trace)
+	if c.IsSet("trace") {
+		tracePath = c.String("trace")
+	}
+	switch {
+	case tracePath != "":
+		in.trace, err = readTrace(tracePath, c.Bool("skip-invalid"))
+	case in.tree == nil:
+		return nil, usagef("sim needs -trace, or -budgets to generate a trace from (e.g. allot sim examples/sim/scenario.json)")
+	default:
+		g := sim.DefaultGenConfig()
+		if sc.Generate != nil {
+			g = *sc.Generate
+		}
+		if c.IsSet("seed") || sc.Generate == nil {
+			g.Seed = in.opts.Seed
+		}
+		g.GPUs, g.Nodes = in.cluster.GPUs(), in.cluster.Pools[0].Nodes
+		in.trace, err = sim.Generate(in.tree, g)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if in.trace.Skipped > 0 {
+		fmt.Fprintf(c.Root().ErrWriter, "skipped %d invalid trace rows\n", in.trace.Skipped)
+	}
+	return in, nil
+}
+
+func readTrace(path string, skip bool) (*sim.Trace, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var r io.Reader = bufio.NewReader(f)
+	name := path
+	if strings.HasSuffix(name, ".gz") {
+		gz, err := gzip.NewReader(r)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		defer gz.Close()
+		r, name = gz, strings.TrimSuffix(name, ".gz")
+	}
+	var tr *sim.Trace
+	switch {
+	case strings.HasSuffix(name, ".csv"):
+		tr, err = sim.ReadCSV(r, sim.ReadOptions{SkipInvalid: skip})
+	case strings.HasSuffix(name, ".jsonl") || strings.HasSuffix(name, ".ndjson"):
+		tr, err = sim.ReadJSONL(r, sim.ReadOptions{SkipInvalid: skip})
+	default:
+		return nil, usagef("trace %s: name it .csv or .jsonl (optionally .gz)", path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return tr, nil
+}
+
+func newPolicy(name string) (sim.Policy, error) {
+	switch strings.TrimSpace(name) {
+	case "allot":
+		return sim.NewAllot(policy.DefaultConfig())
+	case "baseline":
+		return sim.NewBaseline(sim.DefaultBaselineConfig()), nil
+	}
+	return nil, usagef("unknown policy %q; valid: allot, baseline", name)
+}
+
+func runSim(_ context.Context, c *cli.Command) error {
+	in, err := simInputsFrom(c)
+	if err != nil {
+		return err
+	}
+	var results []*sim.Result
+	stderr := c.Root().ErrWriter
+	for _, name := range strings.Split(c.String("policies"), ",") {
+		p, err := newPolicy(name)
+		if err != nil {
+			return err
+		}
+		opts := in.opts
+		bar := newProgressBar(stderr, p.Name())
+		opts.Progress = bar.update
+		r, err := sim.Run(in.trace, in.cluster, in.tree, p, opts)
+		bar.done()
+		if err != nil {
+			return err
+		}
+		results = append(results, r)
+	}
+	out := c.Root().Writer
+	if path := c.String("html"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		if err := sim.WriteHTML(f, results); err != nil {
+			f.Close()
+			return fmt.Errorf("html report: %w", err)
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+	}
+	if c.Bool("json") {
+		return sim.WriteJSON(out, in.opts.Seed, results)
+	}
+	return sim.WriteSummary(out, results)
+}
+
+// progressBar draws on stderr when it is a terminal and the run has taken
+// more than a second.
+type progressBar struct {
+	w     io.Writer
+	name  string
+	start time.Time
+	tty   bool
+	drawn bool
+}
+
+func newProgressBar(w io.Writer, name string) *progressBar {
+	b := &progressBar{w: w, name: name, start: time.Now()}
+	if f, ok := w.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+			b.tty = true
+		}
+	}
+	return b
+}
+
+func (b *progressBar) update(frac float64) {
+	if !b.tty || time.Since(b.start) < time.Second {
+		return
+	}
+	const width = 40
+	n := int(frac * width)
+	fmt.Fprintf(b.w, "\r%-9s [%s%s] %3.0f%% %s", b.name, strings.Repeat("=", n), strings.Repeat(" ", width-n),
+		100*frac, time.Since(b.start).Round(time.Second))
+	b.drawn = true
+}
+
+func (b *progressBar) done() {
+	if b.drawn {
+		fmt.Fprint(b.w, "\r\033[K")
+	}
+}
+
+func simGenerateCommand() *cli.Command {
+	d := sim.DefaultGenConfig()
+	return &cli.Command{
+		Name:  "generate",
+		Usage: "write a seeded synthetic trace for the teams of a budget tree",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "budgets", Usage: "directory of budget HCL files (teams are its leaves)", Required: true},
+			&cli.StringFlag{Name: "o", Usage: "output file (.csv or .jsonl); default stdout as CSV"},
+			&cli.Uint64Flag{Name: "seed", Value: d.Seed},
+			&cli.Float64Flag{Name: "days", Value: d.Days},
+			&cli.IntFlag{Name: "nodes", Value: 128},
+			&cli.IntFlag{Name: "gpus-per-node", Value: 8},
+			&cli.Float64Flag{Name: "demand", Value: d.Demand, Usage: "allocated work as a multiple of capacity"},
+			&cli.Float64Flag{Name: "debug-per-day", Value: d.DebugPerDay},
+			&cli.Float64Flag{Name: "unallocated", Value: d.Unallocated, Usage: "free filler work as a fraction of capacity"},
+			&cli.IntFlag{Name: "failures", Value: d.Failures, Usage: "node faults (GPU XIDs) in the period"},
+		},
+		Action: func(_ context.Context, c *cli.Command) error {
+			tree, err := hcl.LoadDir(c.String("budgets"))
+			if err != nil {
+				return err
+			}
+			g := d
+			g.Seed, g.Days, g.Demand = c.Uint64("seed"), c.Float64("days"), c.Float64("demand")
+			g.DebugPerDay, g.Unallocated, g.Failures = c.Float64("debug-per-day"), c.Float64("unallocated"), c.Int("failures")
+			g.Nodes, g.GPUs = c.Int("nodes"), c.Int("nodes")*c.Int("gpus-per-node")
+			tr, err := sim.Generate(tree, g)
+			if err != nil {
+				return usagef("%v", err)
+			}
+			out := c.Root().Writer
+			path := c.String("o")
+			if path != "" {
+				f, err := os.Create(path)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				out = f
+			}
+			if strings.HasSuffix(path, ".jsonl") {
+				return sim.WriteJSONL(out, tr)
+			}
+			return sim.WriteCSV(out, tr)
+		},
+	}
+}

@@ -1,0 +1,141 @@
+package sim
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Comparison is the JSON form of a side-by-side run: deterministic for the
+// same inputs and seed (no wall-clock figures).
+type Comparison struct {
+	Seed    uint64    `json:"seed"`
+	Results []*Result `json:"results"`
+}
+
+// WriteJSON writes the results as indented JSON.
+func WriteJSON(w io.Writer, seed uint64, rs []*Result) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(Comparison{Seed: seed, Results: rs})
+}
+
+func fmtWait(sec float64) string {
+	d := time.Duration(sec) * time.Second
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(sec))
+	case d < time.Hour:
+		return fmt.Sprintf("%.1fm", d.Minutes())
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%.1fh", d.Hours())
+	}
+	return fmt.Sprintf("%.1fd", d.Hours()/24)
+}
+
+// WriteSummary writes the side-by-side text comparison of the runs.
+func WriteSummary(w io.Writer, rs []*Result) error {
+	if len(rs) == 0 {
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	row := func(label string, f func(r *Result) string) {
+		cells := []string{label}
+		for _, r := range rs {
+			cells = append(cells, f(r))
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
+	}
+	row("", func(r *Result) string { return r.Policy })
+	row("simulated days", func(r *Result) string { return fmt.Sprintf("%.1f", r.Days) })
+	row("GPUs", func(r *Result) string { return fmt.Sprint(r.GPUs) })
+	row("jobs submitted / finished", func(r *Result) string { return fmt.Sprintf("%d / %d", r.Jobs, r.Finished) })
+	row("jobs killed (drain deadline)", func(r *Result) string { return fmt.Sprint(r.Dead) })
+	classes := map[string]bool{}
+	var order []string
+	for _, r := range rs {
+		for _, c := range r.Waits {
+			if !classes[c.Class] {
+				classes[c.Class] = true
+				order = append(order, c.Class)
+			}
+		}
+	}
+	for _, c := range order {
+		get := func(r *Result) *ClassWaits {
+			for k := range r.Waits {
+				if r.Waits[k].Class == c {
+					return &r.Waits[k]
+				}
+			}
+			return nil
+		}
+		row(c+" wait p50 / p90 / p99", func(r *Result) string {
+			if x := get(r); x != nil {
+				return fmtWait(x.P50) + " / " + fmtWait(x.P90) + " / " + fmtWait(x.P99)
+			}
+			return "-"
+		})
+		row(c+" never started", func(r *Result) string {
+			if x := get(r); x != nil {
+				return fmt.Sprintf("%d of %d", x.Censored, x.Jobs)
+			}
+			return "-"
+		})
+		row(c+" wait after requeue p50 / p90", func(r *Result) string {
+			if x := get(r); x != nil && x.Requeues > 0 {
+				return fmt.Sprintf("%s / %s (%d)", fmtWait(x.RequeueP50), fmtWait(x.RequeueP90), x.Requeues)
+			}
+			return "-"
+		})
+	}
+	for k := range rs[0].Preemptions {
+		reason := rs[0].Preemptions[k].Reason
+		row("stopped allocs: "+reason, func(r *Result) string {
+			for _, p := range r.Preemptions {
+				if p.Reason == reason {
+					return fmt.Sprint(p.Allocations)
+				}
+			}
+			return "-"
+		})
+	}
+	row("lost GPU hours (work redone)", func(r *Result) string { return fmt.Sprintf("%.0f", r.LostGPUHours) })
+	row("stalled GPU hours (placed in part)", func(r *Result) string { return fmt.Sprintf("%.0f", r.StalledGPUHours) })
+	row("occupancy allocated / unallocated / idle", func(r *Result) string {
+		o := r.Occupancy
+		return fmt.Sprintf("%.1f%% / %.1f%% / %.1f%%", 100*o.Allocated, 100*o.Unallocated, 100*o.Idle)
+	})
+	row("budgets at >= 95% of owed", func(r *Result) string { return fmt.Sprintf("%d of %d", r.BudgetsAt95, len(r.Budgets)) })
+	row("worst budget (delivered/owed)", func(r *Result) string {
+		return fmt.Sprintf("%s %.0f%%", r.WorstBudget, 100*r.WorstRatio)
+	})
+	row("unhealthy nodes drained / not", func(r *Result) string {
+		return fmt.Sprintf("%d / %d", r.Drains.Drained, r.Drains.NotDrained)
+	})
+	row("time to drained p50 / max", func(r *Result) string {
+		if r.Drains.Drained == 0 {
+			return "-"
+		}
+		return fmtWait(r.Drains.P50) + " / " + fmtWait(r.Drains.Max)
+	})
+	if len(rs[0].Budgets) > 0 {
+		fmt.Fprintln(tw, "\t")
+		row("delivered / owed GPU hours", func(r *Result) string { return r.Policy })
+		for k := range rs[0].Budgets {
+			b := rs[0].Budgets[k].Budget
+			row(b, func(r *Result) string {
+				for _, x := range r.Budgets {
+					if x.Budget == b {
+						return fmt.Sprintf("%.0f / %.0f (%.0f%%)", x.Delivered, x.Owed, 100*x.Ratio)
+					}
+				}
+				return "-"
+			})
+		}
+	}
+	return tw.Flush()
+}
