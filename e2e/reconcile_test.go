@@ -1,0 +1,165 @@
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/allot-sched/allot/overlay/policy"
+)
+
+// Scenario 1: of two pending jobs, the one from the budget under its share
+// gets the higher priority and starts first when the GPUs free up.
+func TestReconcileUnderServedBudgetFirst(t *testing.T) {
+	c := startGPUCluster(t)
+	// Hysteresis 1: with the default (3) a job that moves down one position
+	// keeps its priority, so two adjacent pending jobs can tie (see report).
+	al := startAllot(t, c, allotOptions{Policy: func(p *policy.Config) { p.Hysteresis = 1 }})
+	now := time.Now()
+	al.seedUsage("lab/a", 8, now.Add(-2*time.Hour), now.Add(-time.Hour))
+
+	c.register(t, gpuJob{ID: "blocker", Budget: "lab/a", MinRuntime: "1h", GPUs: 8})
+	c.waitRunning(t, "blocker", 1, 60*time.Second)
+	c.waitPriority(t, "blocker", func(p int) bool { return p == 100 }, "= 100 (protected)", 10*time.Second)
+
+	c.register(t, gpuJob{ID: "over", Budget: "lab/a", MinRuntime: "30s", GPUs: 8})
+	c.waitPriority(t, "over", func(p int) bool { return p != 50 }, "written by allot", 10*time.Second)
+	c.register(t, gpuJob{ID: "under", Budget: "lab/b", MinRuntime: "30s", GPUs: 8})
+	var pu, po int
+	waitFor(t, 10*time.Second, "under above over", func() (bool, error) {
+		pu, po = c.job(t, "under").Priority, c.job(t, "over").Priority
+		return pu > po && pu <= 89 && po >= 40, nil
+	})
+	t.Logf("pending priorities: under-served lab/b %d, over-served lab/a %d", pu, po)
+
+	c.stopJob(t, "blocker")
+	c.waitRunning(t, "under", 1, 60*time.Second)
+	if n := len(c.running(t, "over")); n != 0 {
+		t.Fatalf("over-served job has %d running allocations; the under-served one should have gone first", n)
+	}
+	if q := al.Srv.FSM().Read().QueueEntry("default/over"); q == nil || q.Position != 1 || q.Band != "pending" {
+		t.Fatalf("queue row of over = %+v, want pending at position 1", q)
+	}
+}
+
+// Scenario 3: unallocated filler fills idle GPUs at the unallocated band and
+// is preempted at once, by Nomad's own preemption, for allocated work.
+func TestReconcileFillerPreempted(t *testing.T) {
+	c := startGPUCluster(t)
+	startAllot(t, c, allotOptions{})
+	for i := 0; i < 8; i++ {
+		c.register(t, gpuJob{ID: fmt.Sprintf("filler-%d", i), GPUs: 1})
+	}
+	for i := 0; i < 8; i++ {
+		id := fmt.Sprintf("filler-%d", i)
+		c.waitPriority(t, id, func(p int) bool { return p >= 10 && p <= 29 }, "in the unallocated band", 10*time.Second)
+		c.waitRunning(t, id, 1, 60*time.Second)
+	}
+	registered := time.Now()
+	c.register(t, gpuJob{ID: "work", Budget: "lab/b", MinRuntime: "1m", GPUs: 4})
+	work := c.waitRunning(t, "work", 1, 30*time.Second)[0]
+	t.Logf("allocated work running %s after registration", work.started().Sub(registered).Round(time.Millisecond))
+	works := map[string]bool{}
+	for _, a := range c.allocs(t, "work") {
+		works[a.ID] = true
+	}
+	evicted := 0
+	for i := 0; i < 8; i++ {
+		id := fmt.Sprintf("filler-%d", i)
+		for _, a := range c.allocs(t, id) {
+			if a.DesiredStatus == "evict" {
+				evicted++
+				if !works[a.PreemptedByAllocation] {
+					t.Errorf("%s evicted by %q, not by an allocation of the allocated job", a.ID, a.PreemptedByAllocation)
+				}
+				if j := c.job(t, id); j.Status == "dead" {
+					t.Errorf("preempted filler %s is dead; want it requeued", id)
+				}
+			}
+		}
+	}
+	// 4 for an ask of 4; Nomad may evict more when allot's first priority
+	// write replaces the just-placed allocation (see the report).
+	t.Logf("%d filler allocations evicted by Nomad for the allocated job (%d allocation(s))", evicted, len(works))
+	if evicted < 4 {
+		t.Fatalf("%d filler allocations evicted, want at least 4 (one GPU each for an ask of 4)", evicted)
+	}
+	if n := len(c.running(t, "work")); n != 1 {
+		t.Fatalf("allocated job has %d running allocations, want 1", n)
+	}
+}
+
+// Scenario 2: a running job is not moved inside its protected window; when
+// the window ends allot lowers it and stops it as a migration, the pending
+// job takes the GPUs, and the victim is requeued and runs again later.
+func TestReconcileProtectionThenTimeSlicing(t *testing.T) {
+	c := startGPUCluster(t)
+	al := startAllot(t, c, allotOptions{})
+	now := time.Now()
+	al.seedUsage("lab/a", 8, now.Add(-2*time.Hour), now.Add(-time.Hour))
+
+	const window = 15 * time.Second
+	c.register(t, gpuJob{ID: "victim", Budget: "lab/a", MinRuntime: "15s", GPUs: 8})
+	v := c.waitRunning(t, "victim", 1, 60*time.Second)[0]
+	windowEnd := v.started().Add(window)
+	c.waitPriority(t, "victim", func(p int) bool { return p == 100 }, "= 100 (protected)", 10*time.Second)
+	c.register(t, gpuJob{ID: "pending", Budget: "lab/b", MinRuntime: "5s", GPUs: 8, Sleep: 6})
+
+	// Inside the window nothing moves.
+	waitFor(t, window+5*time.Second, "the protected window to end", func() (bool, error) {
+		if time.Now().After(windowEnd.Add(-500 * time.Millisecond)) {
+			return true, nil
+		}
+		if rs := c.running(t, "victim"); len(rs) != 1 || rs[0].ID != v.ID {
+			return false, fmt.Errorf("victim moved inside its protected window (ends %s)", windowEnd.Format(time.RFC3339Nano))
+		}
+		return false, nil
+	})
+	p := c.waitRunning(t, "pending", 1, 30*time.Second)[0]
+	var old nomadAlloc
+	for _, a := range c.allocs(t, "victim") {
+		if a.ID == v.ID {
+			old = a
+		}
+	}
+	if old.DesiredStatus != "stop" || !strings.Contains(old.DesiredDescription, "migrat") {
+		t.Fatalf("victim's allocation: desired %s (%q), want a migration stop", old.DesiredStatus, old.DesiredDescription)
+	}
+	lat := old.killedAt().Sub(windowEnd)
+	t.Logf("window end -> victim killed: %s; pending job started %s after window end", lat.Round(time.Millisecond),
+		p.started().Sub(windowEnd).Round(time.Millisecond))
+	if lat < 0 {
+		t.Fatalf("victim killed %s before its window ended", -lat)
+	}
+	lowered := false
+	for _, ver := range c.versions(t, "victim") {
+		if ver.Priority >= 40 && ver.Priority <= 89 {
+			lowered = true
+		}
+	}
+	if !lowered {
+		t.Fatalf("victim was never lowered to the pending band before its stop")
+	}
+	if j := c.job(t, "victim"); j.Status == "dead" {
+		t.Fatalf("victim job is dead; want it requeued")
+	}
+	// The pending job finishes (sleep 6); the victim runs again under the same name.
+	again := c.waitRunning(t, "victim", 1, 60*time.Second)[0]
+	if again.ID == v.ID || again.Name != v.Name {
+		t.Fatalf("victim running again as %s (%s), want a new allocation named %s", again.ID, again.Name, v.Name)
+	}
+	if again.RescheduleTracker != nil && len(again.RescheduleTracker.Events) > 0 {
+		t.Fatalf("replacement spent a reschedule attempt: %+v", again.RescheduleTracker)
+	}
+	// allot recorded the preemption with its reason.
+	found := false
+	for _, d := range al.Srv.FSM().Read().Decisions(0) {
+		if d.Kind == "preempt" && d.AllocID == v.ID && strings.Contains(d.Reason, "time slicing") {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("no preempt decision recorded for %s", v.ID)
+	}
+}
