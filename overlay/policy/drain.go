@@ -30,11 +30,18 @@ func (d *Decider) drain() {
 }
 
 // returnNode puts a healthy node that allot drained back in service once
-// it has been healthy for DrainReturnAfter (0: an operator does it). An
-// operator who marked it eligible already has returned it.
+// it has been healthy for DrainReturnAfter (0: an operator does it), or at
+// once when an operator asked for it. An operator who marked it eligible
+// already has returned it.
 func (d *Decider) returnNode(i int32) {
 	n, ni := &d.snap.Nodes[i], &d.nodes[i]
 	if n.Eligible {
+		return
+	}
+	if n.ReturnRequested {
+		d.nodeAction(n.ID, NodeEligible, Reason{Code: ReasonNodeReturned, At: n.HealthySince})
+		ni.eligible = true
+		d.recovered = i
 		return
 	}
 	if d.cfg.DrainReturnAfter <= 0 {

@@ -40,6 +40,8 @@ const (
 	// Evaluations.
 	ReasonVictimsStopped // Node
 	ReasonNodeRecovered  // Node
+	// Node actions, continued.
+	ReasonNodeReturned // At: healthy since; an operator asked (allot nodes return)
 )
 
 // Reason is a ReasonCode with its operands.
@@ -112,6 +114,8 @@ func (r Reason) Format(at func(time.Time) string) string {
 		return "victims are stopped on " + r.Node + ": place it there"
 	case ReasonNodeRecovered:
 		return "GPUs became available on " + r.Node
+	case ReasonNodeReturned:
+		return "returned to service by an operator (allot nodes return), healthy since " + at(r.At)
 	}
 	return "no reason"
 }

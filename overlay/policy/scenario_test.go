@@ -138,6 +138,13 @@ func (w *world) do(c *ddCase) (string, error) {
 			n.Drain.Deadline = w.now.Add(dd)
 		}
 		return "", nil
+	case "return":
+		n, err := w.findNode(pos)
+		if err != nil {
+			return "", err
+		}
+		n.ReturnRequested = true
+		return "", nil
 	case "eligible":
 		n, err := w.findNode(pos)
 		if err != nil {
@@ -480,6 +487,9 @@ func (w *world) apply(p *Plan) {
 	for _, a := range p.NodeActions {
 		n, _ := w.findNode([]string{a.Node})
 		n.Eligible, n.State = a.Kind.Eligible(), a.State()
+		if a.State() == NodeNormal {
+			n.ReturnRequested = false // the caller clears a request once the node is back
+		}
 	}
 	w.snap.Reservations = slices.Clone(p.Reservations)
 	w.snap.LastDecision = w.now

@@ -47,6 +47,11 @@ type Node struct {
 	// State is what allot last did to the node: the caller applies
 	// NodeAction.State() of each planned action and passes it back.
 	State NodeState
+	// ReturnRequested: an operator asked allot to put this draining or
+	// drained node back in service (`allot nodes return`). Honoured once
+	// the node is healthy, whatever DrainReturnAfter says; the caller
+	// clears it when the node has returned.
+	ReturnRequested bool
 }
 
 // Drain is a Nomad node drain. A zero Deadline means no deadline.

@@ -27,6 +27,8 @@ const (
 	PrioritiesType     MessageType = 9
 	PlanRecordType     MessageType = 10
 	ServerUpsertType   MessageType = 11
+	DrainObserveType   MessageType = 12 // drain.go
+	DrainReturnType    MessageType = 13 // drain.go
 )
 
 var typeNames = map[MessageType]string{
@@ -34,6 +36,7 @@ var typeNames = map[MessageType]string{
 	JobUpsertType: "job_upsert", JobDeleteType: "job_delete", AllocUpsertType: "alloc_upsert",
 	NodeUpsertType: "node_upsert", DecisionAppendType: "decision_append", PrioritiesType: "priorities",
 	PlanRecordType: "plan_record", ServerUpsertType: "server_upsert",
+	DrainObserveType: "drain_observe", DrainReturnType: "drain_return",
 }
 
 func (t MessageType) String() string {

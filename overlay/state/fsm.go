@@ -113,8 +113,12 @@ func (f *FSM) ApplyEntry(data []byte) any {
 		return f.applyPlanRecord(body)
 	case ServerUpsertType:
 		return f.applyServerUpsert(body)
+	case DrainObserveType:
+		return f.applyDrainObserve(body)
+	case DrainReturnType:
+		return f.applyDrainReturn(body)
 	default:
-		return fmt.Errorf("%w: unknown entry type %d (known: 1-%d)", ErrBadEntry, data[0], ServerUpsertType)
+		return fmt.Errorf("%w: unknown entry type %d (known: 1-%d)", ErrBadEntry, data[0], DrainReturnType)
 	}
 }
 

@@ -33,7 +33,7 @@ var (
 )
 
 func (g *entryGen) next() []byte {
-	typ := MessageType(g.byte() % 13)
+	typ := MessageType(g.byte() % 15)
 	var req any
 	switch typ {
 	case BudgetsApplyType:
@@ -69,6 +69,22 @@ func (g *entryGen) next() []byte {
 		req = PlanRecordRequest{At: g.at(), Queue: []QueueEntry{{JobID: g.pick(fuzzJobs...), Position: int(g.byte() % 3)}}}
 	case ServerUpsertType:
 		req = ServerUpsertRequest{Server: Server{ID: g.pick("s1", "s2", ""), HTTPAddr: g.pick("h1", "h2")}}
+	case DrainObserveType:
+		o := NodeObservation{NodeID: g.pick("n1", "n2", ""), Healthy: g.byte()%2 == 0, Fault: "XID 79",
+			NomadDrain: g.byte()%3 == 0, Eligible: g.byte()%2 == 0, HealthyGPUs: int(g.byte() % 9),
+			ReturnedBy: g.pick("", ReturnedByPolicy, ReturnedByOperator)}
+		for i := 0; i < int(g.byte()%3); i++ {
+			o.Allocs = append(o.Allocs, DrainAlloc{ID: g.pick(fuzzAllocs...), GPUs: int(g.byte() % 9), LeavesAt: g.at()})
+		}
+		if g.byte()%2 == 0 {
+			o.Requeued = []string{g.pick(fuzzAllocs...)}
+		}
+		if g.byte()%4 == 0 {
+			o.ForeignStops = []string{g.pick(fuzzAllocs...)}
+		}
+		req = DrainObserveRequest{At: g.at(), Nodes: []NodeObservation{o}}
+	case DrainReturnType:
+		req = DrainReturnRequest{NodeID: g.pick("n1", "n2"), At: g.at()}
 	default: // raw bytes, mostly malformed
 		n := int(g.byte() % 16)
 		raw := make([]byte, 0, n)

@@ -31,6 +31,8 @@ type tables struct {
 	Queue       []*QueueEntry
 	Servers     []*Server
 	DemandMarks []*DemandMark
+	Drains      []*DrainRecord
+	DrainStats  []*DrainStats
 }
 
 // fsmSnapshot is a point-in-time state: memdb's own immutable snapshot and
@@ -83,6 +85,8 @@ func dumpTables(txn *memdb.Txn) *tables {
 	collect(txn, TableQueue, &t.Queue)
 	collect(txn, TableServers, &t.Servers)
 	collect(txn, TableDemandMarks, &t.DemandMarks)
+	collect(txn, TableDrains, &t.Drains)
+	collect(txn, TableDrainStats, &t.DrainStats)
 	return t
 }
 
@@ -169,6 +173,7 @@ func loadTables(db *memdb.MemDB, t *tables) error {
 		insertAll(txn, TableNodes, t.Nodes), insertAll(txn, TableDecisions, t.Decisions),
 		insertAll(txn, TablePriorities, t.Priorities), insertAll(txn, TableQueue, t.Queue),
 		insertAll(txn, TableServers, t.Servers), insertAll(txn, TableDemandMarks, t.DemandMarks),
+		insertAll(txn, TableDrains, t.Drains), insertAll(txn, TableDrainStats, t.DrainStats),
 	} {
 		if step != nil {
 			return step
