@@ -124,6 +124,8 @@ type Node struct {
 	ReservedFor string    `json:"reserved_for,omitempty"`
 	TotalGPUs   int       `json:"total_gpus"`
 	HealthyGPUs int       `json:"healthy_gpus"`
+	// Lifecycle is the node's drain lifecycle (drain.go).
+	Lifecycle NodeDrain `json:"lifecycle"`
 }
 
 // Decisions is the answer of GET /v1/decisions.

@@ -334,6 +334,7 @@ func (r *Reconciler) memory(v *state.View, st *State, now time.Time) Memory {
 	for _, p := range v.Priorities() {
 		m.Written[p.JobID] = p.Priority
 	}
+	m.ReturnRequested = returnRequests(v) // drain_rows.go
 	for _, j := range v.Jobs() {
 		m.FirstSeen[j.ID] = j.SubmittedAt
 	}

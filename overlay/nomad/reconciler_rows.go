@@ -49,6 +49,7 @@ func buildOutcome(in rowsInput) server.Outcome {
 	out.Nodes = nodeRows(in)
 	out.Priorities, out.Decisions = writeRows(in)
 	out.Queue = queueRows(in)
+	out.Drains = drainRows(in) // drain_rows.go
 	return out
 }
 

@@ -22,6 +22,9 @@ type Memory struct {
 	LastDecision time.Time
 	// Written: the priority allot last wrote, by policy job ID.
 	Written map[string]int
+	// ReturnRequested: drained nodes an operator asked back (allot nodes
+	// return), from the replicated drain records.
+	ReturnRequested map[string]bool
 	// FirstSeen: when allot first saw each job, by policy job ID. Nomad's
 	// SubmitTime moves on every registration (allot's own priority writes
 	// too), so it cannot order jobs of one leaf by arrival; when a job is
@@ -124,6 +127,7 @@ func policyNode(n *Node, cfg *Config, mem Memory) (policy.Node, bool) {
 	out := policy.Node{
 		ID: n.ID, Pool: n.Pool, Model: main.Model, GPUs: main.Healthy, Eligible: n.Eligible, Healthy: true,
 		HealthySince: mem.HealthySince[n.ID], State: mem.NodeStates[n.ID],
+		ReturnRequested: mem.ReturnRequested[n.ID],
 	}
 	if n.Status != "ready" {
 		out.GPUs = 0

@@ -46,6 +46,7 @@ func (s *Server) startHTTP() error {
 	s.read(mux, "GET /v1/explain/job/{id...}", "explain", s.getExplain)
 	s.read(mux, "GET /v1/usage", "usage", s.getUsage)
 	s.read(mux, "GET /v1/nodes", "nodes", s.getNodes)
+	s.write(mux, "PUT /v1/nodes/{id}/return", "node_return", s.putNodeReturn)
 	s.read(mux, "GET /v1/decisions", "decisions", s.getDecisions)
 	s.write(mux, "POST /v1/ledger", "ledger", s.postLedger)
 	s.local(mux, "GET /v1/operator/raft/peers", "peers", s.getPeers)

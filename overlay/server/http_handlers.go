@@ -158,7 +158,7 @@ func (s *Server) getNodes(_ *http.Request, v *state.View) (any, error) {
 	out := client.Nodes{Nodes: []client.Node{}}
 	for _, n := range v.Nodes() {
 		out.Nodes = append(out.Nodes, client.Node{ID: n.ID, Name: n.Name, Drain: n.Drain, Reason: n.Reason, Since: n.Since,
-			ReservedFor: n.ReservedFor, TotalGPUs: n.TotalGPUs, HealthyGPUs: n.HealthyGPUs})
+			ReservedFor: n.ReservedFor, TotalGPUs: n.TotalGPUs, HealthyGPUs: n.HealthyGPUs, Lifecycle: lifecycle(v.Drain(n.ID))})
 	}
 	return out, nil
 }

@@ -20,6 +20,7 @@ type InmemReconciler struct {
 	allocs map[string]state.Alloc
 	nodes  map[string]state.Node
 	queue  []state.QueueEntry
+	drains []state.NodeObservation
 	passes int
 }
 
@@ -55,6 +56,13 @@ func (r *InmemReconciler) SetNode(n state.Node) { r.mu.Lock(); r.nodes[n.ID] = n
 func (r *InmemReconciler) SetQueue(q []state.QueueEntry) {
 	r.mu.Lock()
 	r.queue = append([]state.QueueEntry{}, q...)
+	r.mu.Unlock()
+}
+
+// SetDrains sets the node observations the next pass reports.
+func (r *InmemReconciler) SetDrains(obs []state.NodeObservation) {
+	r.mu.Lock()
+	r.drains = append([]state.NodeObservation{}, obs...)
 	r.mu.Unlock()
 }
 
@@ -95,6 +103,7 @@ func (r *InmemReconciler) Reconcile(ctx context.Context, view *state.View, now t
 			out.Nodes = append(out.Nodes, n)
 		}
 	}
+	out.Drains, r.drains = r.drains, nil
 	if r.queue != nil {
 		out.Queue, r.queue = r.queue, nil
 		out.Decisions = append(out.Decisions, state.Decision{At: now, Kind: "plan", Reason: "queue recorded by the in-memory reconciler"})

@@ -178,6 +178,7 @@ func (s *Server) record(o Outcome, now time.Time) error {
 		{state.PrioritiesType, state.PrioritiesRequest{Priorities: o.Priorities}, len(o.Priorities) == 0},
 		{state.PlanRecordType, state.PlanRecordRequest{At: now, Queue: o.Queue}, o.Queue == nil},
 		{state.DecisionAppendType, state.DecisionAppendRequest{Decisions: o.Decisions}, len(o.Decisions) == 0},
+		{state.DrainObserveType, state.DrainObserveRequest{At: now, Nodes: o.Drains}, len(o.Drains) == 0},
 	}
 	for _, st := range steps {
 		if st.empty {

@@ -71,6 +71,7 @@ func newMetrics(s *Server) *metrics {
 			return float64(n)
 		}),
 	)
+	m.reg.MustRegister(newDrainCollector(s))
 	nodes := prometheus.NewDesc("allot_nodes", "GPU nodes by drain state.", []string{"drain"}, nil)
 	m.reg.MustRegister(&funcCollector{desc: nodes, collect: func(ch chan<- prometheus.Metric) {
 		count := map[string]int{}

@@ -48,4 +48,7 @@ type Outcome struct {
 	// Queue is the plan's queue with its explanations; non-nil replaces the
 	// stored one (an empty, non-nil slice clears it).
 	Queue []state.QueueEntry
+	// Drains are the pass's observations of GPU nodes in a drain or
+	// entering one; the state derives the drain lifecycle from them.
+	Drains []state.NodeObservation
 }
