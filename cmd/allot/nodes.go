@@ -3,10 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v3"
+
+	"github.com/allot-sched/allot/overlay/client"
 )
 
 func init() { extraCommands = append(extraCommands, nodesCommand) }
@@ -14,11 +17,14 @@ func init() { extraCommands = append(extraCommands, nodesCommand) }
 func nodesCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "nodes",
-		Usage: "GPU nodes with their drain and reservation states",
-		Flags: apiFlags(true),
+		Usage: "GPU nodes with their drain lifecycle (in-service, cordoned, draining, drained, returned) and reservations",
+		Description: "A cordoned or draining node lists every allocation left on it with the time allot moves it " +
+			"(the end of its protected window; unallocated work at once; under `nomad node drain` never after the deadline).",
+		Flags:    apiFlags(true),
+		Commands: []*cli.Command{nodesReturnCommand()},
 		Action: func(ctx context.Context, c *cli.Command) error {
 			if c.NArg() > 0 {
-				return usagef("nodes takes no arguments")
+				return usagef("nodes takes no arguments (did you mean `allot nodes return NODE`?)")
 			}
 			cl, err := apiClient(c)
 			if err != nil {
@@ -32,21 +38,98 @@ func nodesCommand() *cli.Command {
 			if c.Bool("json") {
 				return printJSON(w, ns)
 			}
-			if len(ns.Nodes) == 0 {
-				fmt.Fprintln(w, "No GPU nodes known yet.")
-				return nil
+			return printNodes(w, ns, time.Now())
+		},
+	}
+}
+
+// printNodes writes the node table, then the allocations left on each
+// cordoned or draining node with when each leaves.
+func printNodes(w io.Writer, ns *client.Nodes, now time.Time) error {
+	if len(ns.Nodes) == 0 {
+		fmt.Fprintln(w, "No GPU nodes known yet.")
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tNAME\tSTATE\tGPUS (HEALTHY/TOTAL)\tSINCE\tREASON")
+	for _, n := range ns.Nodes {
+		lc := n.Lifecycle
+		state, since, reason := lc.Phase, lc.PhaseSince, lc.Reason
+		switch {
+		case n.Drain == "reserved":
+			state, since, reason = "reserved", n.Since, "reserved for "+n.ReservedFor+"; "+n.Reason
+		case lc.Phase == "" || lc.Phase == "in-service":
+			state, since, reason = "in-service", n.Since, ""
+		case lc.Phase == "returned":
+			reason = "returned by " + lc.ReturnedBy + " after: " + lc.Reason
+		}
+		if lc.ReturnRequested {
+			reason += " (return requested)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\n", n.ID, n.Name, state, n.HealthyGPUs, n.TotalGPUs,
+			since.Format(time.RFC3339), orDash(reason))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, n := range ns.Nodes {
+		lc := n.Lifecycle
+		if lc.Phase != "cordoned" && lc.Phase != "draining" {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s (%s) %s: %d allocation(s) left, %d requeued, %.2f GPU-hours idle so far\n",
+			n.Name, n.ID, lc.Phase, len(lc.Allocs), lc.Requeued, lc.GPUHoursLost)
+		if len(lc.Allocs) == 0 {
+			continue
+		}
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  ALLOC\tJOB\tGPUS\tLEAVES")
+		for _, a := range lc.Allocs {
+			fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\n", a.ID, orDash(a.JobID), a.GPUs, leaves(a.LeavesAt, now))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// leaves says when an allocation leaves a draining node.
+func leaves(at, now time.Time) string {
+	switch {
+	case at.IsZero():
+		return "not known yet (starting, or not managed by allot: Nomad's rules apply)"
+	case !at.After(now):
+		return at.Format(time.RFC3339) + " (now)"
+	}
+	return fmt.Sprintf("%s (in %s)", at.Format(time.RFC3339), at.Sub(now).Round(time.Second))
+}
+
+func nodesReturnCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "return",
+		Usage:     "put a drained node back in service (token required)",
+		ArgsUsage: "NODE",
+		Description: "NODE is a node ID, a unique ID prefix or a node name. The next reconcile pass marks the node " +
+			"eligible once all its GPUs are healthy; with policy { drain { return = \"manual\" } } this is the only way back.",
+		Flags: append(apiFlags(false), jsonFlag()),
+		Action: func(ctx context.Context, c *cli.Command) error {
+			if c.NArg() != 1 {
+				return usagef("nodes return takes exactly one NODE (an ID, a unique ID prefix or a name from `allot nodes`)")
 			}
-			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NODE\tNAME\tSTATE\tGPUS (HEALTHY/TOTAL)\tSINCE\tREASON")
-			for _, n := range ns.Nodes {
-				reason := n.Reason
-				if n.ReservedFor != "" {
-					reason = "reserved for " + n.ReservedFor + "; " + reason
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\n", n.ID, n.Name, n.Drain, n.HealthyGPUs, n.TotalGPUs,
-					n.Since.Format(time.RFC3339), orDash(reason))
+			cl, err := apiClient(c)
+			if err != nil {
+				return err
 			}
-			return tw.Flush()
+			r, err := cl.ReturnNode(ctx, c.Args().First())
+			if err != nil {
+				return apiError(err)
+			}
+			if c.Bool("json") {
+				return printJSON(c.Root().Writer, r)
+			}
+			fmt.Fprintln(c.Root().Writer, r.Message)
+			return nil
 		},
 	}
 }

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/allot-sched/allot/overlay/server"
+	"github.com/allot-sched/allot/overlay/state"
+)
+
+// TestNodesLifecycleAndReturn lists a cordoned node with the allocation
+// left on it and when it leaves, then returns it by hand.
+func TestNodesLifecycleAndReturn(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC().Truncate(time.Second)
+	rec := server.NewInmemReconciler()
+	s, err := server.New(server.Config{Dev: true, Token: cliToken, HTTPListener: ln, ReconcileInterval: time.Hour,
+		Reconciler: rec, Clock: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Shutdown() })
+	waitUntil(t, "the dev server to lead", s.IsLeader)
+	rec.SetNode(state.Node{ID: "9f0c1e2d-node", Name: "gpu-7", Drain: state.NodeDraining, TotalGPUs: 8, HealthyGPUs: 7, Since: now})
+	leaves := now.Add(40 * time.Minute)
+	rec.SetDrains([]state.NodeObservation{{NodeID: "9f0c1e2d-node", Name: "gpu-7", HealthyGPUs: 7,
+		Fault: "XID 79 (GPU has fallen off the bus) at " + now.Format(time.RFC3339) + " on GPU-5",
+		Allocs: []state.DrainAlloc{{ID: "alloc-1", JobID: "default/train", GPUs: 4, LeavesAt: leaves}, {ID: "alloc-2", GPUs: 1}}}})
+	waitUntil(t, "a reconcile pass", func() bool { return s.ReconcileOnce(context.Background()) == nil })
+	t.Setenv("ALLOT_ADDR", s.HTTPAddr())
+
+	code, out, errOut := runCLI(t, "nodes")
+	if code != exitOK {
+		t.Fatalf("nodes: %d %q", code, errOut)
+	}
+	for _, want := range []string{"cordoned", "unhealthy: XID 79 (GPU has fallen off the bus)", "7/8",
+		"gpu-7 (9f0c1e2d-node) cordoned: 2 allocation(s) left, 0 requeued",
+		"alloc-1  default/train  4     " + leaves.Format(time.RFC3339) + " (in ", "alloc-2  -", "not managed by allot"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("nodes output lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, _ = runCLI(t, "nodes", "-json")
+	if code != exitOK || !strings.Contains(out, `"phase": "cordoned"`) || !strings.Contains(out, `"leaves_at": "`+leaves.Format(time.RFC3339)) {
+		t.Fatalf("nodes -json: %d\n%s", code, out)
+	}
+
+	code, _, errOut = runCLI(t, "nodes", "return", "gpu-7")
+	if code != exitInvalid || !strings.Contains(errOut, "token is required") {
+		t.Fatalf("return without token: %d %q", code, errOut)
+	}
+	code, _, errOut = runCLI(t, "nodes", "return")
+	if code != exitUsage {
+		t.Fatalf("return without NODE: %d %q", code, errOut)
+	}
+	code, out, errOut = runCLI(t, "nodes", "return", "-token", cliToken, "9f0c")
+	if code != exitOK || !strings.Contains(out, "reports 7 of 8 GPUs healthy: it returns to service as soon as all are healthy") {
+		t.Fatalf("return: %d %q %q", code, out, errOut)
+	}
+	code, out, _ = runCLI(t, "nodes")
+	if code != exitOK || !strings.Contains(out, "(return requested)") {
+		t.Fatalf("nodes after return request: %d\n%s", code, out)
+	}
+}
