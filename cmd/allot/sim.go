@@ -206,6 +206,11 @@ func newPolicy(name string) (sim.Policy, error) {
 }
 
 func runSim(_ context.Context, c *cli.Command) error {
+	for _, name := range strings.Split(c.String("policies"), ",") {
+		if _, err := newPolicy(name); err != nil {
+			return err
+		}
+	}
 	in, err := simInputsFrom(c)
 	if err != nil {
 		return err
