@@ -1,0 +1,362 @@
+package e2e
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Latency: job registered -> priority written by allot, over 120 jobs,
+// read from Nomad's own job versions (version 0 is the user's, version 1
+// allot's write).
+func TestReconcileLatencyRegisterToPriority(t *testing.T) {
+	c := startGPUCluster(t)
+	startAllot(t, c, allotOptions{})
+	const n = 120
+	for i := 0; i < n; i++ {
+		c.register(t, gpuJob{ID: fmt.Sprintf("lat-%03d", i), GPUs: 1})
+		time.Sleep(25 * time.Millisecond) // pacing of the arrivals, not a wait for a condition
+	}
+	var lats []time.Duration
+	for i := 0; i < n; i++ {
+		id := fmt.Sprintf("lat-%03d", i)
+		var vs []nomadJob
+		waitFor(t, 30*time.Second, id+" priority written", func() (bool, error) {
+			vs = c.versions(t, id)
+			return len(vs) >= 2, nil
+		})
+		if vs[1].Priority != 29 {
+			t.Fatalf("%s version 1 has priority %d, want 29 (unallocated band)", id, vs[1].Priority)
+		}
+		lats = append(lats, time.Duration(vs[1].SubmitTime-vs[0].SubmitTime))
+	}
+	p50, p99 := percentile(lats, 50), percentile(lats, 99)
+	t.Logf("LATENCY job registered -> priority written over %d jobs: p50 %s p99 %s max %s", n,
+		p50.Round(time.Millisecond), p99.Round(time.Millisecond), percentile(lats, 100).Round(time.Millisecond))
+	if p99 > time.Second {
+		t.Errorf("p99 %s exceeds the 1 s target", p99)
+	}
+}
+
+// Latency: protected window end -> victim preempted (its task told to stop),
+// 8 one-GPU victims per round with staggered windows, two rounds.
+func TestReconcileLatencyWindowEndToPreempt(t *testing.T) {
+	c := startGPUCluster(t)
+	al := startAllot(t, c, allotOptions{})
+	now := time.Now()
+	al.seedUsage("lab/a", 8, now.Add(-2*time.Hour), now.Add(-time.Hour))
+	var lats []time.Duration
+	for round := 0; round < 2; round++ {
+		var victims []string
+		for i := 0; i < 8; i++ {
+			id := fmt.Sprintf("v%d-%d", round, i)
+			victims = append(victims, id)
+			c.register(t, gpuJob{ID: id, Budget: "lab/a", MinRuntime: "6s", GPUs: 1})
+			c.waitRunning(t, id, 1, 30*time.Second)
+			time.Sleep(400 * time.Millisecond) // staggers the windows
+		}
+		for i := 0; i < 8; i++ {
+			c.register(t, gpuJob{ID: fmt.Sprintf("p%d-%d", round, i), Budget: "lab/b", MinRuntime: "2s", GPUs: 1})
+		}
+		for _, id := range victims {
+			var first nomadAlloc
+			waitFor(t, 40*time.Second, id+" preempted", func() (bool, error) {
+				first = c.allocs(t, id)[0]
+				return !first.killedAt().IsZero(), nil
+			})
+			end := first.started().Add(6 * time.Second)
+			lat := first.killedAt().Sub(end)
+			if lat < 0 {
+				t.Fatalf("%s killed %s before its window ended", id, -lat)
+			}
+			lats = append(lats, lat)
+		}
+		for i := 0; i < 8; i++ {
+			c.stopJob(t, victims[i])
+			c.stopJob(t, fmt.Sprintf("p%d-%d", round, i))
+		}
+		for i := 0; i < 8; i++ {
+			for _, id := range []string{victims[i], fmt.Sprintf("p%d-%d", round, i)} {
+				waitFor(t, 30*time.Second, id+" stopped", func() (bool, error) {
+					for _, a := range c.allocs(t, id) {
+						if a.ClientStatus == "running" || a.ClientStatus == "pending" {
+							return false, nil
+						}
+					}
+					return true, nil
+				})
+			}
+		}
+	}
+	p50, p99 := percentile(lats, 50), percentile(lats, 99)
+	t.Logf("LATENCY protected window end -> victim preempted over %d victims: p50 %s p99 %s max %s", len(lats),
+		p50.Round(time.Millisecond), p99.Round(time.Millisecond), percentile(lats, 100).Round(time.Millisecond))
+	if p99 > 3*time.Second {
+		t.Errorf("p99 %s exceeds the 3 s target", p99)
+	}
+}
+
+// Scenario 4: a user re-runs a managed job with a new priority: the user's
+// registration stands (no stale write overwrites it) and allot converges.
+func TestReconcileUserRerunPriority(t *testing.T) {
+	c := startGPUCluster(t)
+	al := startAllot(t, c, allotOptions{})
+	c.register(t, gpuJob{ID: "blocker", Budget: "lab/a", MinRuntime: "1h", GPUs: 8})
+	c.waitRunning(t, "blocker", 1, 60*time.Second)
+	c.register(t, gpuJob{ID: "j", Budget: "lab/b", MinRuntime: "1m", GPUs: 8})
+	level := c.waitPriority(t, "j", func(p int) bool { return p != 50 && p >= 40 && p <= 89 }, "written in the pending band", 10*time.Second)
+	c.register(t, gpuJob{ID: "j", Budget: "lab/b", MinRuntime: "1m", GPUs: 8, Priority: 33})
+	c.waitPriority(t, "j", func(p int) bool { return p == level }, fmt.Sprintf("back at %d", level), 10*time.Second)
+	vs := c.versions(t, "j")
+	userAt := -1
+	for i, v := range vs {
+		if v.Priority == 33 {
+			userAt = i
+		}
+	}
+	if userAt < 0 || userAt == len(vs)-1 {
+		t.Fatalf("versions %+v: want the user's priority 33 kept as a version and allot's after it", vs)
+	}
+	if next := vs[userAt+1]; next.Priority != level || next.JobModifyIndex <= vs[userAt].JobModifyIndex {
+		t.Fatalf("after the user's version came %+v, want allot's %d checked against the user's index", next, level)
+	}
+	found := false
+	for _, d := range al.Srv.FSM().Read().Decisions(0) {
+		found = found || d.JobID == "default/j" && strings.Contains(d.Reason, "set outside allot")
+	}
+	if !found {
+		t.Fatalf("no decision records the user's priority")
+	}
+	t.Logf("user's version %d (priority 33) kept; allot's version %d restored %d", vs[userAt].Version, vs[userAt+1].Version, level)
+}
+
+// Scenario 5: allot restarts mid-run: charges are neither lost nor doubled
+// (ledger against Nomad's allocation run times) and protection holds.
+func TestReconcileRestartKeepsChargesAndProtection(t *testing.T) {
+	c := startGPUCluster(t)
+	dir := t.TempDir()
+	begin := time.Now()
+	al := startAllot(t, c, allotOptions{DataDir: dir})
+	now := time.Now()
+	al.seedUsage("lab/a", 8, now.Add(-2*time.Hour), now.Add(-time.Hour))
+	c.register(t, gpuJob{ID: "prot", Budget: "lab/a", MinRuntime: "25s", GPUs: 4})
+	c.register(t, gpuJob{ID: "short", Budget: "lab/b", MinRuntime: "5s", GPUs: 2, Sleep: 8})
+	prot := c.waitRunning(t, "prot", 1, 60*time.Second)[0]
+	c.waitRunning(t, "short", 1, 60*time.Second)
+	c.waitPriority(t, "prot", func(p int) bool { return p == 100 }, "= 100", 10*time.Second)
+	time.Sleep(2 * time.Second) // let some charges land before the stop
+	al.Stop()
+	down := time.Now()
+	// While allot is down: short finishes, a job that wants prot's GPUs arrives.
+	c.register(t, gpuJob{ID: "waiter", Budget: "lab/b", MinRuntime: "5s", GPUs: 8, Sleep: 5})
+	waitFor(t, 30*time.Second, "short to finish while allot is down", func() (bool, error) {
+		a := c.allocs(t, "short")[0]
+		return a.ClientStatus == "complete", nil
+	})
+	al2 := startAllot(t, c, allotOptions{DataDir: dir})
+	t.Logf("allot down for %s", time.Since(down).Round(time.Millisecond))
+	windowEnd := prot.started().Add(25 * time.Second)
+	c.waitRunning(t, "waiter", 1, 60*time.Second)
+	first := c.allocs(t, "prot")[0]
+	if k := first.killedAt(); k.IsZero() || k.Before(windowEnd) {
+		t.Fatalf("prot killed at %s, its window ends %s: protection not honoured after the restart", k, windowEnd)
+	}
+	for _, id := range []string{"prot", "short", "waiter"} {
+		c.stopJob(t, id)
+	}
+	// Expected charges from Nomad's own start and finish times.
+	want := map[string]float64{}
+	var tol float64
+	waitFor(t, 30*time.Second, "every allocation to finish", func() (bool, error) {
+		clear(want)
+		tol = 0
+		for _, j := range []struct {
+			id, leaf string
+			gpus     int
+		}{{"prot", "lab/a", 4}, {"short", "lab/b", 2}, {"waiter", "lab/b", 8}} {
+			for _, a := range c.allocs(t, j.id) {
+				if a.started().IsZero() {
+					continue
+				}
+				if a.finished().IsZero() {
+					return false, nil
+				}
+				want[j.leaf] += float64(j.gpus) * a.finished().Sub(a.started()).Seconds()
+				tol += float64(2 * j.gpus)
+			}
+		}
+		return true, nil
+	})
+	var got map[string]int64
+	waitFor(t, 30*time.Second, "the ledger to match Nomad's run times", func() (bool, error) {
+		got = map[string]int64{}
+		ok := true
+		for leaf, w := range want {
+			got[leaf] = al2.usage(leaf, begin, time.Now().Add(time.Minute))
+			ok = ok && float64(got[leaf]) >= w-tol && float64(got[leaf]) <= w+tol
+		}
+		return ok, nil
+	})
+	t.Logf("ledger GPU-seconds %v; from Nomad's run times %v (tolerance %.0f)", got, want, tol)
+}
+
+// Scenario 6: the event stream is cut (through a proxy the test controls):
+// allot resumes or rebuilds its view and misses nothing.
+func TestReconcileStreamCut(t *testing.T) {
+	c := startGPUCluster(t)
+	px := newCutProxy(t, strings.TrimPrefix(c.Addr, "http://"))
+	al := startAllot(t, c, allotOptions{NomadAddr: "http://" + px.Addr()})
+	c.register(t, gpuJob{ID: "before", GPUs: 1})
+	c.waitPriority(t, "before", func(p int) bool { return p == 29 }, "= 29", 10*time.Second)
+	resyncs := al.Rec.Watcher().Resyncs()
+	px.Cut()
+	c.register(t, gpuJob{ID: "during", GPUs: 1}) // directly at Nomad: allot cannot see it now
+	time.Sleep(3 * time.Second)                  // the outage lasts this long
+	if p := c.job(t, "during").Priority; p != 50 {
+		t.Fatalf("during the cut allot wrote priority %d", p)
+	}
+	px.Restore()
+	c.waitPriority(t, "during", func(p int) bool { return p == 29 }, "= 29 after the stream is back", 30*time.Second)
+	t.Logf("after the cut: %d rebuild(s) from the list endpoints, %d proxied connection(s) cut",
+		al.Rec.Watcher().Resyncs()-resyncs, px.Cuts())
+}
+
+// Scenario 7: a job asking for all 8 GPUs at the top of the order while
+// 1-GPU jobs keep arriving: allot reserves the node and the large job starts
+// when the GPUs free up instead of starving behind the small ones.
+func TestReconcileReservationForLargeJob(t *testing.T) {
+	c := startGPUCluster(t)
+	al := startAllot(t, c, allotOptions{})
+	now := time.Now()
+	al.seedUsage("lab/a", 8, now.Add(-2*time.Hour), now.Add(-time.Hour))
+	var lastEnd time.Time
+	for i := 0; i < 8; i++ {
+		id := fmt.Sprintf("small-%d", i)
+		c.register(t, gpuJob{ID: id, Budget: "lab/a", MinRuntime: "40s", GPUs: 1, Sleep: 6 + i})
+	}
+	for i := 0; i < 8; i++ {
+		a := c.waitRunning(t, fmt.Sprintf("small-%d", i), 1, 30*time.Second)[0]
+		if e := a.started().Add(time.Duration(6+i) * time.Second); e.After(lastEnd) {
+			lastEnd = e
+		}
+	}
+	c.register(t, gpuJob{ID: "big", Budget: "lab/b", MinRuntime: "1m", GPUs: 8})
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // arrivals: one small job a second
+		defer wg.Done()
+		for k := 0; ; k++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Second):
+			}
+			if err := c.Put("/v1/jobs", jobBody(gpuJob{ID: fmt.Sprintf("arrive-%d", k), Budget: "lab/a", MinRuntime: "1h", GPUs: 1}), nil); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	defer func() { close(stop); wg.Wait() }()
+	reserved := false
+	waitFor(t, 60*time.Second, "big to start", func() (bool, error) {
+		var n struct{ SchedulingEligibility string }
+		if err := c.Get("/v1/node/"+c.Node, &n); err == nil && n.SchedulingEligibility == "ineligible" {
+			reserved = true
+		}
+		return len(c.running(t, "big")) == 1, nil
+	})
+	big := c.running(t, "big")[0]
+	t.Logf("big started %s after the last small job's GPUs freed; node seen reserved: %t",
+		big.started().Sub(lastEnd).Round(time.Millisecond), reserved)
+	if d := big.started().Sub(lastEnd); d > 5*time.Second {
+		t.Fatalf("big started %s after the GPUs freed, want within 5 s", d)
+	}
+	found := false
+	for _, d := range al.Srv.FSM().Read().Decisions(0) {
+		found = found || d.Kind == "reserve" && strings.Contains(d.Reason, "reserved for default/big")
+	}
+	if !found {
+		t.Fatalf("no reservation decision for big")
+	}
+}
+
+// cutProxy forwards TCP to Nomad; Cut drops every connection and refuses
+// new ones until Restore.
+type cutProxy struct {
+	t      *testing.T
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	down   bool
+	conns  map[net.Conn]bool
+	cuts   int
+}
+
+func newCutProxy(t *testing.T, target string) *cutProxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &cutProxy{t: t, ln: ln, target: target, conns: map[net.Conn]bool{}}
+	t.Cleanup(func() { ln.Close(); p.Cut() })
+	go p.serve()
+	return p
+}
+
+func (p *cutProxy) Addr() string { return p.ln.Addr().String() }
+
+func (p *cutProxy) serve() {
+	for {
+		in, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		if p.down {
+			p.mu.Unlock()
+			in.Close()
+			continue
+		}
+		out, err := net.Dial("tcp", p.target)
+		if err != nil {
+			p.mu.Unlock()
+			in.Close()
+			continue
+		}
+		p.conns[in], p.conns[out] = true, true
+		p.mu.Unlock()
+		go func() { io.Copy(out, in); out.Close() }()
+		go func() { io.Copy(in, out); in.Close() }()
+	}
+}
+
+// Cut closes every proxied connection and refuses new ones.
+func (p *cutProxy) Cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down = true
+	for c := range p.conns {
+		c.Close()
+		p.cuts++
+	}
+	clear(p.conns)
+}
+
+// Restore accepts connections again.
+func (p *cutProxy) Restore() {
+	p.mu.Lock()
+	p.down = false
+	p.mu.Unlock()
+}
+
+func (p *cutProxy) Cuts() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cuts
+}
