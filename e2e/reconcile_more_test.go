@@ -196,7 +196,7 @@ func TestReconcileRestartKeepsChargesAndProtection(t *testing.T) {
 		got = map[string]int64{}
 		ok := true
 		for leaf, w := range want {
-			got[leaf] = al2.usage(leaf, begin, time.Now().Add(time.Minute))
+			got[leaf] = al2.usage(leaf, begin.Truncate(time.Minute), time.Now().Add(time.Minute)) // whole 1-minute buckets
 			ok = ok && float64(got[leaf]) >= w-tol && float64(got[leaf]) <= w+tol
 		}
 		return ok, nil
