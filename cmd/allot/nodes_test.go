@@ -30,7 +30,7 @@ func TestNodesLifecycleAndReturn(t *testing.T) {
 	rec.SetNode(state.Node{ID: "9f0c1e2d-node", Name: "gpu-7", Drain: state.NodeDraining, TotalGPUs: 8, HealthyGPUs: 7, Since: now})
 	leaves := now.Add(40 * time.Minute)
 	rec.SetDrains([]state.NodeObservation{{NodeID: "9f0c1e2d-node", Name: "gpu-7", HealthyGPUs: 7,
-		Fault: "XID 79 (GPU has fallen off the bus) at " + now.Format(time.RFC3339) + " on GPU-5",
+		Fault:  "XID 79 (GPU has fallen off the bus) at " + now.Format(time.RFC3339) + " on GPU-5",
 		Allocs: []state.DrainAlloc{{ID: "alloc-1", JobID: "default/train", GPUs: 4, LeavesAt: leaves}, {ID: "alloc-2", GPUs: 1}}}})
 	waitUntil(t, "a reconcile pass", func() bool { return s.ReconcileOnce(context.Background()) == nil })
 	t.Setenv("ALLOT_ADDR", s.HTTPAddr())

@@ -358,8 +358,9 @@ func observe(rec *DrainRecord, o *NodeObservation, at time.Time, st *DrainStats)
 			why = "eligible again"
 		}
 		rec.ReturnedAt, rec.ReturnedBy, rec.ReturnRequested = at, by, false
+		rec.Allocs = nil
 		st.Returned[by]++
-		enter(PhaseReturned, fmt.Sprintf("back in service (by %s): %s", by, why))
+		enter(PhaseReturned, fmt.Sprintf("returned by %s: %s", by, why))
 	}
 	return out
 }
