@@ -122,6 +122,11 @@ func startAllot(t *testing.T, c *gpuCluster, o allotOptions) *allot {
 		}
 	})
 	waitFor(t, 30*time.Second, "allot to lead", func() (bool, error) { return srv.IsLeader(), nil })
+	// A restarted server leads before it has replayed its log: read the
+	// budgets only once everything committed before is applied.
+	if err := srv.Raft().Barrier(10 * time.Second).Error(); err != nil {
+		t.Fatalf("raft barrier: %v", err)
+	}
 	if srv.FSM().Read().Budgets() == nil {
 		if _, _, err := srv.Apply(state.BudgetsApplyType, state.BudgetsApplyRequest{Revision: "e2e",
 			Specs: testBudgets, AppliedAt: time.Now().UTC()}); err != nil {
