@@ -199,8 +199,13 @@ func nodeFromAPI(n *api.Node) Node {
 			Force:            d.Deadline < 0,
 			IgnoreSystemJobs: d.IgnoreSystemJobs,
 		}
-		if d.Deadline > 0 && !d.ForceDeadline.IsZero() {
+		// Nomad sets ForceDeadline = StartedAt + Deadline for a positive
+		// Deadline; should a payload carry only the duration, derive it.
+		switch {
+		case d.Deadline > 0 && !d.ForceDeadline.IsZero():
 			out.Drain.Deadline = d.ForceDeadline.UTC()
+		case d.Deadline > 0 && !d.StartedAt.IsZero():
+			out.Drain.Deadline = d.StartedAt.Add(d.Deadline).UTC()
 		}
 	} else if n.Drain {
 		// A list stub says only that the node drains; the strategy needs Info.

@@ -1,6 +1,7 @@
 package nomad
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -44,29 +45,54 @@ func changeFromEvents(evs *api.Events, jobs jobSource) (*change, error) {
 	return c, nil
 }
 
+// payloadObject decodes the object under key of an event's payload into out
+// the way the HTTP API decodes the same object (encoding/json), and reports
+// whether the payload held one. The api package's own accessors (Event.Node
+// and the like) decode with mapstructure, which does not descend into
+// embedded structs: DrainStrategy's embedded DrainSpec (Deadline,
+// IgnoreSystemJobs) came out zero, so a drain with a deadline read as a drain
+// without one. Decoding as JSON gives the view from events exactly what
+// GET /v1/node/<id> gives the view from the list endpoints.
+func payloadObject(ev *api.Event, key string, out any) (bool, error) {
+	v, ok := ev.Payload[key]
+	if !ok || v == nil {
+		return false, nil
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return false, fmt.Errorf("payload %s: %w", key, err)
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return false, fmt.Errorf("payload %s: %w", key, err)
+	}
+	return true, nil
+}
+
 func jobEvent(c *change, ev *api.Event) error {
-	j, deleted, err := ev.DeregisteredJob()
+	var j api.Job
+	ok, err := payloadObject(ev, "Job", &j)
 	if err != nil {
 		return err
 	}
-	if j == nil {
+	if !ok {
 		return fmt.Errorf("no job in payload")
 	}
-	if deleted {
+	if deleted, _ := ev.Payload["Deleted"].(bool); deleted {
 		c.delJobs = append(c.delJobs, JobKey{Namespace: derefOr(j.Namespace, "default"), ID: deref(j.ID)})
 		return nil
 	}
-	job := jobFromAPI(j)
+	job := jobFromAPI(&j)
 	c.putJobs = append(c.putJobs, &job)
 	return nil
 }
 
 func allocEvent(c *change, ev *api.Event, jobs jobSource, fetched map[JobKey]*Job) error {
-	a, err := ev.Allocation()
+	a := &api.Allocation{}
+	ok, err := payloadObject(ev, "Allocation", a)
 	if err != nil {
 		return err
 	}
-	if a == nil {
+	if !ok {
 		return fmt.Errorf("no allocation in payload")
 	}
 	key := JobKey{Namespace: orDefault(a.Namespace), ID: a.JobID}
@@ -97,24 +123,26 @@ func nodeEvent(c *change, ev *api.Event) error {
 		c.delNodes = append(c.delNodes, ev.Key)
 		return nil
 	}
-	n, err := ev.Node()
+	var n api.Node
+	ok, err := payloadObject(ev, "Node", &n)
 	if err != nil {
 		return err
 	}
-	if n == nil {
+	if !ok {
 		return fmt.Errorf("no node in payload")
 	}
-	node := nodeFromAPI(n)
+	node := nodeFromAPI(&n)
 	c.putNodes = append(c.putNodes, &node)
 	return nil
 }
 
 func evalEvent(c *change, ev *api.Event) error {
-	e, err := ev.Evaluation()
+	e := &api.Evaluation{}
+	ok, err := payloadObject(ev, "Evaluation", e)
 	if err != nil {
 		return err
 	}
-	if e == nil || e.JobID == "" {
+	if !ok || e.JobID == "" {
 		return nil // node evals carry no job
 	}
 	key := JobKey{Namespace: orDefault(e.Namespace), ID: e.JobID}
