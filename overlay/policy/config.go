@@ -30,9 +30,17 @@ type Config struct {
 	// pending job only when served(victim leaf) >= served(pending leaf) +
 	// FairnessMargin, where served = usage share / effective share.
 	FairnessMargin float64
-	// Hysteresis: a pending job inside the pending band is rewritten only
-	// when its target level is at least this far from its priority.
+	// Hysteresis: a pending job inside the pending band keeps its priority
+	// while it is less than this far from its target level and the pending
+	// order is kept (doc.go, rule 3).
 	Hysteresis int
+	// VictimHold bounds how long a victim is held a preemption gap below
+	// the job it made room for when that job never places (0: no hold).
+	VictimHold time.Duration
+	// Settle: a stop or evaluation issued less than Settle ago is taken as
+	// under way, and not issued again, while the caller's view does not
+	// show it yet (0: no memory of issued actions).
+	Settle time.Duration
 	// RuntimeCap bounds every protected window (contracts are clamped when
 	// parsed; the policy clamps again in case the cap was lowered since).
 	RuntimeCap time.Duration
@@ -78,6 +86,8 @@ func ConfigForMaxPriority(max int) Config {
 		PreemptionGap:     10,
 		FairnessMargin:    0.10,
 		Hysteresis:        3,
+		VictimHold:        10 * time.Minute,
+		Settle:            30 * time.Second,
 		RuntimeCap:        8 * time.Hour,
 		Lookback:          7 * 24 * time.Hour,
 		MaxEvaluations:    16,
@@ -122,6 +132,9 @@ func (c Config) Validate() error {
 	}
 	if c.Hysteresis < 1 {
 		bad("hysteresis %d must be >= 1 (1 rewrites on every level change)", c.Hysteresis)
+	}
+	if c.VictimHold < 0 || c.Settle < 0 {
+		bad("victim hold (%v) and settle time (%v) must be >= 0 (0 turns each off)", c.VictimHold, c.Settle)
 	}
 	if c.RuntimeCap <= 0 {
 		bad("runtime cap %v must be positive", c.RuntimeCap)

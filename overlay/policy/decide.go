@@ -56,6 +56,13 @@ type Decider struct {
 	scratch     victimScratch
 	evals       int // evaluations planned so far
 	wake        time.Time
+	// Memory (memory.go) and pending levels (tier.go).
+	stopping   map[string]int32 // allocation ID -> Issued stop taking it
+	unobserved []bool           // by Snapshot.Issued: a stop the snapshot does not show yet
+	view       Snapshot         // the snapshot read when some allocations are taken as stopping
+	allocBuf   []Alloc
+	pend       []int32 // pending jobs written by level, in order
+	lv         levelScratch
 }
 
 // Decide is the pipeline; each step is in its own file.
@@ -63,19 +70,24 @@ func (d *Decider) Decide(snap *Snapshot, tree *budgets.Tree, fs *budgets.FairSha
 	if fs == nil {
 		fs = budgets.ComputeFairShare(tree, nil)
 	}
-	d.snap, d.tree, d.fs, d.now, d.cfg = snap, tree, fs, now, cfg
+	d.tree, d.fs, d.now, d.cfg = tree, fs, now, cfg
 	d.plan = Plan{Now: now}
 	d.evals, d.wake = 0, time.Time{}
+	d.snap = d.settle(snap) // memory.go: issued stops not seen yet count as stopping
 
 	d.index()             // index.go: who runs where, each job's state
+	d.keepVictims()       // memory.go: victims held below the job they made room for
 	d.drain()             // drain.go: unhealthy nodes, Nomad drains, returns (rules 9, 10)
 	d.keepReservations()  // reserve.go: hold, release or finish reservations (rule 7)
 	d.buildCapacity()     // index.go: usable nodes and what is available on them
 	d.placeReady()        // reserve.go: jobs whose reservation is done go first
 	d.orderPending()      // order.go: fair-share order of pending jobs (rules 3, 8)
 	d.place()             // victims.go: fit, time slicing, new reservations (rules 5-7)
+	d.evaluateHeld()      // memory.go: rule 6 when a victim's replacement took GPUs
 	d.evaluateRecovered() // explain.go: rule 6 after recoveries
 	d.tier()              // tier.go: bands and priorities (rules 1-4), hysteresis
+	d.recordVictims()     // memory.go: this plan's victims, held from now on
+	d.recordIssued()      // memory.go: this plan's stops and evaluations, settling
 	d.explain()           // explain.go: explanations and NextWake (rule 12)
 	d.plan.NextWake = d.wake
 	p := d.plan

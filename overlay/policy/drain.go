@@ -2,6 +2,10 @@ package policy
 
 import "time"
 
+// ReturnedInNomad is the Detail of a ReasonNodeReturned when the operator
+// made the node eligible in Nomad rather than through allot.
+const ReturnedInNomad = "made eligible in Nomad: nomad node eligibility -enable"
+
 // drain handles unhealthy nodes (rule 9), Nomad drains (rule 10) and the
 // return of repaired nodes. It runs before the placement model is built, so
 // nodes it takes out of service are not counted as capacity.
@@ -31,11 +35,16 @@ func (d *Decider) drain() {
 
 // returnNode puts a healthy node that allot drained back in service once
 // it has been healthy for DrainReturnAfter (0: an operator does it), or at
-// once when an operator asked for it. An operator who marked it eligible
-// already has returned it.
+// once when an operator asked for it. An operator who marked it eligible in
+// Nomad (nomad node eligibility -enable) has returned it already: the plan
+// records that return, so allot's memory of the node (its state, what the
+// caller keeps) agrees with Nomad and the drain lifecycle. Nomad has the
+// node eligible, so applying the action writes nothing.
 func (d *Decider) returnNode(i int32) {
 	n, ni := &d.snap.Nodes[i], &d.nodes[i]
 	if n.Eligible {
+		d.nodeAction(n.ID, NodeEligible, Reason{Code: ReasonNodeReturned, At: n.HealthySince, Detail: ReturnedInNomad})
+		d.recovered = i
 		return
 	}
 	if n.ReturnRequested {

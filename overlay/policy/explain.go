@@ -1,5 +1,7 @@
 package policy
 
+import "time"
+
 // evaluateRecovered asks Nomad to evaluate the highest pending jobs that
 // now fit when a node recovered or returned to service since the last
 // decision (rule 6): Nomad does not wake a job it found "class ineligible"
@@ -17,11 +19,7 @@ func (d *Decider) evaluateRecovered() {
 		if !info.fits || info.evaluated {
 			continue
 		}
-		job := &d.snap.Jobs[k.job]
-		info.evaluated = true
-		d.plan.Evaluations = append(d.plan.Evaluations, Evaluate{Job: job.ID, Namespace: job.Namespace,
-			Reason: Reason{Code: ReasonNodeRecovered, Node: node}})
-		d.evals++
+		d.evaluate(k.job, Reason{Code: ReasonNodeRecovered, Node: node})
 	}
 }
 
@@ -65,8 +63,11 @@ func (d *Decider) explain() {
 		case jsUnallocated:
 			e.Band = BandUnallocated
 		}
-		if info.victimFor >= 0 {
-			e.Band = BandPending
+		if b := info.victimOf(); b >= 0 {
+			e.Band, e.ProtectedUntil, e.VictimOf = BandPending, time.Time{}, d.snap.Jobs[b].ID
+			if info.heldFor >= 0 {
+				e.Wait = WaitHeld
+			}
 		}
 		if info.leaf >= 0 {
 			e.Budget = job.Contract.Budget

@@ -26,7 +26,11 @@ type jobInfo struct {
 	missing    int32 // allocations still to place
 	windowEnd  time.Time
 	position   int32 // 1-based place in the pending order, 0 when not pending
-	victimFor  int32 // the job it is stopped for, -1
+	victimFor  int32 // the job it is stopped for in this plan, -1
+	heldFor    int32 // the waiting job it was stopped for earlier and is held below, -1
+	heldSince  time.Time
+	released   int32 // the job it was held below until this plan (the hold ran out), -1
+	holding    int32 // victims held below it (as a beneficiary)
 	victimNode int32 // where its stop frees GPUs for victimFor
 	victimGPUs int32 // the ask it frees them for
 	held       int32 // GPUs held by its live allocations
@@ -37,10 +41,20 @@ type jobInfo struct {
 	reserved   int32 // index in plan.Reservations, -1
 	evaluated  bool
 	target     int
+	level      int // pending: the level written or kept (tier.go levels)
 	final      int // its priority once the plan is applied
 	reason     Reason
 	wait       Wait
 	freeAt     time.Time
+}
+
+// victimOf is the job j was stopped for, in this plan or held from an
+// earlier one; -1 when it is no victim.
+func (info *jobInfo) victimOf() int32 {
+	if info.victimFor >= 0 {
+		return info.victimFor
+	}
+	return info.heldFor
 }
 
 // nodeInfo is the decision's working record of one node.
@@ -163,7 +177,7 @@ func (d *Decider) managed(job *Job) bool {
 // jobState classifies one job from its allocations.
 func (d *Decider) jobState(j int32) jobInfo {
 	job := &d.snap.Jobs[j]
-	info := jobInfo{leaf: -1, victimFor: -1, reserved: -1}
+	info := jobInfo{leaf: -1, victimFor: -1, heldFor: -1, released: -1, reserved: -1}
 	if !d.managed(job) {
 		return info
 	}

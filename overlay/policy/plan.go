@@ -20,6 +20,13 @@ type Plan struct {
 	// expired ones remembered; the caller passes them back in the next
 	// Snapshot.Reservations.
 	Reservations []Reservation
+	// Victims are the victims held after this plan (chosen by it or held
+	// from before); the caller passes them back in Snapshot.Victims.
+	Victims []Victim
+	// Issued are this plan's stops and evaluations, with the earlier ones
+	// still settling; the caller passes them back in Snapshot.Issued, less
+	// any it failed to apply.
+	Issued []Issued
 	// Explanations has one entry per managed job, in Snapshot.Jobs order.
 	Explanations []Explanation
 	// NextWake is the earliest time after Now at which the plan would change
@@ -138,10 +145,12 @@ const (
 	WaitFairShare             // the GPUs are held by budgets within the fairness margin of its own
 	WaitTooLarge              // no node has enough healthy GPUs of its model
 	WaitPartial               // placed in part: the rest comes before any pending job
+	WaitHeld                  // a victim: held below the job it made room for until that one places
 )
 
 var waitNames = [...]string{"nothing", "placement", "queue", "victims", "protected windows",
-	"reservation", "fair share", "a node with enough healthy GPUs", "rest of its allocations"}
+	"reservation", "fair share", "a node with enough healthy GPUs", "rest of its allocations",
+	"the job it made room for"}
 
 func (w Wait) String() string {
 	if int(w) < len(waitNames) {
@@ -157,8 +166,11 @@ type Explanation struct {
 	// Priority is the job's Nomad priority once the plan is applied.
 	Priority int
 	// Target is the level the policy computed (equal to Priority unless
-	// hysteresis kept the current one).
+	// hysteresis kept the current one or moved it to keep the order).
 	Target int
+	// VictimOf is the job this one was stopped to make room for, while it
+	// is held below it ("" when it is no victim).
+	VictimOf string
 	// Budget is the leaf the job is charged to ("" when unallocated).
 	Budget string
 	// Position is the 1-based place in the pending order (0: not pending).

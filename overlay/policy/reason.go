@@ -41,7 +41,11 @@ const (
 	ReasonVictimsStopped // Node
 	ReasonNodeRecovered  // Node
 	// Node actions, continued.
-	ReasonNodeReturned // At: healthy since; an operator asked (allot nodes return)
+	ReasonNodeReturned // At: healthy since; Detail: how, when not allot nodes return
+	// Victims held (SetPriority, Explanation) and their evaluations.
+	ReasonVictimHeld     // Job: the waiting job it made room for, At: since
+	ReasonVictimReleased // Job: the job that never placed, At: since
+	ReasonVictimReplaced // Job: the victim whose replacement took GPUs (an Evaluate)
 )
 
 // Reason is a ReasonCode with its operands.
@@ -77,7 +81,7 @@ func (r Reason) Format(at func(time.Time) string) string {
 	case ReasonUserPriority:
 		return "priority " + strconv.Itoa(r.N) + " was set outside allot; allot owns job priority (meta priority orders jobs within a budget)"
 	case ReasonVictimLowered:
-		return "lowered to its pending level before it is stopped for " + r.Job
+		return "lowered a preemption gap below " + r.Job + " before it is stopped for it (its replacement must not take the GPUs back)"
 	case ReasonBudgetGone:
 		return fmt.Sprintf("budget %q is no longer a leaf of the budget tree: runs unallocated", r.Detail)
 	case ReasonVictim:
@@ -114,8 +118,18 @@ func (r Reason) Format(at func(time.Time) string) string {
 		return "victims are stopped on " + r.Node + ": place it there"
 	case ReasonNodeRecovered:
 		return "GPUs became available on " + r.Node
+	case ReasonVictimHeld:
+		return "stopped for " + r.Job + " at " + at(r.At) + ": held a preemption gap below it until it places, so Nomad may preempt its replacement"
+	case ReasonVictimReleased:
+		return "no longer held below " + r.Job + " (stopped for it at " + at(r.At) + "): it did not place within the victim hold"
+	case ReasonVictimReplaced:
+		return "the replacement of its victim " + r.Job + " took GPUs: evaluate so Nomad preempts it"
 	case ReasonNodeReturned:
-		return "returned to service by an operator (allot nodes return), healthy since " + at(r.At)
+		how := "allot nodes return"
+		if r.Detail != "" {
+			how = r.Detail
+		}
+		return "returned to service by an operator (" + how + "), healthy since " + at(r.At)
 	}
 	return "no reason"
 }

@@ -175,10 +175,8 @@ func (d *Decider) placeReady() {
 			d.cap.rollback(mark)
 			continue
 		}
-		d.jobs[j].fits, d.jobs[j].wait, d.jobs[j].evaluated = true, WaitPlacement, true
-		d.plan.Evaluations = append(d.plan.Evaluations, Evaluate{Job: job.ID, Namespace: job.Namespace,
-			Reason: Reason{Code: ReasonReservationReady, Job: job.ID}})
-		d.evals++
+		d.jobs[j].fits, d.jobs[j].wait = true, WaitPlacement
+		d.evaluate(j, Reason{Code: ReasonReservationReady, Job: job.ID})
 	}
 }
 

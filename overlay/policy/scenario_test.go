@@ -150,7 +150,9 @@ func (w *world) do(c *ddCase) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		n.Eligible, n.State = true, NodeNormal
+		// What `nomad node eligibility -enable` does: Nomad's eligibility
+		// changes, allot's memory of the node (State) does not.
+		n.Eligible = true
 		return "", nil
 	case "setprio":
 		j, err := w.findJob(pos)
@@ -449,6 +451,9 @@ func (w *world) printPlan(p *Plan) string {
 		}
 		fmt.Fprintf(&b, "reservation %s on %s since %s (%s)\n", r.Job, strings.Join(r.Nodes, ","), w.at(r.Since), state)
 	}
+	for _, v := range p.Victims {
+		fmt.Fprintf(&b, "victim %s held below %s since %s\n", v.Job, v.For, w.at(v.Since))
+	}
 	for _, e := range p.Explanations {
 		fmt.Fprintf(&b, "  %s %s %d", e.Job, e.Band, e.Priority)
 		if e.Position > 0 {
@@ -491,6 +496,14 @@ func (w *world) apply(p *Plan) {
 			n.ReturnRequested = false // the caller clears a request once the node is back
 		}
 	}
+	w.remember(p)
+}
+
+// remember carries the policy's memory to the next snapshot, as the adapter
+// does whether or not its view shows the plan's effects yet.
+func (w *world) remember(p *Plan) {
 	w.snap.Reservations = slices.Clone(p.Reservations)
+	w.snap.Victims = slices.Clone(p.Victims)
+	w.snap.Issued = slices.Clone(p.Issued)
 	w.snap.LastDecision = w.now
 }

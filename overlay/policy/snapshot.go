@@ -9,8 +9,9 @@ import (
 // Snapshot is everything Decide knows about the cluster at one moment. The
 // caller builds it from Nomad (or the simulator's model) and carries the
 // policy's own memory across decisions in it: Node.State, Node.HealthySince,
-// Reservations and LastDecision come from the previous Plan, so that Decide
-// stays a pure function of its arguments. Decide never modifies a Snapshot.
+// Reservations, Victims, Issued and LastDecision come from the previous
+// Plan, so that Decide stays a pure function of its arguments. Decide never
+// modifies a Snapshot.
 type Snapshot struct {
 	Nodes []Node
 	// Jobs are the jobs Nomad has not finished (status pending or running).
@@ -20,6 +21,14 @@ type Snapshot struct {
 	Allocs []Alloc
 	// Reservations are Plan.Reservations of the previous decision.
 	Reservations []Reservation
+	// Victims are Plan.Victims of the previous decision: jobs stopped to
+	// make room for another job, held a preemption gap below it while it
+	// waits (nil: none held; a caller that drops them loses the hold).
+	Victims []Victim
+	// Issued are Plan.Issued of the previous decision, less any action the
+	// caller failed to apply (so that it is issued again at once): stops
+	// and evaluations the view may not show yet.
+	Issued []Issued
 	// LastDecision is the now of the previous decision (zero for the first).
 	// A node that turned healthy after it is news: pending jobs are evaluated.
 	LastDecision time.Time
@@ -153,4 +162,48 @@ type Reservation struct {
 	// be placed: its nodes were released and the job gets no new reservation
 	// until it is placed. Kept so that the next decision remembers.
 	Expired bool
+}
+
+// Victim is a job stopped (migrated) to make room for another job, For: by
+// time slicing (rule 5) or on a node reserved for For (rule 7). Nomad places
+// a migrated allocation's replacement at once, on the GPUs its own stop just
+// freed, before For is retried (observed with Nomad 2.0.6), so the victim is
+// held at least PreemptionGap below For while For waits: its replacement,
+// if placed, is not protected and Nomad preempts it when For is evaluated.
+type Victim struct {
+	Job, For string
+	// Since is when the victim was chosen; the hold ends at Since +
+	// Config.VictimHold even if For never places.
+	Since time.Time
+}
+
+// IssuedKind is the kind of an Issued action.
+type IssuedKind uint8
+
+const (
+	IssuedStop     IssuedKind = iota // a StopJob
+	IssuedEvaluate                   // an Evaluate
+)
+
+var issuedKindNames = [...]string{"stop", "evaluate"}
+
+func (k IssuedKind) String() string {
+	if int(k) < len(issuedKindNames) {
+		return issuedKindNames[k]
+	}
+	return "unknown"
+}
+
+// Issued is an action a plan issued at At, remembered for Config.Settle so
+// that a decision made before the caller's view shows its effect does not
+// issue it again.
+type Issued struct {
+	Kind IssuedKind
+	Job  string
+	// Allocs are the allocations a stop stopped.
+	Allocs []string
+	// Reason is an evaluation's reason: an evaluation of the same job for
+	// the same reason (code, job and node) is not repeated within Settle.
+	Reason Reason
+	At     time.Time
 }

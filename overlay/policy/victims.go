@@ -32,6 +32,13 @@ func (d *Decider) place() {
 			info.wait = WaitReserved
 			continue
 		}
+		if info.heldFor >= 0 {
+			info.wait = WaitHeld // its replacement waits below the job it made room for
+			continue
+		}
+		if info.holding > 0 {
+			d.creditHeld(j)
+		}
 		mark := d.cap.mark()
 		if d.fitAll(job, d.asks) {
 			info.fits, info.wait = true, WaitPlacement
@@ -145,7 +152,7 @@ func (d *Decider) sliceFor(j int32, asks []ask) bool {
 	if len(sc.added) == 0 {
 		return true // the asks fit once earlier victims freed GPUs
 	}
-	info.wait, info.evaluated = WaitVictims, true
+	info.wait = WaitVictims
 	var node string
 	for _, v := range sc.added {
 		vi := &d.jobs[v]
@@ -155,9 +162,7 @@ func (d *Decider) sliceFor(j int32, asks []ask) bool {
 			Allocs: d.liveAllocs(v, -1),
 			Reason: Reason{Code: ReasonVictim, Job: job.ID, Node: node, N: int(vi.victimGPUs)}})
 	}
-	d.plan.Evaluations = append(d.plan.Evaluations, Evaluate{Job: job.ID, Namespace: job.Namespace,
-		Reason: Reason{Code: ReasonVictimsStopped, Node: node}})
-	d.evals++
+	d.evaluate(j, Reason{Code: ReasonVictimsStopped, Node: node})
 	return true
 }
 
@@ -180,7 +185,7 @@ func (d *Decider) liveAllocs(j, n int32) []string {
 // marginOnly reports a job that only the margin protects.
 func (d *Decider) victimOK(v, j int32) (ok, marginOnly bool) {
 	vi, ji := &d.jobs[v], &d.jobs[j]
-	if vi.state != jsRunning || vi.victimFor >= 0 || vi.moving || vi.leaf == ji.leaf {
+	if vi.state != jsRunning || vi.victimFor >= 0 || vi.heldFor >= 0 || vi.moving || vi.leaf == ji.leaf {
 		return false, false
 	}
 	if d.served[vi.leaf] < d.served[ji.leaf]+d.cfg.FairnessMargin {

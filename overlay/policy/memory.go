@@ -1,0 +1,208 @@
+package policy
+
+// The policy's memory of its own actions, carried by the caller from one
+// Plan to the next Snapshot: victims held below the job they made room for
+// (Snapshot.Victims) and actions issued but perhaps not yet visible
+// (Snapshot.Issued).
+
+// settle reads Snapshot.Issued. A stop issued less than Settle ago whose
+// allocations the snapshot still shows running is taken as under way: the
+// decision reads those allocations as stopping (DesiredStatus stop, as the
+// view will show them), so it neither stops them again nor counts them as
+// live. It returns the snapshot the decision reads: snap itself, or a
+// shallow copy with its own allocations when some are taken as stopping
+// (snap is never modified). Stop records still unobserved, and evaluation
+// records, are carried into Plan.Issued while they settle.
+func (d *Decider) settle(snap *Snapshot) *Snapshot {
+	if d.cfg.Settle <= 0 || len(snap.Issued) == 0 {
+		return snap
+	}
+	if d.stopping == nil {
+		d.stopping = make(map[string]int32)
+	}
+	clear(d.stopping)
+	d.unobserved = resize(d.unobserved, len(snap.Issued))
+	clear(d.unobserved)
+	for r := range snap.Issued {
+		is := &snap.Issued[r]
+		if !d.settling(is) || is.Kind != IssuedStop {
+			continue
+		}
+		for _, id := range is.Allocs {
+			d.stopping[id] = int32(r)
+		}
+	}
+	out := snap
+	if len(d.stopping) > 0 {
+		for i := range snap.Allocs {
+			a := &snap.Allocs[i]
+			r, ok := d.stopping[a.ID]
+			if !ok || !a.live() {
+				continue
+			}
+			if out == snap {
+				d.view = *snap
+				d.allocBuf = append(d.allocBuf[:0], snap.Allocs...)
+				d.view.Allocs = d.allocBuf
+				out = &d.view
+			}
+			d.unobserved[r] = true
+			d.allocBuf[i].DesiredStatus = DesiredStop
+		}
+	}
+	for r := range snap.Issued {
+		is := &snap.Issued[r]
+		switch {
+		case !d.settling(is):
+		case is.Kind == IssuedEvaluate:
+			d.plan.Issued = append(d.plan.Issued, *is)
+		case d.unobserved[r]:
+			d.plan.Issued = append(d.plan.Issued, *is)
+			d.wakeAt(is.At.Add(d.cfg.Settle)) // a stop never seen is then issued again
+		}
+	}
+	return out
+}
+
+// settling reports whether an issued action is less than Settle old.
+func (d *Decider) settling(is *Issued) bool {
+	return !is.At.After(d.now) && d.now.Before(is.At.Add(d.cfg.Settle))
+}
+
+// evaluate plans an evaluation of job j for r (rule 6), unless one of the
+// job for the same reason (code, job, node) was issued less than Settle ago:
+// it is still under way, and the plan would only repeat it. Either way the
+// job counts as evaluated in this decision.
+func (d *Decider) evaluate(j int32, r Reason) {
+	job := &d.snap.Jobs[j]
+	d.jobs[j].evaluated = true
+	if d.cfg.Settle > 0 {
+		for i := range d.snap.Issued {
+			is := &d.snap.Issued[i]
+			if is.Kind == IssuedEvaluate && is.Job == job.ID && d.settling(is) && sameCause(is.Reason, r) {
+				d.wakeAt(is.At.Add(d.cfg.Settle))
+				return
+			}
+		}
+	}
+	d.plan.Evaluations = append(d.plan.Evaluations, Evaluate{Job: job.ID, Namespace: job.Namespace, Reason: r})
+	d.evals++
+}
+
+func sameCause(a, b Reason) bool { return a.Code == b.Code && a.Job == b.Job && a.Node == b.Node }
+
+// recordIssued adds this plan's stops and evaluations to Plan.Issued.
+func (d *Decider) recordIssued() {
+	if d.cfg.Settle <= 0 {
+		return
+	}
+	for _, s := range d.plan.Stops {
+		d.plan.Issued = append(d.plan.Issued, Issued{Kind: IssuedStop, Job: s.Job, Allocs: s.Allocs, At: d.now})
+	}
+	for _, e := range d.plan.Evaluations {
+		d.plan.Issued = append(d.plan.Issued, Issued{Kind: IssuedEvaluate, Job: e.Job, Reason: e.Reason, At: d.now})
+	}
+}
+
+// keepVictims reads Snapshot.Victims after the jobs are indexed. A victim
+// stays held below the job it was stopped for while that job still waits
+// (pending, or placed in part) and the hold is younger than VictimHold; it
+// is released when the job places or leaves, and released with
+// ReasonVictimReleased when the hold runs out.
+func (d *Decider) keepVictims() {
+	if d.cfg.VictimHold <= 0 {
+		return
+	}
+	for _, v := range d.snap.Victims {
+		vj, ok1 := d.jobIdx[v.Job]
+		bj, ok2 := d.jobIdx[v.For]
+		if !ok1 || !ok2 || vj == bj {
+			continue
+		}
+		vi, bi := &d.jobs[vj], &d.jobs[bj]
+		if vi.state == jsUnmanaged || vi.state == jsUnallocated || vi.heldFor >= 0 || vi.released >= 0 {
+			continue // gone, free work now, or already seen
+		}
+		if bi.state != jsPending && bi.state != jsPartial {
+			continue // it placed (or left): the victim is an ordinary job again
+		}
+		until := v.Since.Add(d.cfg.VictimHold)
+		if !d.now.Before(until) {
+			vi.released, vi.heldSince = bj, v.Since
+			continue
+		}
+		vi.heldFor, vi.heldSince = bj, v.Since
+		bi.holding++
+		d.wakeAt(until)
+		d.plan.Victims = append(d.plan.Victims, v)
+	}
+}
+
+// creditHeld gives waiting job j, before it is placed in the model, the
+// GPUs its held victims still hold: the victims sit a preemption gap below
+// it, so Nomad preempts them (or their replacements) when it is evaluated.
+// Other jobs are not credited: Nomad would not evaluate them.
+func (d *Decider) creditHeld(j int32) {
+	for _, v := range d.snap.Victims {
+		vj, ok := d.jobIdx[v.Job]
+		if !ok || d.jobs[vj].heldFor != j {
+			continue
+		}
+		for _, ai := range d.jobAllocs.row(vj) {
+			if a := &d.snap.Allocs[ai]; a.holds() && d.allocNode[ai] >= 0 {
+				d.cap.change(d.allocNode[ai], int32(a.GPUs))
+			}
+		}
+	}
+}
+
+// evaluateHeld evaluates the job a held victim made room for when the
+// victim has a live allocation again: its replacement took GPUs (Nomad
+// places it at once), and only an evaluation of the waiting job makes
+// Nomad preempt it (blocked jobs are not retried when nothing frees up).
+func (d *Decider) evaluateHeld() {
+	for j := range d.jobs {
+		info := &d.jobs[j]
+		if info.heldFor < 0 || d.evals >= d.cfg.MaxEvaluations || d.jobs[info.heldFor].evaluated {
+			continue
+		}
+		if d.liveCount(int32(j)) > 0 {
+			d.evaluate(info.heldFor, Reason{Code: ReasonVictimReplaced, Job: d.snap.Jobs[j].ID})
+		}
+	}
+}
+
+func (d *Decider) liveCount(j int32) int {
+	n := 0
+	for _, ai := range d.jobAllocs.row(j) {
+		if d.snap.Allocs[ai].live() {
+			n++
+		}
+	}
+	return n
+}
+
+// victimLevel is where victim j (of beneficiary b) is written:
+//
+//	min(pendingLevel(its position), final(b) - PreemptionGap)
+//
+// at least PreemptionGap below b, so that b's evaluation preempts the
+// victim's replacement if Nomad placed it first. While b's final level is
+// under Pending.Low + PreemptionGap this is below the pending band, down to
+// Pending.Low - PreemptionGap (which Validate keeps at or above
+// Unallocated.High): the hold is short and the gap is what lets b place.
+func (d *Decider) victimLevel(j, b int32) int {
+	return min(d.pendingLevel(d.victimPosition(j)), d.jobs[b].final-d.cfg.PreemptionGap)
+}
+
+// recordVictims adds this plan's fresh victims to Plan.Victims.
+func (d *Decider) recordVictims() {
+	if d.cfg.VictimHold <= 0 {
+		return
+	}
+	for j := range d.jobs {
+		if b := d.jobs[j].victimFor; b >= 0 {
+			d.plan.Victims = append(d.plan.Victims, Victim{Job: d.snap.Jobs[j].ID, For: d.snap.Jobs[b].ID, Since: d.now})
+		}
+	}
+}
