@@ -283,8 +283,17 @@ func (a *Applier) Evaluate(ctx context.Context, key JobKey) error {
 }
 
 // SetEligibility marks a node eligible or ineligible for new placements;
-// running allocations are left alone (nomad-facts e).
+// running allocations are left alone (nomad-facts e). A node that already
+// has that eligibility is not written, like a priority Nomad already has: a
+// plan records a return an operator made in Nomad as an eligible action.
 func (a *Applier) SetEligibility(ctx context.Context, node string, eligible bool) error {
+	n, _, err := a.client.Nodes().Info(node, (&api.QueryOptions{}).WithContext(ctx))
+	if err != nil {
+		return fmt.Errorf("read node %s: %w", node, err)
+	}
+	if (n.SchedulingEligibility == api.NodeSchedulingEligible) == eligible {
+		return nil
+	}
 	w := (&api.WriteOptions{}).WithContext(ctx)
 	if _, err := a.client.Nodes().ToggleEligibility(node, eligible, w); err != nil {
 		return fmt.Errorf("mark node %s eligible=%t: %w", node, eligible, err)
