@@ -47,6 +47,9 @@ type TLSConfig struct {
 
 // NomadConfig is the nomad {} block: how the adapter reaches Nomad.
 type NomadConfig struct {
+	// Present is true when the file has a nomad {} block, even an empty one
+	// (which drives the Nomad of Nomad's standard environment).
+	Present               bool
 	Address               *string
 	Token                 *string
 	Namespaces            []string
@@ -170,7 +173,7 @@ func (d *decoder) root(body hcl2.Body, cfg *ServerConfig) {
 	}
 	if b, ok := blocks["nomad"]; ok {
 		a, _ := d.content(b, []string{"address", "token", "namespaces", "node_pools", "manage_scheduler_config"}, nil)
-		cfg.Nomad = NomadConfig{Address: d.str(a["address"]), Token: d.str(a["token"]), Namespaces: d.strList(a["namespaces"]),
+		cfg.Nomad = NomadConfig{Present: true, Address: d.str(a["address"]), Token: d.str(a["token"]), Namespaces: d.strList(a["namespaces"]),
 			NodePools: d.strList(a["node_pools"]), ManageSchedulerConfig: d.bool(a["manage_scheduler_config"])}
 	}
 	if b, ok := blocks["policy"]; ok {

@@ -137,3 +137,15 @@ func TestParseServerConfigReportsEveryProblem(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+func TestParseServerConfigNomadBlockPresent(t *testing.T) {
+	for src, want := range map[string]bool{"": false, "nomad {}\n": true, fullConfig: true, "data_dir = \"/x\"\n": false} {
+		cfg, err := ParseServerConfig("server.hcl", []byte(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Nomad.Present != want {
+			t.Errorf("%q: nomad block present = %t, want %t", src, cfg.Nomad.Present, want)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/allot-sched/allot/hcl"
+	"github.com/allot-sched/allot/overlay/nomad"
 	"github.com/allot-sched/allot/overlay/server"
 )
 
@@ -22,14 +23,14 @@ func serverCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "server",
 		Usage: "run an allot server (one of a raft group of 1, 3 or 5), or -dev for one in-memory server",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "dev", Usage: "one server, in-memory state, bootstrapped at once: for trying things out"},
 			&cli.StringFlag{Name: "config", Usage: "server configuration file (HCL)"},
 			&cli.StringFlag{Name: "token", Sources: cli.EnvVars("ALLOT_TOKEN"), Usage: "token for writes (overrides server { token }); -dev makes one up when unset"},
 			&cli.StringFlag{Name: "bind", Usage: "bind address (overrides bind_addr)"},
 			&cli.IntFlag{Name: "http-port", Usage: "HTTP port (overrides ports.http)"},
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "trace, debug, info, warn or error (overrides log_level)"},
-		},
+		}, nomadFlags()...),
 		Action: func(ctx context.Context, c *cli.Command) error {
 			if c.NArg() > 0 {
 				return usagef("server takes no arguments; use -config FILE or -dev")
@@ -37,23 +38,29 @@ func serverCommand() *cli.Command {
 			if !c.Bool("dev") && c.String("config") == "" {
 				return usagef("server needs -config FILE (see examples/) or -dev")
 			}
-			cfg, err := serverConfig(c)
+			cfg, fc, err := serverConfig(c)
 			if err != nil {
 				return err
 			}
-			return runServer(ctx, c, cfg)
+			ns, err := nomadSetupFrom(c, fc)
+			if err != nil {
+				return err
+			}
+			return runServer(ctx, c, cfg, ns)
 		},
 	}
 }
 
-// serverConfig builds the server's configuration from the file and flags.
-func serverConfig(c *cli.Command) (server.Config, error) {
+// serverConfig builds the server's configuration from the file and flags,
+// and returns the file's configuration (nil without -config).
+func serverConfig(c *cli.Command) (server.Config, *hcl.ServerConfig, error) {
 	cfg := server.Config{Dev: c.Bool("dev")}
 	level := c.String("log-level")
+	var fc *hcl.ServerConfig
 	if path := c.String("config"); path != "" {
-		fc, err := hcl.LoadServerConfig(path)
-		if err != nil {
-			return cfg, err
+		var err error
+		if fc, err = hcl.LoadServerConfig(path); err != nil {
+			return cfg, nil, err
 		}
 		applyFileConfig(&cfg, fc)
 		if fc.LogLevel != nil && !c.IsSet("log-level") {
@@ -73,12 +80,12 @@ func serverConfig(c *cli.Command) (server.Config, error) {
 	if cfg.Dev && cfg.Token == "" {
 		var b [16]byte
 		if _, err := rand.Read(b[:]); err != nil {
-			return cfg, err
+			return cfg, nil, err
 		}
 		cfg.Token = hex.EncodeToString(b[:])
 		fmt.Fprintf(c.Root().Writer, "Dev mode: write token (export ALLOT_TOKEN=%s)\n", cfg.Token)
 	}
-	return cfg, nil
+	return cfg, fc, nil
 }
 
 func applyFileConfig(cfg *server.Config, fc *hcl.ServerConfig) {
@@ -115,16 +122,35 @@ func applyFileConfig(cfg *server.Config, fc *hcl.ServerConfig) {
 	}
 }
 
-// runServer starts the server and runs until ctx ends or a signal arrives.
-func runServer(ctx context.Context, c *cli.Command, cfg server.Config) error {
+// runServer starts the server (with the Nomad reconciler when ns says so)
+// and runs until ctx ends or a signal arrives.
+func runServer(ctx context.Context, c *cli.Command, cfg server.Config, ns nomadSetup) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	var rec *nomad.Reconciler
+	if ns.Enabled {
+		var err error
+		if rec, err = startNomad(ctx, ns, cfg.Logger, c.Root().Writer); err != nil {
+			return err
+		}
+		cfg.Reconciler = rec
+	}
 	s, err := server.New(cfg)
 	if err != nil {
 		return fmt.Errorf("starting server: %w", err)
 	}
+	var watched chan error
+	if rec != nil {
+		rec.AttachLedger(s.FSM())
+		watched = make(chan error, 1)
+		go func() { watched <- rec.Run(ctx) }()
+	}
 	fmt.Fprintf(c.Root().Writer, "allot server %s: HTTP API on %s, raft on %s\n", s.ID(), s.HTTPAddr(), s.RaftAddr())
 	<-ctx.Done()
 	fmt.Fprintln(c.Root().Writer, "shutting down")
-	return s.Shutdown()
+	err = s.Shutdown()
+	if watched != nil {
+		<-watched // ctx is done: the watcher stops
+	}
+	return err
 }

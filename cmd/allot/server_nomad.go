@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/urfave/cli/v3"
+
+	"github.com/allot-sched/allot/hcl"
+	"github.com/allot-sched/allot/overlay/nomad"
+	"github.com/allot-sched/allot/overlay/policy"
+)
+
+// nomadFlags choose the Nomad an `allot server` drives. A config file's
+// nomad {} block turns the adapter on; with -dev (or a file without the
+// block) -nomad does, for the Nomad of Nomad's standard environment
+// (NOMAD_ADDR, NOMAD_TOKEN, NOMAD_CACERT, ...), and -nomad-address ADDR for
+// the Nomad at ADDR. Without either the server runs no reconcile loop: it
+// keeps budgets and the ledger and serves reads only.
+func nomadFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.BoolFlag{Name: "nomad", Usage: "drive the Nomad named by NOMAD_ADDR (and Nomad's other NOMAD_* variables); a config file's nomad {} block does the same"},
+		&cli.StringFlag{Name: "nomad-address", Usage: "drive the Nomad at this HTTP address, e.g. http://127.0.0.1:4646 (implies -nomad; overrides nomad { address })"},
+		&cli.BoolFlag{Name: "manage-scheduler-config", Usage: "let allot turn Nomad's preemption on for batch and service jobs at start (overrides nomad { manage_scheduler_config })"},
+	}
+}
+
+// nomadSetup is how the server reaches and drives Nomad.
+type nomadSetup struct {
+	Enabled bool
+	// Address and Token replace Nomad's environment when not empty.
+	Address, Token string
+	Adapter        nomad.Config
+	Policy         policy.Config
+}
+
+// nomadSetupFrom combines the config file (nil without one) and the flags.
+func nomadSetupFrom(c *cli.Command, fc *hcl.ServerConfig) (nomadSetup, error) {
+	var s nomadSetup
+	var file hcl.NomadConfig
+	var pc hcl.PolicyConfig
+	if fc != nil {
+		file, pc = fc.Nomad, fc.Policy
+	}
+	s.Enabled = file.Present || c.Bool("nomad") || c.IsSet("nomad-address")
+	if file.Address != nil {
+		s.Address = *file.Address
+	}
+	if c.IsSet("nomad-address") {
+		s.Address = c.String("nomad-address")
+	}
+	if file.Token != nil {
+		s.Token = *file.Token
+	}
+	s.Adapter = nomad.Config{Namespaces: file.Namespaces, NodePools: file.NodePools}
+	if file.ManageSchedulerConfig != nil {
+		s.Adapter.ManageSchedulerConfig = *file.ManageSchedulerConfig
+	}
+	if c.IsSet("manage-scheduler-config") {
+		s.Adapter.ManageSchedulerConfig = c.Bool("manage-scheduler-config")
+	}
+	p, err := policyFromFile(pc)
+	if err != nil {
+		return s, err
+	}
+	p.Namespaces, p.NodePools = file.Namespaces, file.NodePools
+	s.Policy = p
+	return s, nil
+}
+
+// policyFromFile is DESIGN.md's default policy with the policy {} block's
+// settings on top. A protected priority above 100 (a cluster with a larger
+// job_max_priority) moves the default bands with it, as
+// policy.ConfigForMaxPriority places them; explicit bands override those.
+func policyFromFile(p hcl.PolicyConfig) (policy.Config, error) {
+	c := policy.DefaultConfig()
+	if p.Protected != nil && *p.Protected > 100 {
+		c = policy.ConfigForMaxPriority(*p.Protected)
+	}
+	setInt := func(dst *int, v *int) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	setDur := func(dst *time.Duration, v *time.Duration) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	setDur(&c.Lookback, p.Lookback)
+	setDur(&c.RuntimeCap, p.RuntimeCap)
+	setInt(&c.Protected, p.Protected)
+	setInt(&c.Running, p.Running)
+	if p.Pending != nil {
+		c.Pending = policy.Range{Low: p.Pending[0], High: p.Pending[1]}
+	}
+	if p.Unallocated != nil {
+		c.Unallocated = policy.Range{Low: p.Unallocated[0], High: p.Unallocated[1]}
+	}
+	setInt(&c.PreemptionGap, p.PreemptionGap)
+	if p.FairnessMargin != nil {
+		c.FairnessMargin = *p.FairnessMargin
+	}
+	setInt(&c.Hysteresis, p.Hysteresis)
+	setInt(&c.MaxReservations, p.MaxReservations)
+	setInt(&c.ReservationNodes, p.ReservationNodes)
+	setDur(&c.ReservationMaxAge, p.ReservationMaxAge)
+	setInt(&c.MaxEvaluations, p.MaxEvaluations)
+	setDur(&c.DrainLead, p.DrainLead)
+	setDur(&c.DrainReturnAfter, p.DrainReturnAfter)
+	if err := c.Validate(); err != nil {
+		return c, fmt.Errorf("policy {} block: %w", err)
+	}
+	return c, nil
+}
+
+// startNomad checks Nomad before the server starts (version, token, and
+// preemption for batch and service jobs, which it turns on only with
+// manage_scheduler_config), warns about unmanaged allocations Nomad may
+// preempt for allocated work, and returns the reconciler to hand the server.
+func startNomad(ctx context.Context, s nomadSetup, log hclog.Logger, out io.Writer) (*nomad.Reconciler, error) {
+	cl, err := nomad.NewClientWith(s.Address, s.Token)
+	if err != nil {
+		return nil, err
+	}
+	addr := cl.Address()
+	pre, err := nomad.Preflight(ctx, cl, s.Adapter.ManageSchedulerConfig)
+	if err != nil {
+		return nil, fmt.Errorf("nomad at %s: %w", addr, err)
+	}
+	for _, w := range pre.Warnings {
+		log.Warn("nomad preflight", "warning", w)
+	}
+	if pre.PreemptionEnabled {
+		log.Info("turned on Nomad preemption for batch and service jobs (manage_scheduler_config)")
+	}
+	fmt.Fprintf(out, "driving Nomad %s at %s\n", pre.Version, addr)
+	below := unmanagedBelow(s.Policy)
+	found, err := nomad.UnmanagedOnGPUNodes(ctx, cl, &s.Adapter, below)
+	warnUnmanaged(found, err, below, log)
+	rec, err := nomad.NewReconciler(nomad.ReconcilerConfig{Client: cl, Nomad: s.Adapter, Policy: s.Policy, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
+// warnUnmanaged logs the running allocations of jobs allot does not manage
+// on GPU nodes that a pending allocated job could preempt (DESIGN.md: keep
+// such jobs at the pending band's top less the preemption gap plus one, or
+// above, or off GPU nodes). A failure to look is itself only a warning.
+func warnUnmanaged(found []nomad.UnmanagedAlloc, err error, below int, log hclog.Logger) {
+	if err != nil {
+		log.Warn("could not check for unmanaged allocations on GPU nodes", "error", err)
+		return
+	}
+	for _, u := range found {
+		log.Warn("unmanaged allocation on a GPU node is within reach of Nomad's preemption for allocated work",
+			"job", u.Job, "alloc", u.Alloc, "node", u.Node, "priority", u.Priority,
+			"advice", fmt.Sprintf("run it at priority %d or above, or off GPU nodes", below))
+	}
+}
+
+// unmanagedBelow is the lowest priority a pending allocated job cannot
+// preempt: the pending band's top less Nomad's preemption gap, plus one
+// (80 with the default bands).
+func unmanagedBelow(p policy.Config) int { return p.Pending.High - p.PreemptionGap + 1 }

@@ -1,0 +1,122 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// allotBinary returns the allot CLI from ALLOT_BIN_DIR (make e2e builds it)
+// or builds it.
+func allotBinary(t *testing.T) string {
+	t.Helper()
+	if d := os.Getenv("ALLOT_BIN_DIR"); d != "" {
+		if p := filepath.Join(d, "allot"); fileExists(p) {
+			return p
+		}
+	}
+	_, here, _, _ := runtime.Caller(0)
+	out := filepath.Join(t.TempDir(), "allot")
+	cmd := exec.Command("go", "build", "-o", out, "./cmd/allot")
+	cmd.Dir = filepath.Join(filepath.Dir(here), "..")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build allot: %v\n%s", err, b)
+	}
+	return out
+}
+
+// The example Nomad client configuration is one Nomad accepts.
+func TestExampleNomadClientConfigValid(t *testing.T) {
+	bin := nomadBinary(t)
+	_, here, _, _ := runtime.Caller(0)
+	path := filepath.Join(filepath.Dir(here), "..", "examples", "nomad", "client.hcl")
+	out, err := exec.Command(bin, "config", "validate", path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("nomad config validate %s: %v\n%s", path, err, out)
+	}
+}
+
+// `allot server -config FILE` with a nomad {} block, as an operator runs it:
+// preflight turns preemption on (manage_scheduler_config), the reconciler
+// drives Nomad, and state lives in data_dir.
+func TestServerBinaryDrivesNomad(t *testing.T) {
+	c := startGPUCluster(t)
+	// The dev agent starts with preemption off for batch jobs: switch it
+	// off again explicitly so the test shows allot turning it on.
+	if err := c.Put("/v1/operator/scheduler/configuration", map[string]any{"PreemptionConfig": map[string]any{
+		"SystemSchedulerEnabled": true, "BatchSchedulerEnabled": false, "ServiceSchedulerEnabled": false}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	ports := freePorts(t, 2)
+	cfg := filepath.Join(t.TempDir(), "allot.hcl")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`
+data_dir         = %q
+bootstrap_expect = 1
+ports {
+  http = %d
+  raft = %d
+}
+server {
+  token = "e2e"
+}
+nomad {
+  address                 = %q
+  manage_scheduler_config = true
+}
+`, t.TempDir(), ports[0], ports[1], c.Addr)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, allotBinary(t), "server", "-config", cfg, "-log-level", "warn")
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	out := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("allot server output:\n%s", out.String())
+		}
+	})
+	waitFor(t, 30*time.Second, "allot server to start", func() (bool, error) {
+		select {
+		case err := <-done:
+			return false, fmt.Errorf("allot server exited: %v\n%s", err, out.String())
+		default:
+		}
+		return strings.Contains(out.String(), "HTTP API on"), nil
+	})
+	if !strings.Contains(out.String(), "driving Nomad") {
+		t.Fatalf("no start-up line naming Nomad:\n%s", out.String())
+	}
+	var sc struct {
+		SchedulerConfig struct {
+			PreemptionConfig struct{ BatchSchedulerEnabled, ServiceSchedulerEnabled bool }
+		}
+	}
+	if err := c.Get("/v1/operator/scheduler/configuration", &sc); err != nil {
+		t.Fatal(err)
+	}
+	if pc := sc.SchedulerConfig.PreemptionConfig; !pc.BatchSchedulerEnabled || !pc.ServiceSchedulerEnabled {
+		t.Fatalf("preemption after allot's start: %+v", pc)
+	}
+	c.register(t, gpuJob{ID: "free", GPUs: 1}) // no budget: unallocated
+	c.waitPriority(t, "free", func(p int) bool { return p == 29 }, "= 29 (unallocated band)", 30*time.Second)
+}
