@@ -5,9 +5,10 @@
 //
 // It is pure: it imports only budgets and overlay/contract, does no I/O,
 // reads no clock (time comes in as now), starts no goroutines and keeps no
-// globals. Its memory across decisions (node drain states, reservations, the
-// previous decision's time) travels in the Snapshot, filled by the caller
-// from the previous Plan, so every decision replays from its inputs.
+// globals. Its memory across decisions (node drain states, reservations,
+// held victims, issued actions, the previous decision's time) travels in the
+// Snapshot, filled by the caller from the previous Plan, so every decision
+// replays from its inputs.
 //
 // # Rules and formulas
 //
@@ -20,16 +21,28 @@
 //	protected    Protected (100)     allocated, running, now < start + min(Protected, RuntimeCap)  (rule 1)
 //	                                 start = the last allocation's start; a job still starting is protected
 //	running      Running (90)        allocated, running past its window; or placed in part     (rule 2)
-//	pending      Pending (40-89)     allocated, nothing placed: level(p) = High - min(p-1, Levels-1)  (rule 3)
+//	pending      Pending (40-89)     allocated, nothing placed: target t(p) = High - min(p-1, Levels-1)  (rule 3)
+//	victim       final(B) - Gap      stopped for job B, while B waits (rule 5, below)
 //	unallocated  Unallocated (10-29) everything else managed, at High; jobs inside the band stay  (rule 4)
 //
 // Pending order (rules 3, 8): by the leaf's fair-share position, then meta
 // priority (higher first), then submit time, then job ID; meta priority is
-// compared only within a leaf. Hysteresis: a pending job already inside the
-// pending band is rewritten only when |level(p) - priority| >= Hysteresis,
-// so equal inputs give equal plans and one-position shifts cause no writes.
-// A priority that differs from LastWrittenPriority was set by someone else:
-// it is rewritten once with ReasonUserPriority, then stays put.
+// compared only within a leaf. Hysteresis (h = Hysteresis - 1): the levels
+// f_i of the pending jobs 1..m in order are, among the assignments with f_i
+// in the band, |f_i - t_i| <= h, f_i > f_{i+1} where t_i > t_{i+1} and
+// f_i >= f_{i+1} where t_i = t_{i+1}, the one that rewrites the fewest jobs
+// (f_i = priority_i is free when that priority is in the band and within h
+// of t_i), then the nearest to the targets, then the highest. So a job
+// never keeps a level at or above that of a job sorting before it while
+// their targets differ: Nomad retries blocked jobs by priority, then first
+// come, first served, and two adjacent jobs left tied at 89 by hysteresis
+// were observed (Nomad 2.0.6) to place in the wrong order. Jobs share a
+// level only at the bottom of the band, where their targets do. Once
+// written, the levels are the cheapest assignment for the same inputs, so
+// nothing flaps; an insertion above shifts the jobs below it, a removal
+// above shifts nothing until targets move Hysteresis away. A priority that
+// differs from LastWrittenPriority was set by someone else: it is rewritten
+// once with ReasonUserPriority, then stays put.
 //
 // Placement model: avail(n) = healthy GPUs - GPUs held + GPUs held by
 // unallocated jobs, on eligible healthy undrained unreserved nodes. Waiting
@@ -44,8 +57,41 @@
 // over-served first, largest first, until avail(n) + taken >= ask, then any
 // the rest can spare are dropped; the node whose set is smallest by
 // (non-resumable jobs, jobs, GPUs of the whole jobs, -min served) wins.
-// Victims lose all their allocations (migrate stops) after being lowered to
-// min(level(their position), priority(job) - 1); the job is evaluated.
+// Victims lose all their allocations (migrate stops) after being lowered,
+// and the job B they make room for is evaluated. Victim level:
+//
+//	victim(V, B) = min(t(position V would have), final(B) - PreemptionGap)
+//
+// Nomad places a migrate-stopped allocation's replacement at once, on the
+// GPUs its own stop just freed, before the blocked job it was stopped for
+// is retried (observed on Nomad 2.0.6: ~1.3 s on a dev agent, and it won
+// the race). A full gap below B lets B's evaluation preempt that
+// replacement (nomad-facts b). When final(B) < Pending.Low + PreemptionGap
+// the victim sits below the pending band, never lower than Pending.Low -
+// PreemptionGap (>= Unallocated.High, by Validate): its replacement then
+// may not evict the unallocated work at the top of that band until the
+// hold ends, a bounded cost for letting B place at all.
+//
+// Held victims (Snapshot.Victims, returned in Plan.Victims): a victim stays
+// at victim(V, B) while B waits (pending or placed in part) and now <
+// chosen + VictimHold, whatever V's own state: a replacement that started
+// is not protected. It keeps a priority p with t - Hysteresis < p <=
+// final(B) - PreemptionGap (t its victim level). Its GPUs count for B alone
+// in the placement model (Nomad preempts them when B is evaluated), it is
+// never chosen again, and when it holds a live allocation (a replacement,
+// or a stop that was lost) B is evaluated (ReasonVictimReplaced). The hold
+// ends when B places or leaves, or with ReasonVictimReleased when it runs
+// out. Reservation stops (rule 7) make held victims the same way.
+//
+// Issued actions (Snapshot.Issued, returned in Plan.Issued): a stop issued
+// at T < now <= T + Settle whose allocations the snapshot still shows
+// running is taken as under way: those allocations are read as stopping
+// (DesiredStatus stop), so they are neither stopped again nor counted as
+// live; an evaluation of job J issued within Settle is not issued again for
+// the same cause (reason code, job and node). After Settle a stop still not
+// visible is forgotten (and may be decided again; a held victim's is not:
+// B is evaluated instead). The caller drops from Plan.Issued what it failed
+// to apply.
 //
 // Reservations (rule 7): an examined job without victims that has a job
 // with a smaller ask below it in the order (Nomad would give that one the
@@ -67,5 +113,6 @@
 // released reservations and recovered nodes, at most MaxEvaluations.
 //
 // NextWake (rule 12) is the earliest of: protected windows ending, planned
-// drain stops, reservations expiring or freeing, and drained nodes returning.
+// drain stops, reservations expiring or freeing, drained nodes returning,
+// holds running out, unseen stops and repeated evaluations settling.
 package policy

@@ -202,6 +202,7 @@ func (d *Decider) recordVictims() {
 	}
 	for j := range d.jobs {
 		if b := d.jobs[j].victimFor; b >= 0 {
+			d.wakeAt(d.now.Add(d.cfg.VictimHold))
 			d.plan.Victims = append(d.plan.Victims, Victim{Job: d.snap.Jobs[j].ID, For: d.snap.Jobs[b].ID, Since: d.now})
 		}
 	}

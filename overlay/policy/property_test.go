@@ -2,24 +2,35 @@ package policy
 
 import (
 	"math/rand"
+	"slices"
+	"strconv"
 	"testing"
 	"time"
 )
 
 // TestProperties checks the invariants of every plan on random clusters:
-// rules 1, 2, 4 and 8 hold once the plan is applied; no plan stops a
+// rules 1, 2, 4 and 8 hold once the plan is applied; pending levels keep the
+// pending order and stay within hysteresis of their targets; victims sit at
+// least the preemption gap below the job they make room for; no plan stops a
 // protected job (a Nomad drain's deadline aside: Nomad would kill it); every
-// victim set frees enough GPUs on one node for the job it was chosen for.
+// victim set frees enough GPUs on one node for the job it was chosen for;
+// nothing settling is issued again; and the same inputs give the same plan,
+// whose priorities, once written, are kept by the next decision.
 func TestProperties(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.FairnessMargin = 0.05
 	for seed := int64(0); seed < 300; seed++ {
 		r := rand.New(rand.NewSource(seed))
+		cfg := DefaultConfig()
+		cfg.FairnessMargin = 0.05
+		cfg.Hysteresis = 1 + r.Intn(5)
 		g := genSpec{nodes: 4 + r.Intn(12), gpusPerNode: 8, programs: 2, projects: 2, people: 1 + r.Intn(3),
 			running: r.Intn(40), pending: r.Intn(30), free: r.Intn(10), unhealthy: r.Intn(2), drains: r.Intn(2)}
 		tree, fs, snap, now := genCluster(r, g)
+		if r.Intn(2) == 0 {
+			genMemory(r, snap, now, cfg)
+		}
 		p := Decide(snap, tree, fs, now, cfg)
 		checkPlan(t, seed, snap, p, now, cfg, fs.Position)
+		checkMemory(t, seed, snap, p, now, cfg)
 		if t.Failed() {
 			return
 		}
@@ -27,6 +38,113 @@ func TestProperties(t *testing.T) {
 		if q := Decide(snap, tree, fs, now, cfg); len(q.SetPriorities) != len(p.SetPriorities) || len(q.Stops) != len(p.Stops) ||
 			len(q.Evaluations) != len(p.Evaluations) || !q.NextWake.Equal(p.NextWake) {
 			t.Fatalf("seed %d: two decisions on the same inputs differ", seed)
+		}
+		// No flapping: once its priorities are written, the next decision on
+		// otherwise equal inputs rewrites no pending job.
+		written := *snap
+		written.Jobs = slices.Clone(snap.Jobs)
+		to := map[string]int{}
+		for _, s := range p.SetPriorities {
+			to[s.Job] = s.To
+		}
+		for i := range written.Jobs {
+			if v, ok := to[written.Jobs[i].ID]; ok {
+				written.Jobs[i].Priority, written.Jobs[i].LastWrittenPriority = v, v
+			}
+		}
+		q := Decide(&written, tree, fs, now, cfg)
+		for _, s := range q.SetPriorities {
+			if e, ok := p.Explain(s.Job); ok && e.Band == BandPending && e.VictimOf == "" {
+				t.Errorf("seed %d: pending %s rewritten %d->%d right after it was written (%s)", seed, s.Job, s.From, s.To, s.Reason)
+			}
+		}
+	}
+}
+
+// genMemory gives a random cluster the policy's memory of a decision made
+// a few seconds before: some running jobs held as victims of pending jobs,
+// some stops and evaluations issued and not yet seen.
+func genMemory(r *rand.Rand, snap *Snapshot, now time.Time, cfg Config) {
+	live := map[string][]string{}
+	for _, a := range snap.Allocs {
+		if a.live() {
+			live[a.Job] = append(live[a.Job], a.ID)
+		}
+	}
+	var running, pending []string
+	for _, j := range snap.Jobs {
+		switch {
+		case len(live[j.ID]) > 0 && j.Contract.Allocated:
+			running = append(running, j.ID)
+		case len(live[j.ID]) == 0:
+			pending = append(pending, j.ID)
+		}
+	}
+	if len(running) == 0 || len(pending) == 0 {
+		return
+	}
+	ago := func(d time.Duration) time.Time { return now.Add(-time.Duration(r.Int63n(int64(d)))) }
+	for range 1 + r.Intn(3) {
+		v := running[r.Intn(len(running))]
+		b := pending[r.Intn(len(pending))]
+		snap.Victims = append(snap.Victims, Victim{Job: v, For: b, Since: ago(2 * cfg.VictimHold)})
+		snap.Issued = append(snap.Issued, Issued{Kind: IssuedStop, Job: v, Allocs: live[v], At: ago(2 * cfg.Settle)},
+			Issued{Kind: IssuedEvaluate, Job: b, Reason: Reason{Code: ReasonVictimsStopped, Node: "n" + strconv.Itoa(r.Intn(16))},
+				At: ago(2 * cfg.Settle)})
+	}
+}
+
+// checkMemory: victims sit at least the gap below the job they make room
+// for; no stop of an allocation whose stop is settling, no evaluation for a
+// cause already settling; held victims only while the job they made room
+// for waits, within the hold.
+func checkMemory(t *testing.T, seed int64, snap *Snapshot, p *Plan, now time.Time, cfg Config) {
+	t.Helper()
+	final := map[string]int{}
+	for _, j := range snap.Jobs {
+		final[j.ID] = j.Priority
+	}
+	for _, s := range p.SetPriorities {
+		final[s.Job] = s.To
+	}
+	for _, e := range p.Explanations {
+		if e.VictimOf == "" {
+			continue
+		}
+		if final[e.Job] > final[e.VictimOf]-cfg.PreemptionGap || final[e.Job] < cfg.Pending.Low-cfg.PreemptionGap {
+			t.Errorf("seed %d: victim %s at %d, %s at %d: want at least %d below it and at least %d",
+				seed, e.Job, final[e.Job], e.VictimOf, final[e.VictimOf], cfg.PreemptionGap, cfg.Pending.Low-cfg.PreemptionGap)
+		}
+		if b, ok := p.Explain(e.VictimOf); !ok || (b.Band != BandPending && (b.Band != BandRunning || b.Wait == WaitNone)) {
+			t.Errorf("seed %d: %s held below %s, which does not wait", seed, e.Job, e.VictimOf)
+		}
+	}
+	for _, v := range p.Victims {
+		if !now.Before(v.Since.Add(cfg.VictimHold)) {
+			t.Errorf("seed %d: victim %s held past its hold (since %v)", seed, v.Job, v.Since)
+		}
+	}
+	settling := func(is Issued) bool { return !now.Before(is.At) && now.Before(is.At.Add(cfg.Settle)) }
+	stopping := map[string]bool{}
+	for _, is := range snap.Issued {
+		if is.Kind == IssuedStop && settling(is) {
+			for _, a := range is.Allocs {
+				stopping[a] = true
+			}
+		}
+	}
+	for _, s := range p.Stops {
+		for _, a := range s.Allocs {
+			if stopping[a] {
+				t.Errorf("seed %d: %s stopped again while its stop settles", seed, a)
+			}
+		}
+	}
+	for _, e := range p.Evaluations {
+		for _, is := range snap.Issued {
+			if is.Kind == IssuedEvaluate && settling(is) && is.Job == e.Job && sameCause(is.Reason, e.Reason) {
+				t.Errorf("seed %d: %s evaluated again for %s while the last one settles", seed, e.Job, e.Reason)
+			}
 		}
 	}
 }
@@ -50,9 +168,21 @@ func checkPlan(t *testing.T, seed int64, snap *Snapshot, p *Plan, now time.Time,
 	for i := range snap.Nodes {
 		nodes[snap.Nodes[i].ID] = &snap.Nodes[i]
 	}
+	// An allocation whose stop settles counts as stopping, as the view
+	// will show it (Snapshot.Issued).
+	stopping := map[string]bool{}
+	for _, is := range snap.Issued {
+		if is.Kind == IssuedStop && !now.Before(is.At) && now.Before(is.At.Add(cfg.Settle)) {
+			for _, a := range is.Allocs {
+				stopping[a] = true
+			}
+		}
+	}
 	byJob := map[string][]Alloc{}
 	for _, a := range snap.Allocs {
-		byJob[a.Job] = append(byJob[a.Job], a)
+		if !stopping[a.ID] {
+			byJob[a.Job] = append(byJob[a.Job], a)
+		}
 	}
 	minPending := 1 << 30
 	victims := map[string]bool{}
@@ -62,7 +192,12 @@ func checkPlan(t *testing.T, seed int64, snap *Snapshot, p *Plan, now time.Time,
 		}
 	}
 	for _, e := range p.Explanations {
-		if e.Band == BandPending {
+		if e.VictimOf != "" {
+			victims[e.Job] = true // held below the job it made room for (checkMemory)
+		}
+	}
+	for _, e := range p.Explanations {
+		if e.Band == BandPending && !victims[e.Job] {
 			minPending = min(minPending, final[e.Job])
 		}
 	}
@@ -84,7 +219,7 @@ func checkPlan(t *testing.T, seed int64, snap *Snapshot, p *Plan, now time.Time,
 		past := j.Contract.Allocated && running && !protected
 		switch {
 		case protected:
-			if final[j.ID] != cfg.Protected {
+			if final[j.ID] != cfg.Protected && !victims[j.ID] { // a held victim's replacement is not protected
 				t.Errorf("seed %d: rule 1: %s is inside its window but at %d", seed, j.ID, final[j.ID])
 			}
 			for _, a := range allocs {
@@ -113,6 +248,25 @@ func checkPlan(t *testing.T, seed int64, snap *Snapshot, p *Plan, now time.Time,
 			pend = append(pend, &p.Explanations[i])
 		}
 	}
+	// Rule 3 with hysteresis: levels keep the order (strictly where the
+	// targets differ) and stay less than Hysteresis from their targets.
+	for _, a := range pend {
+		if a.Band != BandPending || victims[a.Job] {
+			continue
+		}
+		if d := final[a.Job] - a.Target; d >= cfg.Hysteresis || -d >= cfg.Hysteresis {
+			t.Errorf("seed %d: pending %s at %d, target %d, hysteresis %d", seed, a.Job, final[a.Job], a.Target, cfg.Hysteresis)
+		}
+		for _, b := range pend {
+			if b.Band != BandPending || victims[b.Job] || a.Position >= b.Position {
+				continue
+			}
+			if (a.Target > b.Target && final[a.Job] <= final[b.Job]) || final[a.Job] < final[b.Job] {
+				t.Errorf("seed %d: rule 3: %s (#%d, target %d) at %d, %s (#%d, target %d) at %d",
+					seed, a.Job, a.Position, a.Target, final[a.Job], b.Job, b.Position, b.Target, final[b.Job])
+			}
+		}
+	}
 	prio := map[string]int{}
 	for _, j := range snap.Jobs {
 		prio[j.ID] = j.Contract.Priority
@@ -132,6 +286,7 @@ func checkPlan(t *testing.T, seed int64, snap *Snapshot, p *Plan, now time.Time,
 	// each node, what is available plus what all victims there free covers
 	// every ask the victims were chosen for there.
 	freed := map[string]int{}
+	freedBy := map[string]int{}
 	asks := map[string]int{}
 	askOf := map[[2]string]int{}
 	for _, s := range p.Stops {
@@ -142,6 +297,7 @@ func checkPlan(t *testing.T, seed int64, snap *Snapshot, p *Plan, now time.Time,
 		for _, a := range byJob[s.Job] {
 			if a.holds() { // a victim frees all its allocations
 				freed[a.Node] += a.GPUs
+				freedBy[s.Job] += a.GPUs
 			}
 		}
 	}
@@ -156,6 +312,8 @@ func checkPlan(t *testing.T, seed int64, snap *Snapshot, p *Plan, now time.Time,
 				held += a.GPUs
 				if j, _ := findJob(snap, a.Job); j != nil && !j.Contract.Allocated && !victims[j.ID] {
 					free += a.GPUs
+				} else if e, ok := p.Explain(a.Job); ok && e.VictimOf != "" && freedBy[a.Job] == 0 {
+					free += a.GPUs // a victim held from before: credited to the job it made room for
 				}
 			}
 		}

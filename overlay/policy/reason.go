@@ -123,7 +123,7 @@ func (r Reason) Format(at func(time.Time) string) string {
 	case ReasonVictimReleased:
 		return "no longer held below " + r.Job + " (stopped for it at " + at(r.At) + "): it did not place within the victim hold"
 	case ReasonVictimReplaced:
-		return "the replacement of its victim " + r.Job + " took GPUs: evaluate so Nomad preempts it"
+		return "its victim " + r.Job + " holds GPUs again (Nomad placed its replacement first, or its stop was lost), a preemption gap below it: evaluate so Nomad preempts it"
 	case ReasonNodeReturned:
 		how := "allot nodes return"
 		if r.Detail != "" {

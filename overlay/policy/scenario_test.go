@@ -44,6 +44,7 @@ type world struct {
 	usage   []int64 // GPU-seconds by leaf index
 	snap    Snapshot
 	seq     int
+	lagged  []*Plan // applied to Nomad, not yet seen by the view (decide lag)
 }
 
 var epoch = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -163,7 +164,13 @@ func (w *world) do(c *ddCase) (string, error) {
 		j.ModifyIndex++
 		return "", err
 	case "decide":
-		return w.decide(), nil
+		return w.decide(slices.Contains(pos, "lag")), nil
+	case "catchup":
+		for _, p := range w.lagged {
+			w.effects(p)
+		}
+		w.lagged = nil
+		return "", nil
 	}
 	return "", fmt.Errorf("unknown command %q", c.cmd)
 }
@@ -193,6 +200,16 @@ func (w *world) config(m map[string]string) error {
 			w.cfg.DrainLead = d()
 		case "runtime-cap":
 			w.cfg.RuntimeCap = d()
+		case "victim-hold":
+			w.cfg.VictimHold = d()
+		case "settle":
+			w.cfg.Settle = d()
+		case "pending-band":
+			lo, hi, _ := strings.Cut(v, "-")
+			w.cfg.Pending.Low, err = strconv.Atoi(lo)
+			if err == nil {
+				w.cfg.Pending.High, err = strconv.Atoi(hi)
+			}
 		default:
 			return fmt.Errorf("unknown config key %q", k)
 		}
@@ -420,12 +437,21 @@ func (w *world) advance(d time.Duration) {
 	w.now = w.now.Add(d)
 }
 
-// decide runs the policy, prints the plan and applies it.
-func (w *world) decide() string {
+// decide runs the policy, prints the plan and applies it. With lag, the
+// plan reaches Nomad but the view shows only its priority writes (the
+// adapter patches in the writes Nomad accepted): the policy's memory is
+// carried, and catchup applies the rest of the plan to the view later.
+func (w *world) decide(lag bool) string {
 	fs := budgets.ComputeFairShare(w.tree, w.usage)
 	p := Decide(&w.snap, w.tree, fs, w.now, w.cfg)
 	out := w.printPlan(p)
-	w.apply(p)
+	if lag {
+		w.lagged = append(w.lagged, &Plan{Stops: p.Stops, NodeActions: p.NodeActions})
+		w.effects(&Plan{SetPriorities: p.SetPriorities})
+		w.remember(p)
+	} else {
+		w.apply(p)
+	}
 	return out
 }
 
@@ -481,6 +507,12 @@ func (w *world) printPlan(p *Plan) string {
 // allocations (replacements wait, so the job is pending again), changes
 // node eligibility, and carries the policy's memory to the next snapshot.
 func (w *world) apply(p *Plan) {
+	w.effects(p)
+	w.remember(p)
+}
+
+// effects applies a plan's writes to the view.
+func (w *world) effects(p *Plan) {
 	for _, s := range p.SetPriorities {
 		j, _ := w.findJob([]string{s.Job})
 		j.Priority, j.LastWrittenPriority = s.To, s.To
@@ -496,7 +528,6 @@ func (w *world) apply(p *Plan) {
 			n.ReturnRequested = false // the caller clears a request once the node is back
 		}
 	}
-	w.remember(p)
 }
 
 // remember carries the policy's memory to the next snapshot, as the adapter
