@@ -1,0 +1,332 @@
+package nomad
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/allot-sched/allot/overlay/contract"
+	"github.com/allot-sched/allot/overlay/policy"
+	"github.com/allot-sched/allot/overlay/state"
+)
+
+var rowsT0 = time.Date(2026, 6, 1, 10, 0, 0, 0, time.UTC)
+
+// storedState returns a view of a state holding the given rows.
+func storedState(t *testing.T, jobs []state.Job, allocs []state.Alloc, nodes []state.Node, queue []state.QueueEntry) *state.View {
+	t.Helper()
+	fsm, err := state.NewFSM(state.FSMConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	apply := func(mt state.MessageType, req any) {
+		t.Helper()
+		b, err := state.Encode(mt, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res := fsm.ApplyEntry(b); res != nil {
+			if e, ok := res.(error); ok {
+				t.Fatalf("apply %v: %v", mt, e)
+			}
+		}
+	}
+	if len(jobs) > 0 {
+		apply(state.JobUpsertType, state.JobUpsertRequest{Jobs: jobs})
+	}
+	if len(allocs) > 0 {
+		apply(state.AllocUpsertType, state.AllocUpsertRequest{Allocs: allocs})
+		var charges []state.Charge
+		for _, a := range allocs {
+			if !a.ChargedThrough.IsZero() {
+				charges = append(charges, state.Charge{Alloc: a.ID, Leaf: a.Leaf, GPUs: a.GPUs, From: a.StartedAt, To: a.ChargedThrough})
+			}
+		}
+		if len(charges) > 0 {
+			apply(state.ChargeType, state.ChargeRequest{Charges: charges})
+		}
+	}
+	if len(nodes) > 0 {
+		apply(state.NodeUpsertType, state.NodeUpsertRequest{Nodes: nodes})
+	}
+	if queue != nil {
+		apply(state.PlanRecordType, state.PlanRecordRequest{At: rowsT0, Queue: queue})
+	}
+	return fsm.Read()
+}
+
+// rowsFixture is a Nomad with a lab/a job "train" (2 GPUs, min_runtime 1h)
+// and an unallocated job "free" (1 GPU), in namespace default.
+type rowsFixture struct {
+	in rowsInput
+}
+
+func newRowsFixture(view *state.View, allocs ...Alloc) *rowsFixture {
+	st := &State{Jobs: map[JobKey]Job{}, Allocs: map[string]Alloc{}, Nodes: map[string]Node{}, Synced: true}
+	train := Job{Key: JobKey{"default", "train"}, Type: "batch", NodePool: "default", Priority: 50,
+		Meta:   map[string]string{"budget": "lab/a", "min_runtime": "1h"},
+		Groups: []Group{{Name: "g", Count: 1, GPUs: 2}}}
+	free := Job{Key: JobKey{"default", "free"}, Type: "batch", NodePool: "default", Priority: 50,
+		Groups: []Group{{Name: "g", Count: 1, GPUs: 1}}}
+	st.Jobs[train.Key], st.Jobs[free.Key] = train, free
+	for _, a := range allocs {
+		st.Allocs[a.ID] = a
+	}
+	leaf := contract.LeafCheck(func(p string) (bool, bool) { return p == "lab/a" || p == "lab", p == "lab/a" })
+	cfg := &ReconcilerConfig{}
+	snap := &policy.Snapshot{}
+	for _, k := range []JobKey{train.Key, free.Key} {
+		j := st.Jobs[k]
+		snap.Jobs = append(snap.Jobs, policy.Job{ID: PolicyJobID(k), Namespace: k.Namespace,
+			Contract: contract.Parse(PolicyJobID(k), j.Meta, cfg.Contract, leaf),
+			Groups:   []policy.TaskGroup{{Name: "g", Count: 1, GPUs: j.Groups[0].GPUs}}})
+	}
+	return &rowsFixture{in: rowsInput{view: view, state: st, snap: snap, plan: &policy.Plan{Now: rowsT0},
+		firstSeen: map[string]time.Time{"default/train": rowsT0.Add(-time.Hour), "default/free": rowsT0.Add(-time.Hour)},
+		leaf:      leaf, cfg: cfg, now: rowsT0}}
+}
+
+func runningAlloc(id, job string, gpus int, started time.Time) Alloc {
+	return Alloc{ID: id, Name: job + ".g[0]", Job: JobKey{"default", job}, TaskGroup: "g", NodeID: "n1",
+		DesiredStatus: "run", ClientStatus: "running", GPUs: gpus, StartedAt: started}
+}
+
+func TestAllocRows(t *testing.T) {
+	start := rowsT0.Add(-10 * time.Minute)
+	stored := state.Alloc{ID: "a1", JobID: "default/train", NodeID: "n1", Leaf: "lab/a", GPUs: 2, StartedAt: start,
+		ProtectedUntil: start.Add(time.Hour), ChargedThrough: rowsT0.Add(-time.Minute)}
+	finished := runningAlloc("a1", "train", 2, start)
+	finished.ClientStatus, finished.FinishedAt = "complete", rowsT0.Add(-30*time.Second)
+	preempted := runningAlloc("a1", "train", 2, start)
+	preempted.DesiredStatus, preempted.ClientStatus, preempted.PreemptedBy = "evict", "complete", "other"
+	preempted.FinishedAt = rowsT0.Add(-20 * time.Second)
+	old := runningAlloc("gone", "train", 2, rowsT0.Add(-3*time.Hour))
+	old.ClientStatus, old.FinishedAt = "complete", rowsT0.Add(-2*time.Hour) // before the job was first seen
+	pending := runningAlloc("p1", "train", 2, time.Time{})
+	pending.ClientStatus = "pending"
+
+	for _, tc := range []struct {
+		name    string
+		stored  []state.Alloc
+		nomad   []Alloc
+		stopped []string // allocations this pass stopped
+		want    []state.Alloc
+	}{
+		{
+			name:  "a new running allocation of an allocated job is charged to its leaf and protected",
+			nomad: []Alloc{runningAlloc("a1", "train", 2, start)},
+			want: []state.Alloc{{ID: "a1", JobID: "default/train", NodeID: "n1", Leaf: "lab/a", GPUs: 2,
+				StartedAt: start, ProtectedUntil: start.Add(time.Hour)}},
+		},
+		{
+			name:  "an unallocated job's allocation has no leaf and no window",
+			nomad: []Alloc{runningAlloc("f1", "free", 1, start)},
+			want:  []state.Alloc{{ID: "f1", JobID: "default/free", NodeID: "n1", GPUs: 1, StartedAt: start}},
+		},
+		{
+			name:   "an unchanged allocation records nothing",
+			stored: []state.Alloc{stored},
+			nomad:  []Alloc{runningAlloc("a1", "train", 2, start)},
+		},
+		{
+			name:   "a finished allocation is closed at Nomad's finish, its charging state kept",
+			stored: []state.Alloc{stored},
+			nomad:  []Alloc{finished},
+			want: []state.Alloc{{ID: "a1", JobID: "default/train", NodeID: "n1", Leaf: "lab/a", GPUs: 2, StartedAt: start,
+				ProtectedUntil: start.Add(time.Hour), StoppedAt: finished.FinishedAt,
+				ChargedThrough: stored.ChargedThrough, ChargedGPUSeconds: 2 * 9 * 60}},
+		},
+		{
+			name:   "a preemption by Nomad counts once",
+			stored: []state.Alloc{stored},
+			nomad:  []Alloc{preempted},
+			want: []state.Alloc{{ID: "a1", JobID: "default/train", NodeID: "n1", Leaf: "lab/a", GPUs: 2, StartedAt: start,
+				ProtectedUntil: start.Add(time.Hour), StoppedAt: preempted.FinishedAt, Preemptions: 1,
+				ChargedThrough: stored.ChargedThrough, ChargedGPUSeconds: 2 * 9 * 60}},
+		},
+		{
+			name:    "an allocation allot stopped this pass counts a preemption",
+			stored:  []state.Alloc{stored},
+			nomad:   []Alloc{runningAlloc("a1", "train", 2, start)},
+			stopped: []string{"a1"},
+			want: []state.Alloc{{ID: "a1", JobID: "default/train", NodeID: "n1", Leaf: "lab/a", GPUs: 2, StartedAt: start,
+				ProtectedUntil: start.Add(time.Hour), Preemptions: 1,
+				ChargedThrough: stored.ChargedThrough, ChargedGPUSeconds: 2 * 9 * 60}},
+		},
+		{
+			name:   "an allocation gone from Nomad is closed where its charges end: nothing more is claimed",
+			stored: []state.Alloc{stored},
+			want: []state.Alloc{{ID: "a1", JobID: "default/train", NodeID: "n1", Leaf: "lab/a", GPUs: 2, StartedAt: start,
+				ProtectedUntil: start.Add(time.Hour), StoppedAt: stored.ChargedThrough,
+				ChargedThrough: stored.ChargedThrough, ChargedGPUSeconds: 2 * 9 * 60}},
+		},
+		{
+			name:  "never started, or finished before the job was first seen: no row",
+			nomad: []Alloc{pending, old},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			view := storedState(t, []state.Job{{ID: "default/train", Namespace: "default", Name: "train",
+				SubmittedAt: rowsT0.Add(-time.Hour)}}, tc.stored, nil, nil)
+			f := newRowsFixture(view, tc.nomad...)
+			for _, id := range tc.stopped {
+				f.in.results = append(f.in.results, Outcome{Op: Op{Kind: OpStop, Job: JobKey{"default", "train"}, Allocs: []string{id}}})
+			}
+			got := allocRows(f.in, jobRows(f.in))
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Fatalf("alloc rows (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestFinishedJobs(t *testing.T) {
+	start := rowsT0.Add(-time.Hour)
+	stop := rowsT0.Add(-time.Minute)
+	job := state.Job{ID: "default/done", Namespace: "default", Name: "done", SubmittedAt: start}
+	charged := state.Alloc{ID: "d1", JobID: job.ID, Leaf: "lab/a", GPUs: 1, StartedAt: start, StoppedAt: stop, ChargedThrough: stop}
+	owing := charged
+	owing.ChargedThrough = stop.Add(-10 * time.Second)
+	running := charged
+	running.StoppedAt = time.Time{}
+	for _, tc := range []struct {
+		name   string
+		allocs []state.Alloc
+		want   []string
+	}{
+		{name: "gone from Nomad, every allocation stopped and charged: its rows go", allocs: []state.Alloc{charged}, want: []string{job.ID}},
+		{name: "a final charge still owed keeps the rows", allocs: []state.Alloc{owing}},
+		{name: "an allocation still running keeps the rows", allocs: []state.Alloc{running}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			view := storedState(t, []state.Job{job}, tc.allocs, nil, nil)
+			f := newRowsFixture(view)
+			if got := finishedJobs(f.in, jobRows(f.in), nil); !cmp.Equal(got, tc.want) {
+				t.Fatalf("finished jobs %v, want %v", got, tc.want)
+			}
+		})
+	}
+	// A row this pass records (its final stop) keeps the job until it is charged.
+	view := storedState(t, []state.Job{job}, []state.Alloc{charged}, nil, nil)
+	f := newRowsFixture(view)
+	if got := finishedJobs(f.in, jobRows(f.in), []state.Alloc{{ID: "d1", JobID: job.ID}}); len(got) != 0 {
+		t.Fatalf("finished jobs %v while one of its rows is being recorded", got)
+	}
+}
+
+func TestJobRowsAndBuildOutcome(t *testing.T) {
+	f := newRowsFixture(storedState(t, nil, nil, nil, nil))
+	out := buildOutcome(f.in)
+	byID := map[string]state.Job{}
+	for _, j := range out.Jobs {
+		byID[j.ID] = j
+	}
+	train, free := byID["default/train"], byID["default/free"]
+	if train.Contract.Budget != "lab/a" || train.Contract.MinRuntime != time.Hour || train.Contract.Reason != "" ||
+		train.GPUs != 2 || train.Name != "train" || !train.UpdatedAt.Equal(rowsT0) || !train.SubmittedAt.Equal(rowsT0.Add(-time.Hour)) {
+		t.Fatalf("train row %+v", train)
+	}
+	if !strings.Contains(free.Contract.Reason, "no positive min_runtime") {
+		t.Fatalf("free row reason %q", free.Contract.Reason)
+	}
+	// Stored as they are, the next pass (later) records no job again.
+	f2 := newRowsFixture(storedState(t, out.Jobs, nil, nil, nil))
+	f2.in.now = rowsT0.Add(time.Minute)
+	if again := buildOutcome(f2.in); len(again.Jobs) != 0 {
+		t.Fatalf("unchanged jobs recorded again: %+v", again.Jobs)
+	}
+}
+
+func TestWriteRows(t *testing.T) {
+	f := newRowsFixture(storedState(t, nil, nil, nil, nil))
+	f.in.plan = &policy.Plan{
+		SetPriorities: []policy.SetPriority{{Job: "default/train", Namespace: "default", From: 50, To: 60},
+			{Job: "default/free", Namespace: "default", From: 50, To: 29}},
+		Stops: []policy.StopJob{{Job: "default/free", Namespace: "default", Allocs: []string{"f1", "f2"},
+			Reason: policy.Reason{Code: policy.ReasonVictim}}},
+	}
+	f.in.results = []Outcome{
+		{Op: Op{Kind: OpSetPriority, Job: JobKey{"default", "train"}, Priority: 60, ModifyIndex: 11, Reason: "pending 1st"}},
+		{Op: Op{Kind: OpSetPriority, Job: JobKey{"default", "free"}, Priority: 29, ModifyIndex: 12, Reason: "unallocated"},
+			Err: ErrConflict},
+		{Op: Op{Kind: OpStop, Job: JobKey{"default", "free"}, Allocs: []string{"f1", "f2"}, Reason: "victim"}},
+	}
+	prios, decs := writeRows(f.in)
+	wantPrios := []state.Priority{{JobID: "default/train", Priority: 60, WrittenAt: rowsT0, ModifyIndex: 11}}
+	if diff := cmp.Diff(wantPrios, prios); diff != "" {
+		t.Fatalf("priorities (-want +got):\n%s", diff)
+	}
+	if len(decs) != 4 {
+		t.Fatalf("decisions %+v, want 4 (two writes, one per stopped allocation)", decs)
+	}
+	if decs[0].Kind != "priority" || decs[0].Reason != "priority 60: pending 1st" {
+		t.Errorf("decision 0 %+v", decs[0])
+	}
+	if !strings.HasPrefix(decs[1].Reason, "priority 29: unallocated (not done: ") {
+		t.Errorf("a failed write must say so: %q", decs[1].Reason)
+	}
+	if decs[2].Kind != "preempt" || decs[2].AllocID != "f1" || decs[3].AllocID != "f2" || decs[3].JobID != "default/free" {
+		t.Errorf("stop decisions %+v %+v", decs[2], decs[3])
+	}
+}
+
+func TestNodeRowsReservation(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		opErr     error
+		wantDrain string
+		wantFor   string
+	}{
+		{name: "reserved once Nomad took the eligibility change", wantDrain: state.NodeReserved, wantFor: "default/big"},
+		{name: "unchanged when the eligibility write failed", opErr: errors.New("boom"), wantDrain: state.NodeActive},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			view := storedState(t, nil, nil, []state.Node{{ID: "n1", Name: "gpu-1", Drain: state.NodeActive,
+				Since: rowsT0.Add(-time.Hour), TotalGPUs: 8, HealthyGPUs: 8}}, nil)
+			f := newRowsFixture(view)
+			f.in.state.Nodes["n1"] = Node{ID: "n1", Name: "gpu-1", GPUs: []GPUModel{{Model: "H100", Total: 8, Healthy: 8}}}
+			f.in.snap.Nodes = []policy.Node{{ID: "n1"}}
+			f.in.plan = &policy.Plan{
+				NodeActions:  []policy.NodeAction{{Node: "n1", Kind: policy.NodeReserve, Reason: policy.Reason{Code: policy.ReasonReserved, Job: "default/big"}}},
+				Reservations: []policy.Reservation{{Job: "default/big", Nodes: []string{"n1"}, Since: rowsT0}},
+			}
+			f.in.results = []Outcome{{Op: Op{Kind: OpEligibility, Node: "n1", Eligible: false}, Err: tc.opErr}}
+			rows := nodeRows(f.in)
+			if tc.opErr != nil {
+				if len(rows) != 0 {
+					t.Fatalf("rows %+v after a failed write", rows)
+				}
+				return
+			}
+			if len(rows) != 1 || rows[0].Drain != tc.wantDrain || rows[0].ReservedFor != tc.wantFor || !rows[0].Since.Equal(rowsT0) {
+				t.Fatalf("rows %+v", rows)
+			}
+		})
+	}
+}
+
+func TestQueueRows(t *testing.T) {
+	f := newRowsFixture(storedState(t, nil, nil, nil, nil))
+	f.in.plan = &policy.Plan{Explanations: []policy.Explanation{
+		{Job: "default/train", Band: policy.BandPending, Priority: 60, Position: 1, Budget: "lab/a",
+			Wait: policy.WaitQueue, Reason: policy.Reason{Code: policy.ReasonPending, N: 1}},
+	}}
+	q := queueRows(f.in)
+	if len(q) != 1 || q[0].JobID != "default/train" || q[0].Band != "pending" || q[0].Position != 1 ||
+		!strings.Contains(q[0].Explanation, "waiting for queue") {
+		t.Fatalf("queue %+v", q)
+	}
+	// The same queue stored: nothing to record (nil keeps the stored one).
+	f.in.view = storedState(t, nil, nil, nil, q)
+	if again := queueRows(f.in); again != nil {
+		t.Fatalf("unchanged queue recorded again: %+v", again)
+	}
+	// An empty plan replaces a stored queue with an empty, non-nil one.
+	f.in.plan = &policy.Plan{}
+	if empty := queueRows(f.in); empty == nil || len(empty) != 0 {
+		t.Fatalf("empty plan: %#v, want an empty non-nil queue", empty)
+	}
+}
