@@ -108,10 +108,11 @@ func (d *Decider) write(j int32) {
 
 // levelScratch is the memory of levels, kept between decisions.
 type levelScratch struct {
-	cost, next []int64 // by window offset: the cost from this job down, and from the next job down
-	best       []int64 // by window offset of the next job: the least cost at or below that level
-	arg        []int32 // the level giving best
-	back       []int32 // by job in order and window offset: the next job's level
+	cost   []int64 // by window offset: the least cost from this job down, at that level
+	best   []int64 // by window offset of the next job: the least cost at or below that level
+	arg    []int32 // the level giving best
+	back   []int32 // by job in order and window offset: the next job's level
+	t, cur []int32 // by job in order: target and current priority
 }
 
 // levels chooses the level written or kept for every pending job (rule 3
@@ -131,10 +132,14 @@ type levelScratch struct {
 // every level: the current levels, once written, are the cheapest
 // assignment. Found by dynamic programming from the last job up: O(m * (2h+1)).
 func (d *Decider) levels() {
+	ls := &d.lv
 	pend := d.pend[:0]
+	ls.t, ls.cur = ls.t[:0], ls.cur[:0]
 	for _, k := range d.order {
 		if info := &d.jobs[k.job]; info.state == jsPending && info.heldFor < 0 {
 			pend = append(pend, k.job)
+			ls.t = append(ls.t, int32(info.target))
+			ls.cur = append(ls.cur, int32(d.snap.Jobs[k.job].Priority))
 		}
 	}
 	d.pend = pend
@@ -148,19 +153,17 @@ func (d *Decider) levels() {
 	start := func(t int) int { return max(band.Low, min(t-h, band.High-w+1)) }
 	const inf = int64(math.MaxInt64 / 4)
 	const rewrite = int64(1) << 40 // more than any sum of distances
-	ls := &d.lv
-	ls.cost, ls.next = resize(ls.cost, w), resize(ls.next, w)
+	ls.cost = resize(ls.cost, w)
 	ls.best, ls.arg = resize(ls.best, w), resize(ls.arg, w)
 	ls.back = resize(ls.back, m*w)
 	for i := m - 1; i >= 0; i-- {
-		info, cur := &d.jobs[pend[i]], d.snap.Jobs[pend[i]].Priority
-		t := info.target
+		t, cur := int(ls.t[i]), int(ls.cur[i])
 		s := start(t)
 		keep := band.contains(cur) && abs(t-cur) <= h
 		var strict bool
 		var sNext int
 		if i+1 < m {
-			tNext := d.jobs[pend[i+1]].target
+			tNext := int(ls.t[i+1])
 			strict, sNext = t > tNext, start(tNext)
 		}
 		for o := 0; o < w; o++ {
@@ -204,7 +207,7 @@ func (d *Decider) levels() {
 	for i := 0; i < m; i++ {
 		d.jobs[pend[i]].level = f
 		if i+1 < m {
-			f = int(ls.back[i*w+f-start(d.jobs[pend[i]].target)])
+			f = int(ls.back[i*w+f-start(int(ls.t[i]))])
 		}
 	}
 }
