@@ -12,7 +12,8 @@ import (
 )
 
 // apiFlags are the flags of every command that talks to a server: where it
-// is, the token for writes, and (for reads) -json and -stale.
+// is, the token for writes, TLS (tls_flags.go), and (for reads) -json and
+// -stale.
 func apiFlags(read bool) []cli.Flag {
 	flags := []cli.Flag{
 		&cli.StringFlag{Name: "address", Value: client.DefaultAddress, Sources: cli.EnvVars("ALLOT_ADDR"),
@@ -20,6 +21,7 @@ func apiFlags(read bool) []cli.Flag {
 		&cli.StringFlag{Name: "token", Sources: cli.EnvVars("ALLOT_TOKEN"),
 			Usage: "token for writes (env ALLOT_TOKEN)"},
 	}
+	flags = append(flags, tlsFlags()...)
 	if read {
 		flags = append(flags, jsonFlag(),
 			&cli.BoolFlag{Name: "stale", Usage: "let any server answer from its local state instead of the leader"})
@@ -29,7 +31,11 @@ func apiFlags(read bool) []cli.Flag {
 
 // apiClient builds the client from the command's flags.
 func apiClient(c *cli.Command) (*client.Client, error) {
-	cl, err := client.New(c.String("address"), c.String("token"), nil)
+	tlsConf, err := tlsOptions(c).Config()
+	if err != nil {
+		return nil, usagef("-ca-cert, -client-cert, -client-key: %v", err)
+	}
+	cl, err := client.New(c.String("address"), c.String("token"), tlsConf)
 	if err != nil {
 		return nil, usagef("-address: %v", err)
 	}

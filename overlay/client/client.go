@@ -26,6 +26,9 @@ var (
 	ErrUnauthorized = errors.New("token refused")
 	// ErrNotFound: the thing asked about does not exist.
 	ErrNotFound = errors.New("not found")
+	// ErrServerCertificate: an https server's certificate failed
+	// verification (unknown CA, or issued for another name).
+	ErrServerCertificate = errors.New("server certificate not trusted")
 )
 
 // APIError is an error answer of the server.
@@ -95,6 +98,11 @@ func (c *Client) Do(ctx context.Context, method, path string, query url.Values, 
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
 	resp, err := c.http.Do(req)
+	var cv *tls.CertificateVerificationError
+	if errors.As(err, &cv) {
+		return fmt.Errorf("%w at %s: %v (pass the CA that signed it with -ca-cert or ALLOT_CACERT, "+
+			"or the name it was issued for with -tls-server-name or ALLOT_TLS_SERVER_NAME)", ErrServerCertificate, c.base, cv.Err)
+	}
 	if err != nil {
 		return fmt.Errorf("%w at %s: %v (is `allot server` running? set -address or ALLOT_ADDR)", ErrUnreachable, c.base, err)
 	}
