@@ -21,19 +21,14 @@ func init() { extraCommands = append(extraCommands, budgetsCommand) }
 func budgetsCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "budgets",
-		Usage: "validate, show and plan budget trees kept as HCL files in git",
+		Usage: "validate, show, plan and apply budget trees kept as HCL files in git",
 		Commands: []*cli.Command{
 			budgetsValidateCommand(),
 			budgetsShowCommand(),
 			budgetsPlanCommand(),
 			budgetsApplyCommand(),
 		},
-		Action: func(_ context.Context, c *cli.Command) error {
-			if c.NArg() > 0 {
-				return usagef("unknown budgets subcommand %q; valid: validate, show, plan", c.Args().First())
-			}
-			return usagef("budgets needs a subcommand: validate, show or plan (allot budgets -help)")
-		},
+		Action: needSubcommand,
 	}
 }
 

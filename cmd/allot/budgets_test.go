@@ -201,3 +201,30 @@ func TestBudgetsShowInvalid(t *testing.T) {
 		t.Errorf("stderr %q", errOut)
 	}
 }
+
+// A group command's usage error lists every subcommand it has, read from
+// the command tree (budgets apply was missing from a literal list).
+func TestGroupCommandsListTheirSubcommands(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"budgets", "frob"}, `unknown allot budgets subcommand "frob"; valid: validate, show, plan, apply`},
+		{[]string{"budgets"}, "allot budgets needs a subcommand: validate, show, plan, apply"},
+		{[]string{"operator", "frob"}, `unknown allot operator subcommand "frob"; valid: raft list-peers`},
+		{[]string{"operator", "raft"}, "allot operator raft needs a subcommand: list-peers"},
+		{[]string{"explain", "frob"}, `unknown allot explain subcommand "frob"; valid: job`},
+	} {
+		code, _, errOut := runCLI(t, tc.args...)
+		if code != exitUsage || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: %d %q, want usage error containing %q", tc.args, code, errOut, tc.want)
+		}
+	}
+	// Every subcommand of budgets is named, whatever is added later.
+	_, _, errOut := runCLI(t, "budgets", "frob")
+	for _, sub := range budgetsCommand().Commands {
+		if !strings.Contains(errOut, sub.Name) {
+			t.Errorf("budgets frob: %q does not name subcommand %q", errOut, sub.Name)
+		}
+	}
+}

@@ -62,9 +62,7 @@ func explainCommand() *cli.Command {
 				return nil
 			},
 		}},
-		Action: func(_ context.Context, c *cli.Command) error {
-			return usagef("explain needs a subcommand: job (allot explain job ID)")
-		},
+		Action: needSubcommand,
 	}
 }
 

@@ -50,12 +50,8 @@ func operatorCommand() *cli.Command {
 			Name:     "raft",
 			Usage:    "inspect the raft group",
 			Commands: []*cli.Command{listPeers},
-			Action: func(context.Context, *cli.Command) error {
-				return usagef("operator raft needs a subcommand: list-peers")
-			},
+			Action:   needSubcommand,
 		}},
-		Action: func(context.Context, *cli.Command) error {
-			return usagef("operator needs a subcommand: raft list-peers")
-		},
+		Action: needSubcommand,
 	}
 }
