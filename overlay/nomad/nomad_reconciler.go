@@ -92,19 +92,9 @@ type termMemory struct {
 	healthy      map[string]bool      // node -> healthy at the last pass
 	healthySince map[string]time.Time
 	landed       map[string]landedWrite
-	holds        map[string]sliceHold // victim job -> the job it was stopped for
+	victims      []policy.Victim // the last plan's held victims (the policy holds them)
+	issued       []policy.Issued // the last plan's settling stops and evaluations, less failed ones
 }
-
-// sliceHold keeps a time-slicing victim below the job it was stopped for
-// until that job is placed (or the hold expires).
-type sliceHold struct {
-	beneficiary string
-	until       time.Time
-	evaluated   time.Time
-}
-
-// holdFor bounds a sliceHold: Nomad retries a rejected plan within seconds.
-const holdFor = time.Minute
 
 // NewReconciler returns a reconciler; start its watcher with Run.
 func NewReconciler(cfg ReconcilerConfig) (*Reconciler, error) {
@@ -206,8 +196,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, v *state.View, now time.Time
 	r.patchLanded(snap)
 	fs := r.fairShare(ledger, tree, now)
 	plan := r.decider.Decide(snap, tree, fs, now, r.cfg.Policy)
-	victimsBelowGap(plan, r.cfg.Policy)
-	r.holdVictims(plan, snap, now)
 	ops := OpsFromPlan(plan)
 	var results []Outcome
 	if len(ops) > 0 {
@@ -218,77 +206,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, v *state.View, now time.Time
 	out := buildOutcome(rowsInput{view: v, state: &st, snap: snap, plan: plan, results: results,
 		firstSeen: in.Memory.FirstSeen, leaf: leaf, cfg: &r.cfg, now: now})
 	return out, nil
-}
-
-// victimsBelowGap lowers each time-slicing victim to at least Nomad's
-// preemption gap below the job it makes room for. Nomad places a
-// migrate-stopped allocation's replacement at once, on the GPUs its own
-// stop just freed, before the blocked job it was stopped for is retried
-// (observed with Nomad 2.0.6); a full gap lets that job's evaluation
-// preempt the replacement, which is only pending, instead of waiting
-// behind it.
-func victimsBelowGap(p *policy.Plan, cfg policy.Config) {
-	for i := range p.SetPriorities {
-		sp := &p.SetPriorities[i]
-		if sp.Reason.Code != policy.ReasonVictimLowered {
-			continue
-		}
-		e, ok := p.Explain(sp.Reason.Job)
-		if !ok {
-			continue
-		}
-		if limit := max(e.Priority-cfg.PreemptionGap, cfg.Pending.Low); sp.To > limit {
-			sp.To = limit
-			if ve, ok := p.Explain(sp.Job); ok {
-				ve.Priority = limit
-			}
-		}
-	}
-}
-
-// holdVictims keeps each victim a preemption gap below the job it was
-// stopped for while that job waits: Nomad places the victim's replacement
-// on the freed GPUs at once (its stop's own evaluation), and the policy
-// would protect that replacement as starting. Held down, the replacement
-// stays within reach of Nomad's preemption, and the waiting job is
-// evaluated again so that Nomad takes the GPUs back for it.
-func (r *Reconciler) holdVictims(p *policy.Plan, snap *policy.Snapshot, now time.Time) {
-	live := map[string]bool{}
-	for i := range snap.Allocs {
-		a := &snap.Allocs[i]
-		if (a.ClientStatus == policy.ClientPending || a.ClientStatus == policy.ClientRunning) && a.DesiredStatus == policy.DesiredRun {
-			live[a.Job] = true
-		}
-	}
-	limits := map[string]int{}
-	for victim, h := range r.mem.holds {
-		e, ok := p.Explain(h.beneficiary)
-		if !ok || now.After(h.until) || e.Band != policy.BandPending || live[h.beneficiary] {
-			delete(r.mem.holds, victim)
-			continue
-		}
-		limits[victim] = max(e.Priority-r.cfg.Policy.PreemptionGap, r.cfg.Policy.Pending.Low)
-		if live[victim] && now.Sub(h.evaluated) >= time.Second {
-			h.evaluated = now
-			r.mem.holds[victim] = h
-			p.Evaluations = append(p.Evaluations, policy.Evaluate{Job: h.beneficiary, Namespace: e.Namespace,
-				Reason: policy.Reason{Code: policy.ReasonVictimsStopped, Node: "the GPUs its victim " + victim + " left"}})
-		}
-	}
-	kept := p.SetPriorities[:0]
-	for _, sp := range p.SetPriorities {
-		if limit, ok := limits[sp.Job]; ok && sp.To > limit {
-			if ve, ok := p.Explain(sp.Job); ok {
-				ve.Priority = min(sp.From, limit)
-			}
-			if sp.From <= limit {
-				continue
-			}
-			sp.To = limit
-		}
-		kept = append(kept, sp)
-	}
-	p.SetPriorities = kept
 }
 
 // placeholderTree stands in before any budget tree is applied: no job can
@@ -346,13 +263,13 @@ func (r *Reconciler) memory(v *state.View, st *State, now time.Time) Memory {
 	}
 	if !r.mem.started {
 		r.mem = termMemory{started: true, healthy: map[string]bool{}, healthySince: map[string]time.Time{},
-			landed: map[string]landedWrite{}, holds: map[string]sliceHold{}, reservations: reservationsFromState(v)}
+			landed: map[string]landedWrite{}, reservations: reservationsFromState(v)}
 	}
 	r.trackHealth(st, m.NodeStates, now)
 	for id, t := range r.mem.healthySince {
 		m.HealthySince[id] = t
 	}
-	m.Reservations = r.mem.reservations
+	m.Reservations, m.Victims, m.Issued = r.mem.reservations, r.mem.victims, r.mem.issued
 	return m
 }
 
@@ -439,13 +356,7 @@ func (r *Reconciler) remember(plan *policy.Plan, results []Outcome, snap *policy
 			r.mem.landed[PolicyJobID(o.Op.Job)] = landedWrite{priority: o.Op.Priority, modifyIndex: o.ModifyIndex}
 		}
 	}
-	for i, o := range results {
-		if o.Op.Kind == OpStop && o.Err == nil && i >= len(plan.SetPriorities) {
-			if st := plan.Stops[i-len(plan.SetPriorities)]; st.Reason.Code == policy.ReasonVictim {
-				r.mem.holds[st.Job] = sliceHold{beneficiary: st.Reason.Job, until: now.Add(holdFor), evaluated: now}
-			}
-		}
-	}
+	r.mem.victims, r.mem.issued = appliedMemory(plan, results)
 	for id := range r.mem.landed {
 		if !hasJob(snap, id) {
 			delete(r.mem.landed, id)

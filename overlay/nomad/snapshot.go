@@ -18,6 +18,10 @@ type Memory struct {
 	HealthySince map[string]time.Time
 	// Reservations: Plan.Reservations of the previous decision.
 	Reservations []policy.Reservation
+	// Victims and Issued: Plan.Victims and Plan.Issued of the previous
+	// decision, less what Nomad did not accept (appliedMemory).
+	Victims []policy.Victim
+	Issued  []policy.Issued
 	// LastDecision: the now of the previous decision.
 	LastDecision time.Time
 	// Written: the priority allot last wrote, by policy job ID.
@@ -68,7 +72,8 @@ func BuildSnapshot(s *State, in SnapshotInput) *policy.Snapshot {
 	if cfg == nil {
 		cfg = &Config{}
 	}
-	snap := &policy.Snapshot{Reservations: in.Memory.Reservations, LastDecision: in.Memory.LastDecision}
+	snap := &policy.Snapshot{Reservations: in.Memory.Reservations, Victims: in.Memory.Victims, Issued: in.Memory.Issued,
+		LastDecision: in.Memory.LastDecision}
 	for _, n := range s.Nodes {
 		if pn, ok := policyNode(&n, cfg, in.Memory); ok {
 			snap.Nodes = append(snap.Nodes, pn)
