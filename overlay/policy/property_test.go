@@ -248,25 +248,7 @@ func checkPlan(t *testing.T, seed int64, snap *Snapshot, p *Plan, now time.Time,
 			pend = append(pend, &p.Explanations[i])
 		}
 	}
-	// Rule 3 with hysteresis: levels keep the order (strictly where the
-	// targets differ) and stay less than Hysteresis from their targets.
-	for _, a := range pend {
-		if a.Band != BandPending || victims[a.Job] {
-			continue
-		}
-		if d := final[a.Job] - a.Target; d >= cfg.Hysteresis || -d >= cfg.Hysteresis {
-			t.Errorf("seed %d: pending %s at %d, target %d, hysteresis %d", seed, a.Job, final[a.Job], a.Target, cfg.Hysteresis)
-		}
-		for _, b := range pend {
-			if b.Band != BandPending || victims[b.Job] || a.Position >= b.Position {
-				continue
-			}
-			if (a.Target > b.Target && final[a.Job] <= final[b.Job]) || final[a.Job] < final[b.Job] {
-				t.Errorf("seed %d: rule 3: %s (#%d, target %d) at %d, %s (#%d, target %d) at %d",
-					seed, a.Job, a.Position, a.Target, final[a.Job], b.Job, b.Position, b.Target, final[b.Job])
-			}
-		}
-	}
+	checkOrder(t, seed, pend, final, victims, cfg)
 	prio := map[string]int{}
 	for _, j := range snap.Jobs {
 		prio[j.ID] = j.Contract.Priority
@@ -332,6 +314,30 @@ func checkPlan(t *testing.T, seed int64, snap *Snapshot, p *Plan, now time.Time,
 		j, _ := p.Explain(s.Reason.Job)
 		if v.Rank == nil || j.Rank == nil || v.Rank.ServedRatio() < j.Rank.ServedRatio()+cfg.FairnessMargin {
 			t.Errorf("seed %d: victim %s is not served more than %s by the margin", seed, s.Job, s.Reason.Job)
+		}
+	}
+}
+
+// checkOrder: rule 3 with hysteresis. Pending levels keep the order
+// (strictly where the targets differ) and stay less than Hysteresis from
+// their targets.
+func checkOrder(t *testing.T, seed int64, pend []*Explanation, final map[string]int, victims map[string]bool, cfg Config) {
+	t.Helper()
+	for _, a := range pend {
+		if a.Band != BandPending || victims[a.Job] {
+			continue
+		}
+		if d := final[a.Job] - a.Target; d >= cfg.Hysteresis || -d >= cfg.Hysteresis {
+			t.Errorf("seed %d: pending %s at %d, target %d, hysteresis %d", seed, a.Job, final[a.Job], a.Target, cfg.Hysteresis)
+		}
+		for _, b := range pend {
+			if b.Band != BandPending || victims[b.Job] || a.Position >= b.Position {
+				continue
+			}
+			if (a.Target > b.Target && final[a.Job] <= final[b.Job]) || final[a.Job] < final[b.Job] {
+				t.Errorf("seed %d: rule 3: %s (#%d, target %d) at %d, %s (#%d, target %d) at %d",
+					seed, a.Job, a.Position, a.Target, final[a.Job], b.Job, b.Position, b.Target, final[b.Job])
+			}
 		}
 	}
 }

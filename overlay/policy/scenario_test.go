@@ -166,10 +166,7 @@ func (w *world) do(c *ddCase) (string, error) {
 	case "decide":
 		return w.decide(slices.Contains(pos, "lag")), nil
 	case "catchup":
-		for _, p := range w.lagged {
-			w.effects(p)
-		}
-		w.lagged = nil
+		w.catchup()
 		return "", nil
 	}
 	return "", fmt.Errorf("unknown command %q", c.cmd)
@@ -509,6 +506,14 @@ func (w *world) printPlan(p *Plan) string {
 func (w *world) apply(p *Plan) {
 	w.effects(p)
 	w.remember(p)
+}
+
+// catchup shows the view what the lagged plans did.
+func (w *world) catchup() {
+	for _, p := range w.lagged {
+		w.effects(p)
+	}
+	w.lagged = nil
 }
 
 // effects applies a plan's writes to the view.
