@@ -96,7 +96,9 @@ func LoadServerConfig(path string) (*ServerConfig, error) {
 func ParseServerConfig(name string, src []byte) (*ServerConfig, error) {
 	f, hds := hclsyntax.ParseConfig(src, name, hcl2.InitialPos)
 	if hds.HasErrors() {
-		return nil, fromHCL(name, hds)
+		ds := fromHCL(name, hds)
+		sortDiagnostics(ds)
+		return nil, ds
 	}
 	d := &decoder{file: name}
 	cfg := &ServerConfig{}
@@ -384,10 +386,14 @@ func (d *decoder) duration(attr *hcl2.Attribute) *time.Duration {
 	return d.parseDuration(attr, *s, "")
 }
 
+// maxDays is the most whole days a time.Duration holds (about 292 years);
+// more would wrap around to a negative or a wrong positive duration.
+const maxDays = math.MaxInt64 / int64(24*time.Hour)
+
 // parseDuration accepts Go durations ("90m", "4h") and whole days ("7d").
 func (d *decoder) parseDuration(attr *hcl2.Attribute, s, alt string) *time.Duration {
 	if days, ok := strings.CutSuffix(s, "d"); ok {
-		if n, err := strconv.Atoi(days); err == nil && n > 0 {
+		if n, err := strconv.ParseInt(days, 10, 64); err == nil && n > 0 && n <= maxDays {
 			v := time.Duration(n) * 24 * time.Hour
 			return &v
 		}
@@ -397,6 +403,6 @@ func (d *decoder) parseDuration(attr *hcl2.Attribute, s, alt string) *time.Durat
 	if alt != "" {
 		alt = " " + alt
 	}
-	d.bad(attr, "%s = %q: want a positive duration such as \"90m\", \"8h\" or \"7d\"%s", attr.Name, s, alt)
+	d.bad(attr, "%s = %q: want a positive duration such as \"90m\", \"8h\" or \"7d\" (at most %dd)%s", attr.Name, s, maxDays, alt)
 	return nil
 }
