@@ -64,18 +64,52 @@ func (l *Ledger) appendSeries(buf []byte, s *series) []byte {
 	start := max(l.floor, (s.hb-l.nb+1)*blockLen)
 	buf = binary.AppendUvarint(buf, uint64(s.last-start+1))
 	buf = binary.AppendVarint(buf, start)
-	var prev, run int64
-	for j := start; j <= s.last; j++ {
-		v := s.value(j, l.nb)
-		if v == prev {
-			run++
+	e := runEncoder{buf: buf}
+	// Block by block: a block whose sum (from the block prefixes) is zero is
+	// a run of zeros, without reading its buckets; the others are read
+	// straight from the ring. Most of a ring is empty or steady.
+	for b := floorDiv(start, blockLen); b <= floorDiv(s.last, blockLen); b++ {
+		lo, hi := max(start, b*blockLen), min(s.last, b*blockLen+blockLen-1)
+		slot := floorMod(b, l.nb)
+		end := s.total
+		if b < s.hb {
+			end = s.cum[floorMod(b+1, l.nb)]
+		}
+		if end == s.cum[slot] {
+			e.repeat(0, hi-lo+1)
 			continue
 		}
-		buf = binary.AppendUvarint(buf, uint64(run))
-		buf = binary.AppendVarint(buf, v-prev)
-		prev, run = v, 0
+		blk := s.vals[slot*blockLen : (slot+1)*blockLen]
+		for _, v := range blk[floorMod(lo, blockLen) : floorMod(hi, blockLen)+1] {
+			if int64(v) == e.prev {
+				e.run++ // the common case, kept inline
+				continue
+			}
+			e.repeat(int64(v), 1)
+		}
 	}
-	return binary.AppendUvarint(buf, uint64(run))
+	return binary.AppendUvarint(e.buf, uint64(e.run))
+}
+
+// runEncoder writes a series as (repeat, delta) pairs: values equal to the
+// previous one extend the current run; a new value closes it.
+type runEncoder struct {
+	buf       []byte
+	prev, run int64
+}
+
+// repeat appends n copies of v.
+func (e *runEncoder) repeat(v, n int64) {
+	if n <= 0 {
+		return
+	}
+	if v != e.prev {
+		e.buf = binary.AppendUvarint(e.buf, uint64(e.run))
+		e.buf = binary.AppendVarint(e.buf, v-e.prev)
+		e.prev, e.run = v, 0
+		n--
+	}
+	e.run += n
 }
 
 // UnmarshalBinary replaces the ledger with one encoded by MarshalBinary. On
