@@ -73,11 +73,19 @@ func New(address, token string, tlsConf *tls.Config) (*Client, error) {
 // Address returns the server's base URL.
 func (c *Client) Address() string { return c.base.String() }
 
-// Do sends one request: in (when not nil) as the JSON body, out (when not
-// nil) decoded from a 2xx answer.
+// Do sends one request to path (escaped, as in a URL): in (when not nil) as
+// the JSON body, out (when not nil) decoded from a 2xx answer.
 func (c *Client) Do(ctx context.Context, method, path string, query url.Values, in, out any) error {
+	// path is escaped (callers escape IDs with url.PathEscape): setting it
+	// as the unescaped Path would escape it twice, and "default/train"
+	// would reach the server as "default%2Ftrain".
 	u := *c.base
-	u.Path = strings.TrimSuffix(u.Path, "/") + path
+	escaped := strings.TrimSuffix(u.EscapedPath(), "/") + path
+	unescaped, err := url.PathUnescape(escaped)
+	if err != nil {
+		return fmt.Errorf("request path %q: %w", path, err)
+	}
+	u.Path, u.RawPath = unescaped, escaped
 	u.RawQuery = query.Encode()
 	var body io.Reader
 	if in != nil {

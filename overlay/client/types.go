@@ -44,13 +44,13 @@ type WriteResult struct {
 
 // QueueJob is one managed job's place in the last plan.
 type QueueJob struct {
-	JobID       string  `json:"job_id"`
-	Budget      string  `json:"budget"`
-	Band        string  `json:"band"`
-	Priority    int     `json:"priority"`
-	SortMetric  float64 `json:"sort_metric"`
-	Position    int     `json:"position"` // 1-based among pending jobs, 0 for others
-	Explanation string  `json:"explanation"`
+	JobID       string `json:"job_id"`
+	Budget      string `json:"budget"`
+	Band        string `json:"band"`
+	Priority    int    `json:"priority"`
+	SortMetric  Ratio  `json:"sort_metric"` // "inf" when infinite (see Ratio)
+	Position    int    `json:"position"`    // 1-based among pending jobs, 0 for others
+	Explanation string `json:"explanation"`
 }
 
 // Queue is the answer of GET /v1/queue: pending jobs in order, then the rest.
@@ -103,7 +103,7 @@ type UsageRow struct {
 	Demand    float64 `json:"demand_gpu_hours"`
 	Owed      float64 `json:"owed_gpu_hours"`
 	Delivered float64 `json:"delivered_gpu_hours"`
-	Ratio     float64 `json:"delivered_over_owed"`
+	Ratio     Ratio   `json:"delivered_over_owed"`
 }
 
 // Usage is the answer of GET /v1/usage?since=7d.

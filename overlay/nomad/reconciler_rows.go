@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/allot-sched/allot/budgets"
 	"github.com/allot-sched/allot/overlay/contract"
 	"github.com/allot-sched/allot/overlay/policy"
 	"github.com/allot-sched/allot/overlay/server"
@@ -352,7 +353,7 @@ func queueRows(in rowsInput) []state.QueueEntry {
 		row := state.QueueEntry{JobID: e.Job, Leaf: e.Budget, Band: e.Band.String(), Priority: e.Priority,
 			Position: e.Position, Explanation: explanationText(e)}
 		if e.Rank != nil {
-			row.SortMetric = e.Rank.Metric
+			row.SortMetric = budgets.Ratio(e.Rank.Metric)
 		}
 		q = append(q, row)
 	}

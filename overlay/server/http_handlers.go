@@ -52,7 +52,7 @@ func (s *Server) putBudgets(_ *http.Request, body []byte) (any, error) {
 
 func queueJob(q *state.QueueEntry) client.QueueJob {
 	return client.QueueJob{JobID: q.JobID, Budget: q.Leaf, Band: q.Band, Priority: q.Priority,
-		SortMetric: q.SortMetric, Position: q.Position, Explanation: q.Explanation}
+		SortMetric: client.Ratio(q.SortMetric), Position: q.Position, Explanation: q.Explanation}
 }
 
 func (s *Server) getQueue(_ *http.Request, v *state.View) (any, error) {
@@ -149,7 +149,7 @@ func (s *Server) getUsage(r *http.Request, v *state.View) (any, error) {
 	hours := func(gs int64) float64 { return float64(gs) / 3600 }
 	for i, d := range report {
 		out.Budgets = append(out.Budgets, client.UsageRow{Path: d.Path, Leaf: nodes[i].IsLeaf(), Charged: hours(d.Delivered),
-			Demand: hours(demand[i]), Owed: hours(d.Owed), Delivered: hours(d.Credited), Ratio: d.Ratio})
+			Demand: hours(demand[i]), Owed: hours(d.Owed), Delivered: hours(d.Credited), Ratio: client.Ratio(d.Ratio)})
 	}
 	return out, nil
 }

@@ -112,8 +112,8 @@ type QueueEntry struct {
 	Leaf        string
 	Band        string
 	Priority    int
-	SortMetric  float64
-	Position    int // 1-based place among pending jobs; 0 for running ones
+	SortMetric  budgets.Ratio // JSON "inf" when infinite: raft entries must always encode
+	Position    int           // 1-based place among pending jobs; 0 for running ones
 	Explanation string
 	PlannedAt   time.Time
 }
