@@ -44,8 +44,12 @@ func TestReconcileLatencyRegisterToPriority(t *testing.T) {
 }
 
 // Latency: protected window end -> victim preempted (its task told to stop),
-// 8 one-GPU victims per round with staggered windows, two rounds.
+// 8 one-GPU victims per round with staggered windows, two rounds. The
+// windows are long enough that the pending jobs wanting the GPUs are
+// registered and prioritized before the first one ends: a window that ended
+// earlier would add the test's own set-up time to the figure.
 func TestReconcileLatencyWindowEndToPreempt(t *testing.T) {
+	const window = 12 * time.Second
 	c := startGPUCluster(t)
 	al := startAllot(t, c, allotOptions{})
 	now := time.Now()
@@ -56,20 +60,29 @@ func TestReconcileLatencyWindowEndToPreempt(t *testing.T) {
 		for i := 0; i < 8; i++ {
 			id := fmt.Sprintf("v%d-%d", round, i)
 			victims = append(victims, id)
-			c.register(t, gpuJob{ID: id, Budget: "lab/a", MinRuntime: "6s", GPUs: 1})
+			c.register(t, gpuJob{ID: id, Budget: "lab/a", MinRuntime: window.String(), GPUs: 1})
 			c.waitRunning(t, id, 1, 30*time.Second)
 			time.Sleep(400 * time.Millisecond) // staggers the windows
 		}
 		for i := 0; i < 8; i++ {
 			c.register(t, gpuJob{ID: fmt.Sprintf("p%d-%d", round, i), Budget: "lab/b", MinRuntime: "2s", GPUs: 1})
 		}
+		for i := 0; i < 8; i++ {
+			id := fmt.Sprintf("p%d-%d", round, i)
+			waitFor(t, 10*time.Second, id+" prioritized by allot", func() (bool, error) { return len(c.versions(t, id)) >= 2, nil })
+		}
+		ready := time.Now()
 		for _, id := range victims {
 			var first nomadAlloc
 			waitFor(t, 40*time.Second, id+" preempted", func() (bool, error) {
 				first = c.allocs(t, id)[0]
 				return !first.killedAt().IsZero(), nil
 			})
-			end := first.started().Add(6 * time.Second)
+			end := first.started().Add(window)
+			if !end.After(ready) {
+				t.Fatalf("precondition: %s's window ended at %s, before the pending jobs were in place at %s",
+					id, end.Format("15:04:05.000"), ready.Format("15:04:05.000"))
+			}
 			lat := first.killedAt().Sub(end)
 			if lat < 0 {
 				t.Fatalf("%s killed %s before its window ended", id, -lat)

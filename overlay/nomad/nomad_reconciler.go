@@ -157,8 +157,11 @@ func (r *Reconciler) Run(ctx context.Context) error {
 	}
 }
 
-// wakeAt arms the wake-up for the plan's NextWake (zero: none).
-func (r *Reconciler) wakeAt(t, now time.Time) {
+// wakeAt arms the wake-up for the plan's NextWake (zero: none). now is the
+// pass's clock reading and spent the wall time the pass has taken since
+// (applying the plan can take a while): the timer counts from the end of
+// the pass, so it is shortened by spent to fire at NextWake itself.
+func (r *Reconciler) wakeAt(t, now time.Time, spent time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.timer != nil {
@@ -169,7 +172,7 @@ func (r *Reconciler) wakeAt(t, now time.Time) {
 		return
 	}
 	// A few milliseconds late, so the pass sees the window as ended.
-	r.timer = time.AfterFunc(t.Sub(now)+5*time.Millisecond, r.poke)
+	r.timer = time.AfterFunc(t.Sub(now)-spent+5*time.Millisecond, r.poke)
 }
 
 // Reconcile runs one pass: snapshot, decide, apply, and the rows to record.
@@ -177,6 +180,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, v *state.View, now time.Time
 	if err := ctx.Err(); err != nil {
 		return server.Outcome{}, err
 	}
+	began := time.Now()       // wall time, only to time the NextWake timer
 	if ctx.Done() != r.term { // a new leadership term starts from the replicated state
 		r.term, r.mem = ctx.Done(), termMemory{}
 	}
@@ -202,7 +206,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, v *state.View, now time.Time
 		results = r.applier.Apply(ctx, ops)
 	}
 	r.remember(plan, results, snap, now)
-	r.wakeAt(plan.NextWake, now)
+	r.wakeAt(plan.NextWake, now, time.Since(began))
 	out := buildOutcome(rowsInput{view: v, state: &st, snap: snap, plan: plan, results: results,
 		firstSeen: in.Memory.FirstSeen, leaf: leaf, cfg: &r.cfg, now: now})
 	return out, nil
