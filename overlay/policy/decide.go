@@ -61,8 +61,9 @@ type Decider struct {
 	unobserved []bool           // by Snapshot.Issued: a stop the snapshot does not show yet
 	view       Snapshot         // the snapshot read when some allocations are taken as stopping
 	allocBuf   []Alloc
-	pend       []int32 // pending jobs written by level, in order
 	lv         levelScratch
+	// tl is what an Incremental left out of snap (nil for a full Decide).
+	tl *tail
 }
 
 // Decide is the pipeline; each step is in its own file.
@@ -88,7 +89,9 @@ func (d *Decider) Decide(snap *Snapshot, tree *budgets.Tree, fs *budgets.FairSha
 	d.tier()              // tier.go: bands and priorities (rules 1-4), hysteresis
 	d.recordVictims()     // memory.go: this plan's victims, held from now on
 	d.recordIssued()      // memory.go: this plan's stops and evaluations, settling
-	d.explain()           // explain.go: explanations and NextWake (rule 12)
+	if d.tl == nil || d.tl.explain {
+		d.explain() // explain.go: explanations and NextWake (rule 12)
+	}
 	d.plan.NextWake = d.wake
 	p := d.plan
 	return &p

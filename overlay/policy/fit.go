@@ -112,6 +112,20 @@ func (c *capacity) bestFit(cl int32, gpus, below int32) (int32, int32) {
 	return -1, below
 }
 
+// maxAvail is the most GPUs available on any usable node.
+func (c *capacity) maxAvail() int32 {
+	most := int32(0)
+	for cl, bk := range c.bucket {
+		for a := c.top[cl]; a > most; a-- {
+			if len(bk[a]) > 0 {
+				most = a
+				break
+			}
+		}
+	}
+	return most
+}
+
 // raise keeps top above the bucket a node just entered.
 func (c *capacity) raise(node int32) {
 	if i := c.index(node); i > c.top[c.model[node]] {

@@ -65,6 +65,9 @@ func (d *Decider) orderPending() {
 		if !k.partial() {
 			p++
 			d.jobs[k.job].position = p
+			if d.tl != nil {
+				d.jobs[k.job].position = d.tl.pos[k.job] // counting the jobs left out
+			}
 		}
 	}
 }

@@ -23,6 +23,9 @@ func (d *Decider) place() {
 	for oi, k := range d.order {
 		j := k.job
 		info := &d.jobs[j]
+		if d.tl != nil && !d.tl.crossed && d.tl.first > 0 && info.position > d.tl.first {
+			d.crossTail(examined)
+		}
 		if info.fits {
 			continue // placed on its released reservation
 		}
@@ -38,6 +41,9 @@ func (d *Decider) place() {
 		}
 		if info.holding > 0 {
 			d.creditHeld(j)
+			if d.tl != nil {
+				d.checkTailRoom()
+			}
 		}
 		mark := d.cap.mark()
 		if d.fitAll(job, d.asks) {
@@ -62,6 +68,9 @@ func (d *Decider) place() {
 			d.newReservation(j) // smaller jobs behind it would take its GPUs as they free up
 		}
 	}
+	if d.tl != nil && !d.tl.crossed && d.tl.first > 0 {
+		d.crossTail(examined)
+	}
 }
 
 // smallestAsks fills minAskBelow[i]: the smallest per-allocation GPU ask of
@@ -69,6 +78,9 @@ func (d *Decider) place() {
 func (d *Decider) smallestAsks() {
 	d.minAskBelow = resize(d.minAskBelow, len(d.order))
 	least := int32(1 << 30)
+	if d.tl != nil && d.tl.first > 0 {
+		least = d.tl.minAsk // the left-out jobs sort below every job examined (tail.go)
+	}
 	for i := len(d.order) - 1; i >= 0; i-- {
 		for _, g := range d.snap.Jobs[d.order[i].job].Groups {
 			if g.GPUs > 0 && g.Count > 0 {

@@ -1,0 +1,38 @@
+package policy
+
+// tail is what an Incremental left out of the snapshot a Decider reads: the
+// pending jobs deep in the order that sit at the band's bottom, targeted
+// there, and are referenced by no memory (incremental.go). A Decider with a
+// tail numbers the jobs it reads by their true positions, steps over the
+// left-out jobs as runs in levels, and checks in place that leaving them
+// out changed nothing: by the time the walk passes the first of them no
+// more jobs may be examined for time slicing, and no usable node ever has
+// room for the smallest ask among them after that. If the check fails the
+// plan is thrown away and the Incremental decides again with more jobs.
+type tail struct {
+	pos     []int32 // by job index of the snapshot read: true 1-based pending position, 0 when not pending
+	first   int32   // true position of the first pending job left out; 0 when none is
+	total   int32   // pending jobs in all, left out or not
+	minAsk  int32   // smallest per-allocation GPU ask of the jobs left out
+	explain bool    // fill Plan.Explanations for the jobs read
+	crossed bool    // the walk in place passed first
+	unsound bool    // leaving the jobs out may have changed the plan
+}
+
+// crossTail is called once place passes the first left-out position.
+func (d *Decider) crossTail(examined int) {
+	t := d.tl
+	t.crossed = true
+	if examined < d.cfg.MaxEvaluations && d.evals < d.cfg.MaxEvaluations {
+		t.unsound = true // a left-out job might have been examined
+	}
+	d.checkTailRoom()
+}
+
+// checkTailRoom marks the tail unsound when some usable node has room for
+// the smallest left-out ask: that job might fit.
+func (d *Decider) checkTailRoom() {
+	if d.tl.crossed && d.cap.maxAvail() >= d.tl.minAsk {
+		d.tl.unsound = true
+	}
+}
