@@ -158,7 +158,10 @@ func (d *Decider) indexLeaves() {
 	}
 }
 
-func (d *Decider) managed(job *Job) bool {
+func (d *Decider) managed(job *Job) bool { return managedBy(&d.cfg, job) }
+
+// managedBy reports whether cfg manages job (rule 11).
+func managedBy(cfg *Config, job *Job) bool {
 	gpus := false
 	for _, g := range job.Groups {
 		if g.GPUs > 0 && g.Count > 0 {
@@ -168,10 +171,10 @@ func (d *Decider) managed(job *Job) bool {
 	if !gpus {
 		return false
 	}
-	if len(d.cfg.Namespaces) > 0 && !slices.Contains(d.cfg.Namespaces, job.Namespace) {
+	if len(cfg.Namespaces) > 0 && !slices.Contains(cfg.Namespaces, job.Namespace) {
 		return false
 	}
-	return len(d.cfg.NodePools) == 0 || slices.Contains(d.cfg.NodePools, poolOf(job.Pool))
+	return len(cfg.NodePools) == 0 || slices.Contains(cfg.NodePools, poolOf(job.Pool))
 }
 
 // jobState classifies one job from its allocations.

@@ -60,16 +60,41 @@ func (d *Decider) orderPending() {
 		}
 	}
 	slices.SortFunc(d.order, d.compareKeys)
+	if d.tl != nil {
+		d.tailPositions()
+		return
+	}
 	p := int32(0)
 	for _, k := range d.order {
 		if !k.partial() {
 			p++
 			d.jobs[k.job].position = p
-			if d.tl != nil {
-				d.jobs[k.job].position = d.tl.pos[k.job] // counting the jobs left out
-			}
 		}
 	}
+}
+
+// tailPositions numbers the pending jobs counting those an Incremental
+// left out (tail.go): a job's position is the queued jobs before it, plus
+// the other pending jobs before it (all read), plus one.
+func (d *Decider) tailPositions() {
+	t := d.tl
+	t.qb = resize(t.qb, len(d.jobs))
+	var others int32
+	for _, k := range d.order {
+		if k.partial() {
+			continue
+		}
+		qb := t.rank[k.job] - 1
+		if qb < 0 {
+			qb = t.before(k.job)
+		}
+		t.qb[k.job] = qb
+		d.jobs[k.job].position = qb + others + 1
+		if t.rank[k.job] == 0 {
+			others++
+		}
+	}
+	t.total = t.queued + others
 }
 
 // pendingLevel is the pending-band level of position p (1-based): the top

@@ -10,10 +10,21 @@ package policy
 // room for the smallest ask among them after that. If the check fails the
 // plan is thrown away and the Incremental decides again with more jobs.
 type tail struct {
-	pos     []int32 // by job index of the snapshot read: true 1-based pending position, 0 when not pending
-	first   int32   // true position of the first pending job left out; 0 when none is
-	total   int32   // pending jobs in all, left out or not
-	minAsk  int32   // smallest per-allocation GPU ask of the jobs left out
+	// rank is by job index of the snapshot read: for a queued job (no
+	// allocation, allocated, managed) its 1-based rank among all queued
+	// jobs, 0 for the others.
+	rank []int32
+	// before counts the queued jobs sorting before job j of the snapshot
+	// read, for a pending job that is not queued (its allocations all
+	// stopped or failed).
+	before func(j int32) int32
+	queued int32 // queued jobs in all, left out or not
+	first  int32 // rank of the first queued job left out; 0 when none is
+	minAsk int32 // smallest per-allocation GPU ask of the jobs left out
+	// Set by orderPending: by job index, the queued jobs sorting before a
+	// pending job; the pending jobs in all.
+	qb    []int32
+	total int32
 	explain bool    // fill Plan.Explanations for the jobs read
 	crossed bool    // the walk in place passed first
 	unsound bool    // leaving the jobs out may have changed the plan

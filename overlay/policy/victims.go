@@ -23,7 +23,7 @@ func (d *Decider) place() {
 	for oi, k := range d.order {
 		j := k.job
 		info := &d.jobs[j]
-		if d.tl != nil && !d.tl.crossed && d.tl.first > 0 && info.position > d.tl.first {
+		if d.tl != nil && !d.tl.crossed && d.tl.first > 0 && !k.partial() && d.tl.qb[j] >= d.tl.first {
 			d.crossTail(examined)
 		}
 		if info.fits {

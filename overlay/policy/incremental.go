@@ -1,0 +1,403 @@
+package policy
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/allot-sched/allot/budgets"
+	"github.com/allot-sched/allot/overlay/contract"
+)
+
+// Incremental is the policy's incremental form, for callers that decide
+// often on a cluster that changes a little between decisions (the
+// simulator). It holds the cluster as a Snapshot would, absorbs deltas
+// (PutJob, RemoveJob, PutAlloc, RemoveAlloc, PutNode, RemoveNode, Remember)
+// and its Decide returns exactly the Plan that Decide returns on Snapshot()
+// with the same arguments: time advances and usage charged come in as now
+// and the FairShare, as for Decide.
+//
+// It keeps the waiting allocated jobs without allocations per leaf, in
+// pending order, and reads only what a decision can depend on: jobs with
+// allocations, the first pending jobs in order, jobs whose priority is not
+// where the policy keeps them, and jobs its memory names. The pending jobs
+// deep in the order at the band's bottom are left out (tail.go); when the
+// decision finds they might have mattered it decides again with more of
+// them. It is a plain value the caller owns: no goroutines, no clock, not
+// safe for concurrent use. Its zero value is ready.
+type Incremental struct {
+	// Explanations makes Decide fill Plan.Explanations for every managed
+	// job, in Snapshot().Jobs order, as Decide does (it costs a pass over
+	// every job); otherwise Plan.Explanations is nil.
+	Explanations bool
+
+	// Memory carried from one Plan to the next decision, as in Snapshot:
+	// Remember sets it from a Plan; a caller may drop Issued entries it
+	// failed to apply.
+	Reservations []Reservation
+	Victims      []Victim
+	Issued       []Issued
+	LastDecision time.Time
+
+	nodes  []Node
+	nodeAt map[string]int32
+	jobs   []incJob // Snapshot order, with holes
+	jobAt  map[string]int32
+	holes  int
+	allocs []incAlloc // Snapshot order, with holes
+	allocAt map[string]int32
+	aHoles  int
+	perJob  map[string]int32 // allocations by job ID
+
+	// Classification, for one tree and configuration.
+	tree     *budgets.Tree
+	cfg      Config
+	leaves   [][]int32 // by leaf index: queued jobs in pending order
+	asks     map[int32]int32
+	active   slotSet // jobs with allocations
+	dirty    slotSet // jobs never left out: priority not where the policy keeps idle jobs
+	head     int     // pending jobs read at the top of the order last time
+	d        Decider
+	view     Snapshot
+	tl       tail
+	mark     []uint32
+	epoch    uint32
+	inc      []int32
+	leafRank []int32 // by leaf: its rank in the fair-share order
+	byRank   []int32 // by rank: the leaf
+	prefix   []int32 // by rank: queued jobs of the leaves before
+	askBuf   map[int32]int32
+	explBuf  []Explanation
+}
+
+type jobKind uint8
+
+const (
+	kindActive jobKind = iota // has allocations: always read
+	kindQueued                // allocated, managed, no allocation: in leaves
+	kindIdle                  // no allocation, unallocated or unmanaged
+)
+
+type incJob struct {
+	Job
+	live    bool
+	kind    jobKind
+	managed bool
+	leaf    int32
+	ask     int32 // smallest GPUs of one allocation
+}
+
+type incAlloc struct {
+	Alloc
+	live bool
+}
+
+// slotSet is a set of job slots with O(1) add and remove.
+type slotSet struct {
+	items []int32
+	at    map[int32]int32
+}
+
+func (s *slotSet) add(x int32) {
+	if s.at == nil {
+		s.at = make(map[int32]int32)
+	}
+	if _, ok := s.at[x]; !ok {
+		s.at[x] = int32(len(s.items))
+		s.items = append(s.items, x)
+	}
+}
+
+func (s *slotSet) remove(x int32) {
+	i, ok := s.at[x]
+	if !ok {
+		return
+	}
+	last := s.items[len(s.items)-1]
+	s.items[i] = last
+	s.at[last] = i
+	s.items = s.items[:len(s.items)-1]
+	delete(s.at, x)
+}
+
+func (s *slotSet) reset() {
+	s.items = s.items[:0]
+	clear(s.at)
+}
+
+// PutNode adds node n or replaces the node with its ID (keeping its place).
+func (x *Incremental) PutNode(n Node) {
+	if x.nodeAt == nil {
+		x.nodeAt = make(map[string]int32)
+	}
+	if i, ok := x.nodeAt[n.ID]; ok {
+		x.nodes[i] = n
+		return
+	}
+	x.nodeAt[n.ID] = int32(len(x.nodes))
+	x.nodes = append(x.nodes, n)
+}
+
+// RemoveNode removes a node.
+func (x *Incremental) RemoveNode(id string) {
+	i, ok := x.nodeAt[id]
+	if !ok {
+		return
+	}
+	x.nodes = slices.Delete(x.nodes, int(i), int(i)+1)
+	delete(x.nodeAt, id)
+	for k := int(i); k < len(x.nodes); k++ {
+		x.nodeAt[x.nodes[k].ID] = int32(k)
+	}
+}
+
+// PutJob adds job j (submitted) or replaces the job with its ID, keeping its
+// place (priority observed, written or changed by a user, contract changed).
+func (x *Incremental) PutJob(j Job) {
+	if x.jobAt == nil {
+		x.jobAt = make(map[string]int32)
+		x.perJob = make(map[string]int32)
+	}
+	s, ok := x.jobAt[j.ID]
+	if ok {
+		x.unclassify(s)
+		x.jobs[s].Job = j
+	} else {
+		s = int32(len(x.jobs))
+		x.jobAt[j.ID] = s
+		x.jobs = append(x.jobs, incJob{Job: j, live: true})
+	}
+	x.classify(s)
+}
+
+// RemoveJob removes a job (finished, or purged from Nomad). Its
+// allocations stay until removed: they still hold GPUs.
+func (x *Incremental) RemoveJob(id string) {
+	s, ok := x.jobAt[id]
+	if !ok {
+		return
+	}
+	x.unclassify(s)
+	x.jobs[s] = incJob{}
+	delete(x.jobAt, id)
+	x.holes++
+	if x.holes > 64 && x.holes > len(x.jobs)/2 {
+		x.compact()
+	}
+}
+
+// PutAlloc adds allocation a (placed) or replaces the allocation with its
+// ID, keeping its place (started, stopping, completed, failed).
+func (x *Incremental) PutAlloc(a Alloc) {
+	if x.allocAt == nil {
+		x.allocAt = make(map[string]int32)
+	}
+	if i, ok := x.allocAt[a.ID]; ok {
+		old := x.allocs[i].Job
+		x.allocs[i].Alloc = a
+		if old != a.Job {
+			x.countAlloc(old, -1)
+			x.countAlloc(a.Job, 1)
+		}
+		return
+	}
+	x.allocAt[a.ID] = int32(len(x.allocs))
+	x.allocs = append(x.allocs, incAlloc{Alloc: a, live: true})
+	x.countAlloc(a.Job, 1)
+}
+
+// RemoveAlloc removes an allocation (garbage-collected, or of an older
+// version of its job).
+func (x *Incremental) RemoveAlloc(id string) {
+	i, ok := x.allocAt[id]
+	if !ok {
+		return
+	}
+	x.countAlloc(x.allocs[i].Job, -1)
+	x.allocs[i] = incAlloc{}
+	delete(x.allocAt, id)
+	x.aHoles++
+	if x.aHoles > 64 && x.aHoles > len(x.allocs)/2 {
+		k := 0
+		for _, a := range x.allocs {
+			if a.live {
+				x.allocAt[a.ID] = int32(k)
+				x.allocs[k] = a
+				k++
+			}
+		}
+		clear(x.allocs[k:])
+		x.allocs, x.aHoles = x.allocs[:k], 0
+	}
+}
+
+// Remember carries a Plan's memory (reservations, held victims, issued
+// actions, its time) into the next decision, as a caller of Decide passes
+// them in the next Snapshot. It copies what it keeps.
+func (x *Incremental) Remember(p *Plan) {
+	x.Reservations = append(x.Reservations[:0], p.Reservations...)
+	x.Victims = append(x.Victims[:0], p.Victims...)
+	x.Issued = append(x.Issued[:0], p.Issued...)
+	x.LastDecision = p.Now
+}
+
+func (x *Incremental) countAlloc(job string, d int32) {
+	if x.perJob == nil {
+		x.perJob = make(map[string]int32)
+	}
+	before := x.perJob[job]
+	after := before + d
+	if after == 0 {
+		delete(x.perJob, job)
+	} else {
+		x.perJob[job] = after
+	}
+	if s, ok := x.jobAt[job]; ok && (before == 0) != (after == 0) {
+		x.unclassify(s)
+		x.classify(s)
+	}
+}
+
+// Snapshot returns the cluster as a Snapshot: the input on which Decide
+// gives the Plan that the Incremental's Decide gives. It shares Job and
+// Alloc contents (slices in them) with the Incremental.
+func (x *Incremental) Snapshot() *Snapshot {
+	s := &Snapshot{Nodes: slices.Clone(x.nodes), Reservations: slices.Clone(x.Reservations),
+		Victims: slices.Clone(x.Victims), Issued: slices.Clone(x.Issued), LastDecision: x.LastDecision}
+	for i := range x.jobs {
+		if x.jobs[i].live {
+			s.Jobs = append(s.Jobs, x.jobs[i].Job)
+		}
+	}
+	for i := range x.allocs {
+		if x.allocs[i].live {
+			s.Allocs = append(s.Allocs, x.allocs[i].Alloc)
+		}
+	}
+	return s
+}
+
+// compact closes the holes left by removed jobs, renumbering the slots.
+func (x *Incremental) compact() {
+	k := 0
+	for _, j := range x.jobs {
+		if j.live {
+			x.jobAt[j.ID] = int32(k)
+			x.jobs[k] = j
+			k++
+		}
+	}
+	clear(x.jobs[k:])
+	x.jobs, x.holes = x.jobs[:k], 0
+	x.tree = nil // slots moved: classify again at the next decision
+}
+
+// configure classifies every job again when the tree or the settings that
+// classification reads changed since the last decision.
+func (x *Incremental) configure(tree *budgets.Tree, cfg *Config) {
+	if x.tree == tree && x.cfg.Pending == cfg.Pending && x.cfg.Unallocated == cfg.Unallocated &&
+		slices.Equal(x.cfg.Namespaces, cfg.Namespaces) && slices.Equal(x.cfg.NodePools, cfg.NodePools) {
+		return
+	}
+	x.tree = nil
+	x.leaves = x.leaves[:0]
+	x.asks = make(map[int32]int32)
+	x.active.reset()
+	x.dirty.reset()
+	x.cfg = *cfg
+	x.cfg.Namespaces, x.cfg.NodePools = slices.Clone(cfg.Namespaces), slices.Clone(cfg.NodePools)
+	x.tree = tree
+	x.leaves = resize(x.leaves, len(tree.Leaves()))
+	for i := range x.leaves {
+		x.leaves[i] = x.leaves[i][:0]
+	}
+	for s := range x.jobs {
+		if x.jobs[s].live {
+			x.classify(int32(s))
+		}
+	}
+}
+
+// classify files job slot s by what a decision needs of it.
+func (x *Incremental) classify(s int32) {
+	if x.tree == nil {
+		return // classified at the next decision
+	}
+	j := &x.jobs[s]
+	j.managed, j.leaf, j.ask = managedBy(&x.cfg, &j.Job), -1, 0
+	if x.perJob[j.ID] > 0 {
+		j.kind = kindActive
+		x.active.add(s)
+		return
+	}
+	if j.managed && j.Contract.Allocated {
+		if n, ok := x.tree.Lookup(j.Contract.Budget); ok && n.IsLeaf() {
+			j.leaf = int32(n.LeafIndex)
+		}
+	}
+	if j.leaf < 0 {
+		j.kind = kindIdle
+		if j.managed && !x.cfg.Unallocated.contains(j.Priority) {
+			x.dirty.add(s)
+		}
+		return
+	}
+	j.kind = kindQueued
+	j.ask = 1 << 30
+	for _, g := range j.Groups {
+		if g.GPUs > 0 && g.Count > 0 {
+			j.ask = min(j.ask, int32(g.GPUs))
+		}
+	}
+	l := x.leaves[j.leaf]
+	i, _ := slices.BinarySearchFunc(l, s, x.compareQueued)
+	x.leaves[j.leaf] = slices.Insert(l, i, s)
+	x.asks[j.ask]++
+	if j.Priority != x.cfg.Pending.Low {
+		x.dirty.add(s)
+	}
+}
+
+// unclassify takes job slot s out of the sets classify put it in.
+func (x *Incremental) unclassify(s int32) {
+	if x.tree == nil {
+		return
+	}
+	j := &x.jobs[s]
+	x.active.remove(s)
+	x.dirty.remove(s)
+	if j.kind == kindQueued {
+		l := x.leaves[j.leaf]
+		if i, ok := slices.BinarySearchFunc(l, s, x.compareQueued); ok {
+			x.leaves[j.leaf] = slices.Delete(l, i, i+1)
+		}
+		if x.asks[j.ask]--; x.asks[j.ask] == 0 {
+			delete(x.asks, j.ask)
+		}
+	}
+	j.kind = kindIdle
+}
+
+// compareQueued orders the queued jobs of one leaf as compareKeys does.
+func (x *Incremental) compareQueued(a, b int32) int {
+	return compareQueued(&x.jobs[a].Job, &x.jobs[b].Job)
+}
+
+// compareQueued orders two jobs of one leaf as compareKeys does.
+func compareQueued(ja, jb *Job) int {
+	pa := uint32(contract.MaxPriority - ja.Contract.Priority)
+	pb := uint32(contract.MaxPriority - jb.Contract.Priority)
+	if pa != pb {
+		if pa < pb {
+			return -1
+		}
+		return 1
+	}
+	if sa, sb := ja.SubmitTime.UnixNano(), jb.SubmitTime.UnixNano(); sa != sb {
+		if sa < sb {
+			return -1
+		}
+		return 1
+	}
+	return strings.Compare(ja.ID, jb.ID)
+}

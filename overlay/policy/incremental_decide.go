@@ -1,0 +1,272 @@
+package policy
+
+import (
+	"slices"
+	"time"
+
+	"github.com/allot-sched/allot/budgets"
+)
+
+// Decide returns the Plan that Decide(x.Snapshot(), tree, fs, now, cfg)
+// returns (with Explanations only when x.Explanations is set). The Plan is
+// valid until the next call; the caller applies it and passes it to
+// Remember, as a caller of Decide passes its memory in the next Snapshot.
+func (x *Incremental) Decide(tree *budgets.Tree, fs *budgets.FairShare, now time.Time, cfg Config) *Plan {
+	if fs == nil {
+		fs = budgets.ComputeFairShare(tree, nil)
+	}
+	x.configure(tree, &cfg)
+	x.orderLeaves(fs)
+	base := cfg.Pending.Levels() + 2*cfg.MaxEvaluations
+	h := max(x.head, base)
+	for tries := 0; ; tries++ {
+		h = min(h, int(x.tl.queued))
+		x.read(h)
+		x.tl.explain = x.Explanations
+		p := x.d.decideWith(&x.tl, &x.view, tree, fs, now, cfg)
+		if !x.tl.unsound || h == int(x.tl.queued) {
+			if tries == 0 {
+				h = max(base, h-h/8) // shrink back slowly once fewer jobs do
+			}
+			x.head = h
+			if x.Explanations {
+				x.explainAll(p, fs)
+			}
+			return p
+		}
+		h *= 4
+	}
+}
+
+// decideWith decides on a snapshot from which an Incremental left out the
+// jobs tl describes.
+func (d *Decider) decideWith(tl *tail, snap *Snapshot, tree *budgets.Tree, fs *budgets.FairShare, now time.Time, cfg Config) *Plan {
+	tl.crossed, tl.unsound = false, false
+	d.tl = tl
+	p := d.Decide(snap, tree, fs, now, cfg)
+	d.tl = nil
+	return p
+}
+
+// orderLeaves ranks the leaves in fair-share order and counts the queued
+// jobs of the leaves before each.
+func (x *Incremental) orderLeaves(fs *budgets.FairShare) {
+	n := len(x.leaves)
+	x.leafRank = resize(x.leafRank, n)
+	x.byRank = resize(x.byRank, n)
+	for i := range x.byRank {
+		x.byRank[i] = int32(i)
+	}
+	slices.SortFunc(x.byRank, func(a, b int32) int { return fs.Position(int(a)) - fs.Position(int(b)) })
+	x.prefix = resize(x.prefix, n+1)
+	x.prefix[0] = 0
+	for r, l := range x.byRank {
+		x.leafRank[l] = int32(r)
+		x.prefix[r+1] = x.prefix[r] + int32(len(x.leaves[l]))
+	}
+	x.tl.queued = x.prefix[n]
+}
+
+// queuedRank is the 1-based rank of queued job slot s among all queued jobs.
+func (x *Incremental) queuedRank(s int32) int32 {
+	j := &x.jobs[s]
+	i, _ := slices.BinarySearchFunc(x.leaves[j.leaf], s, x.compareQueued)
+	return x.prefix[x.leafRank[j.leaf]] + int32(i) + 1
+}
+
+// read builds the snapshot a decision reads: every job with allocations,
+// the first h queued jobs in pending order, the jobs whose priority is not
+// where an idle job stays, and the jobs the memory names; every node and
+// allocation. The other jobs are described by x.tl.
+func (x *Incremental) read(h int) {
+	x.epoch++
+	x.mark = resize(x.mark, len(x.jobs))
+	inc := x.inc[:0]
+	add := func(s int32) {
+		if x.mark[s] != x.epoch {
+			x.mark[s] = x.epoch
+			inc = append(inc, s)
+		}
+	}
+	addID := func(id string) {
+		if s, ok := x.jobAt[id]; ok {
+			add(s)
+		}
+	}
+	for _, s := range x.active.items {
+		add(s)
+	}
+	for _, s := range x.dirty.items {
+		add(s)
+	}
+	for _, r := range x.Reservations {
+		addID(r.Job)
+	}
+	for _, v := range x.Victims {
+		addID(v.Job)
+		addID(v.For)
+	}
+	for _, is := range x.Issued {
+		addID(is.Job)
+	}
+	asks := x.askScratch()
+	n := 0
+	for r := 0; r < len(x.leafRank) && n < h; r++ {
+		l := x.leafOfRank(r)
+		for _, s := range x.leaves[l] {
+			if n == h {
+				break
+			}
+			add(s)
+			asks[x.jobs[s].ask]--
+			n++
+		}
+	}
+	x.tl.first, x.tl.minAsk = 0, 1<<30
+	if h < int(x.tl.queued) {
+		x.tl.first = x.firstLeftOut(h)
+		for a, c := range asks {
+			if c > 0 {
+				x.tl.minAsk = min(x.tl.minAsk, a)
+			}
+		}
+	}
+	slices.Sort(inc)
+	x.inc = inc
+	v := &x.view
+	v.Nodes = x.nodes
+	v.Reservations, v.Victims, v.Issued, v.LastDecision = x.Reservations, x.Victims, x.Issued, x.LastDecision
+	v.Jobs = v.Jobs[:0]
+	x.tl.rank = x.tl.rank[:0]
+	for _, s := range inc {
+		v.Jobs = append(v.Jobs, x.jobs[s].Job)
+		r := int32(0)
+		if x.jobs[s].kind == kindQueued {
+			r = x.queuedRank(s)
+		}
+		x.tl.rank = append(x.tl.rank, r)
+	}
+	v.Allocs = v.Allocs[:0]
+	for i := range x.allocs {
+		if x.allocs[i].live {
+			v.Allocs = append(v.Allocs, x.allocs[i].Alloc)
+		}
+	}
+	x.tl.before = x.queuedBefore
+}
+
+// leafOfRank is the leaf at rank r of the fair-share order.
+func (x *Incremental) leafOfRank(r int) int32 { return x.byRank[r] }
+
+// askScratch copies the count of queued jobs by smallest ask.
+func (x *Incremental) askScratch() map[int32]int32 {
+	if x.askBuf == nil {
+		x.askBuf = make(map[int32]int32)
+	}
+	clear(x.askBuf)
+	for a, c := range x.asks {
+		x.askBuf[a] = c
+	}
+	return x.askBuf
+}
+
+// firstLeftOut is the rank of the first queued job after the first h that
+// read did not take; 0 when it took them all.
+func (x *Incremental) firstLeftOut(h int) int32 {
+	r := int32(h) // 0-based rank
+	lr, _ := slices.BinarySearch(x.prefix, r+1)
+	lr-- // the leaf rank whose range holds r
+	for ; lr < len(x.byRank); lr++ {
+		l := x.leaves[x.byRank[lr]]
+		for i := r - x.prefix[lr]; i < int32(len(l)); i++ {
+			if x.mark[l[i]] != x.epoch {
+				return x.prefix[lr] + i + 1
+			}
+		}
+		r = x.prefix[lr+1]
+	}
+	return 0
+}
+
+// queuedBefore counts the queued jobs sorting before job v of the snapshot
+// read, a pending job that is not queued.
+func (x *Incremental) queuedBefore(v int32) int32 {
+	job := &x.view.Jobs[v]
+	n, _ := x.tree.Lookup(job.Contract.Budget)
+	leaf := n.LeafIndex
+	i, _ := slices.BinarySearchFunc(x.leaves[leaf], job, func(s int32, j *Job) int { return compareQueued(&x.jobs[s].Job, j) })
+	return x.prefix[x.leafRank[leaf]] + int32(i)
+}
+
+// explainAll gives p an Explanation for every managed job in Snapshot
+// order: the decision's for the jobs it read, and for the others what it
+// would have said (a queued job waits in the queue or is too large, an
+// idle unallocated job sits in its band).
+func (x *Incremental) explainAll(p *Plan, fs *budgets.FairShare) {
+	d := &x.d
+	read := p.Explanations
+	ex := x.explBuf[:0]
+	k, e := 0, 0
+	for s := range x.jobs {
+		j := &x.jobs[s]
+		if !j.live {
+			continue
+		}
+		if k < len(x.inc) && x.inc[k] == int32(s) {
+			if d.jobs[k].state != jsUnmanaged {
+				ex = append(ex, read[e])
+				e++
+			}
+			k++
+			continue
+		}
+		if !j.managed {
+			continue
+		}
+		ex = append(ex, x.explainLeftOut(int32(s), fs))
+	}
+	x.explBuf = ex
+	p.Explanations = ex
+}
+
+// explainLeftOut explains a job read did not take.
+func (x *Incremental) explainLeftOut(s int32, fs *budgets.FairShare) Explanation {
+	j := &x.jobs[s]
+	e := Explanation{Job: j.ID, Namespace: j.Namespace, Priority: j.Priority, Warnings: j.Contract.Warnings}
+	if j.kind != kindQueued {
+		e.Band, e.Target, e.Reason = BandUnallocated, x.cfg.Unallocated.High, Reason{Code: ReasonUnallocated}
+		if j.Contract.Allocated {
+			e.Reason = Reason{Code: ReasonBudgetGone, Detail: j.Contract.Budget}
+		}
+		return e
+	}
+	pos := int(x.queuedRank(s)) + x.othersBefore(s)
+	e.Band, e.Target, e.Position = BandPending, x.cfg.Pending.Low, pos
+	e.Reason, e.Wait = Reason{Code: ReasonPending, N: pos}, WaitQueue
+	e.Budget, e.Rank = j.Contract.Budget, fs.Rank(int(j.leaf))
+	for _, g := range j.Groups {
+		a := ask{gpus: int32(g.GPUs), model: g.Model, node: -1}
+		if g.GPUs > 0 && g.Count > 0 && x.d.tooLarge(&j.Job, &a) {
+			e.Wait = WaitTooLarge
+		}
+	}
+	return e
+}
+
+// othersBefore counts the pending jobs that are not queued (all read) and
+// sort before queued job slot s.
+func (x *Incremental) othersBefore(s int32) int {
+	d := &x.d
+	j := &x.jobs[s]
+	n := 0
+	for _, k := range d.order {
+		if k.partial() || x.tl.rank[k.job] != 0 {
+			continue
+		}
+		lr, ls := x.leafRank[d.jobs[k.job].leaf], x.leafRank[j.leaf]
+		if lr < ls || lr == ls && compareQueued(&d.snap.Jobs[k.job], &j.Job) < 0 {
+			n++
+		}
+	}
+	return n
+}
