@@ -39,12 +39,12 @@ type Incremental struct {
 	Issued       []Issued
 	LastDecision time.Time
 
-	nodes  []Node
-	nodeAt map[string]int32
-	jobs   []incJob // Snapshot order, with holes
-	jobAt  map[string]int32
-	holes  int
-	allocs []incAlloc // Snapshot order, with holes
+	nodes   []Node
+	nodeAt  map[string]int32
+	jobs    []incJob // Snapshot order, with holes
+	jobAt   map[string]int32
+	holes   int
+	allocs  []incAlloc // Snapshot order, with holes
 	allocAt map[string]int32
 	aHoles  int
 	perJob  map[string]int32 // allocations by job ID

@@ -23,11 +23,11 @@ type tail struct {
 	minAsk int32 // smallest per-allocation GPU ask of the jobs left out
 	// Set by orderPending: by job index, the queued jobs sorting before a
 	// pending job; the pending jobs in all.
-	qb    []int32
-	total int32
-	explain bool    // fill Plan.Explanations for the jobs read
-	crossed bool    // the walk in place passed first
-	unsound bool    // leaving the jobs out may have changed the plan
+	qb      []int32
+	total   int32
+	explain bool // fill Plan.Explanations for the jobs read
+	crossed bool // the walk in place passed first
+	unsound bool // leaving the jobs out may have changed the plan
 }
 
 // crossTail is called once place passes the first left-out position.
