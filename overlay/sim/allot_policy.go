@@ -23,14 +23,15 @@ const nomadDefaultPriority = 50
 // share over the lookback window, calls Decide and applies the Plan through
 // the model's levers.
 type Allot struct {
-	cfg     policy.Config
-	tree    *budgets.Tree
-	decider policy.Decider
-	ledger  *budgets.Ledger
-	fs      *budgets.FairShare
-	usage   []int64
+	cfg    policy.Config
+	tree   *budgets.Tree
+	ledger *budgets.Ledger
+	fs     *budgets.FairShare
+	usage  []int64
+	// inc holds the model as the policy sees it, fed with deltas between
+	// decisions (allot_sync.go) instead of a snapshot rebuilt each time.
+	inc policy.Incremental
 
-	snap       policy.Snapshot
 	contracts  []contract.Contract
 	jobIndex   map[string]int32
 	allocIDs   []string
@@ -38,9 +39,11 @@ type Allot struct {
 	healthyAt  []time.Time
 	wasHealthy []bool
 	charged    int64 // time the ledger is charged up to
-	// Decisions counts Decide calls; DecideTime is their total wall time
-	// when Timed is set (never read inside the run's logic).
+	sync       syncState
+	// Decisions counts Decide calls.
 	Decisions int64
+	// verify, set by tests, sees each plan before it is applied.
+	verify func(plan *policy.Plan, now time.Time)
 }
 
 // NewAllot returns the allot policy with cfg (policy.DefaultConfig() for
@@ -122,12 +125,16 @@ func (a *Allot) Reconcile(s *State) time.Duration {
 	a.charge(s)
 	a.usage = a.ledger.UsageByLeaf(a.tree, now.Add(-a.cfg.Lookback), now, a.usage)
 	a.fs.Recompute(a.tree, a.usage)
-	a.buildSnapshot(s, now)
+	a.syncModel(s, now)
 	a.Decisions++
-	plan := a.decider.Decide(&a.snap, a.tree, a.fs, now, a.cfg)
+	plan := a.inc.Decide(a.tree, a.fs, now, a.cfg)
+	if a.verify != nil {
+		a.verify(plan, now)
+	}
 	a.apply(s, plan)
-	a.snap.Reservations = append(a.snap.Reservations[:0], plan.Reservations...)
-	a.snap.LastDecision = now
+	// Reservations, held victims and issued actions travel to the next
+	// decision, as the Nomad reconciler passes them back.
+	a.inc.Remember(plan)
 	if plan.NextWake.IsZero() {
 		return 0
 	}
@@ -139,44 +146,6 @@ func (a *Allot) allocID(id int32) string {
 		a.allocIDs = append(a.allocIDs, "a"+itoa(len(a.allocIDs)))
 	}
 	return a.allocIDs[id]
-}
-
-// buildSnapshot fills the snapshot from the model, reusing its storage.
-func (a *Allot) buildSnapshot(s *State, now time.Time) {
-	nodes := a.snap.Nodes[:0]
-	for n := range s.nodes {
-		nd := &s.nodes[n]
-		h := nd.healthy()
-		if h && !a.wasHealthy[n] {
-			a.healthyAt[n] = now
-		}
-		a.wasHealthy[n] = h
-		nodes = append(nodes, policy.Node{ID: nd.id, Pool: nd.pool, Model: nd.model, GPUs: nd.healthyTotal(),
-			Eligible: nd.eligible, Healthy: h, HealthReason: nd.reason, HealthySince: a.healthyAt[n],
-			State: a.nodeState[n]})
-	}
-	a.snap.Nodes = nodes
-	jobs := a.snap.Jobs[:0]
-	allocs := a.snap.Allocs[:0]
-	for _, i := range s.active {
-		j := &s.jobs[i]
-		sp := j.spec
-		pj := policy.Job{ID: sp.ID, Namespace: "default", Pool: "", Type: "batch", Contract: a.contracts[i],
-			SubmitTime: at(int64(sp.Submit / time.Second)), Priority: j.prio, LastWrittenPriority: j.lastWritten,
-			ModifyIndex: j.modifyIndex}
-		pj.Groups = append(pj.Groups[:0], policy.TaskGroup{Name: "main", Count: sp.Count, GPUs: sp.GPUs})
-		jobs = append(jobs, pj)
-		for _, al := range j.slots {
-			if al < 0 {
-				continue
-			}
-			r := &s.allocs[al]
-			allocs = append(allocs, policy.Alloc{ID: a.allocID(al), Job: sp.ID, Node: s.nodes[r.node].id,
-				Group: "main", GPUs: int(r.gpus), StartedAt: at(r.start), ClientStatus: policy.ClientRunning,
-				DesiredStatus: policy.DesiredRun})
-		}
-	}
-	a.snap.Jobs, a.snap.Allocs = jobs, allocs
 }
 
 // stopReason maps a plan's stop reason onto the report's reasons.
@@ -202,6 +171,7 @@ func (a *Allot) apply(s *State, p *policy.Plan) {
 		}
 		s.SetPriority(i, sp.To)
 		s.SetPreemptible(i, sp.To == a.cfg.Running || sp.To <= a.cfg.Unallocated.High)
+		a.putJob(s, i)
 	}
 	var ids []int32
 	for _, st := range p.Stops {

@@ -1,0 +1,87 @@
+package sim
+
+import (
+	"time"
+
+	"github.com/allot-sched/allot/overlay/policy"
+)
+
+// syncState is how far the allot adapter has fed the model's changes into
+// its policy.Incremental.
+type syncState struct {
+	nodes     []policy.Node // as last put
+	nextJob   int           // jobs before it were seen submitted (the trace is in submit order)
+	nextAlloc int           // allocations before it were seen placed (the model only appends)
+	live      []int32       // allocations put and not yet seen ended
+}
+
+// syncModel feeds what changed in the model since the last decision into
+// the Incremental: node health and eligibility, jobs submitted, allocations
+// placed and ended, jobs done. Priorities change only through apply, which
+// puts the job at once.
+func (a *Allot) syncModel(s *State, now time.Time) {
+	y := &a.sync
+	if y.nodes == nil {
+		y.nodes = make([]policy.Node, len(s.nodes))
+	}
+	for n := range s.nodes {
+		nd := &s.nodes[n]
+		h := nd.healthy()
+		if h && !a.wasHealthy[n] {
+			a.healthyAt[n] = now
+		}
+		a.wasHealthy[n] = h
+		pn := policy.Node{ID: nd.id, Pool: nd.pool, Model: nd.model, GPUs: nd.healthyTotal(),
+			Eligible: nd.eligible, Healthy: h, HealthReason: nd.reason, HealthySince: a.healthyAt[n],
+			State: a.nodeState[n]}
+		if pn != y.nodes[n] {
+			y.nodes[n] = pn
+			a.inc.PutNode(pn)
+		}
+	}
+	for ; y.nextJob < len(s.jobs) && s.jobs[y.nextJob].status != StatusFuture; y.nextJob++ {
+		if s.jobs[y.nextJob].status < StatusDone {
+			a.putJob(s, int32(y.nextJob))
+		}
+	}
+	live := y.live[:0]
+	for _, al := range y.live {
+		r := &s.allocs[al]
+		if r.end < 0 {
+			live = append(live, al)
+			continue
+		}
+		a.inc.RemoveAlloc(a.allocID(al))
+		if j := &s.jobs[r.job]; j.status >= StatusDone {
+			a.inc.RemoveJob(j.spec.ID)
+		}
+	}
+	for ; y.nextAlloc < len(s.allocs); y.nextAlloc++ {
+		al := int32(y.nextAlloc)
+		r := &s.allocs[al]
+		if s.jobs[r.job].status >= StatusDone {
+			a.inc.RemoveJob(s.jobs[r.job].spec.ID) // placed and done between two decisions
+			continue
+		}
+		if r.end >= 0 {
+			continue
+		}
+		live = append(live, al)
+		a.inc.PutAlloc(policy.Alloc{ID: a.allocID(al), Job: s.jobs[r.job].spec.ID, Node: s.nodes[r.node].id,
+			Group: "main", GPUs: int(r.gpus), StartedAt: at(r.start), ClientStatus: policy.ClientRunning,
+			DesiredStatus: policy.DesiredRun})
+	}
+	y.live = live
+}
+
+// putJob puts job i as Nomad shows it now.
+func (a *Allot) putJob(s *State, i int32) {
+	j := &s.jobs[i]
+	if j.status >= StatusDone || j.status == StatusFuture {
+		return
+	}
+	sp := j.spec
+	a.inc.PutJob(policy.Job{ID: sp.ID, Namespace: "default", Type: "batch", Contract: a.contracts[i],
+		SubmitTime: at(int64(sp.Submit / time.Second)), Priority: j.prio, LastWrittenPriority: j.lastWritten,
+		ModifyIndex: j.modifyIndex, Groups: []policy.TaskGroup{{Name: "main", Count: sp.Count, GPUs: sp.GPUs}}})
+}
