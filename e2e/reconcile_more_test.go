@@ -87,6 +87,14 @@ func TestReconcileLatencyWindowEndToPreempt(t *testing.T) {
 			if lat < 0 {
 				t.Fatalf("%s killed %s before its window ended", id, -lat)
 			}
+			if lat > 500*time.Millisecond { // say what the slow ones waited for
+				t.Logf("%s: window end %s, killed %s later", id, end.Format("15:04:05.000"), lat.Round(time.Millisecond))
+				for _, d := range al.Srv.FSM().Read().Decisions(0) {
+					if d.JobID == "default/"+id || d.Kind == "preempt" && d.At.After(end.Add(-time.Second)) && d.At.Before(end.Add(lat)) {
+						t.Logf("  decision %s %s %s: %s", d.At.Format("15:04:05.000"), d.Kind, d.JobID, d.Reason)
+					}
+				}
+			}
 			lats = append(lats, lat)
 		}
 		for i := 0; i < 8; i++ {

@@ -103,6 +103,9 @@ type Applier struct {
 	backoff time.Duration
 	pending chan []Op
 	results chan []Outcome
+	// registered maps each job re-registered in the batch being applied to
+	// its evaluation, which a stop of the same job waits for.
+	registered map[JobKey]string
 }
 
 // NewApplier returns an applier writing through client.
@@ -169,6 +172,7 @@ func (a *Applier) Run(ctx context.Context) error {
 func (a *Applier) Apply(ctx context.Context, ops []Op) []Outcome {
 	out := make([]Outcome, 0, len(ops))
 	failed := map[JobKey]bool{}
+	a.registered = map[JobKey]string{}
 	for _, op := range ops {
 		if ctx.Err() != nil {
 			out = append(out, Outcome{Op: op, Err: ctx.Err(), At: time.Now()})
@@ -205,8 +209,15 @@ func (a *Applier) apply(ctx context.Context, op Op) Outcome {
 	o := Outcome{Op: op}
 	switch op.Kind {
 	case OpSetPriority:
-		o.ModifyIndex, o.Err = a.SetPriority(ctx, op.Job, op.Priority, op.ModifyIndex)
+		var eval string
+		o.ModifyIndex, eval, o.Err = a.setPriority(ctx, op.Job, op.Priority, op.ModifyIndex)
+		if o.Err == nil && eval != "" {
+			a.registered[op.Job] = eval
+		}
 	case OpStop:
+		if eval, ok := a.registered[op.Job]; ok {
+			a.settleRegistration(ctx, op.Job, eval)
+		}
 		o.Err = a.StopAllocs(ctx, op.Job, op.Allocs)
 	case OpEvaluate:
 		o.Err = a.Evaluate(ctx, op.Job)
@@ -225,16 +236,23 @@ func (a *Applier) apply(ctx context.Context, op Op) Outcome {
 // kept one, goes with it so users still see their definition. It returns the
 // job's new JobModifyIndex, or ErrConflict when the job changed since.
 func (a *Applier) SetPriority(ctx context.Context, key JobKey, priority int, readIndex uint64) (uint64, error) {
+	idx, _, err := a.setPriority(ctx, key, priority, readIndex)
+	return idx, err
+}
+
+// setPriority is SetPriority that also returns the evaluation the
+// re-registration created ("" when nothing was written).
+func (a *Applier) setPriority(ctx context.Context, key JobKey, priority int, readIndex uint64) (uint64, string, error) {
 	q := (&api.QueryOptions{Namespace: key.Namespace}).WithContext(ctx)
 	job, _, err := a.client.Jobs().Info(key.ID, q)
 	if err != nil {
-		return 0, fmt.Errorf("read job %s: %w", key, err)
+		return 0, "", fmt.Errorf("read job %s: %w", key, err)
 	}
 	if cur := derefU64(job.JobModifyIndex); cur != readIndex {
-		return cur, fmt.Errorf("%w: job %s is at JobModifyIndex %d, the decision read %d", ErrConflict, key, cur, readIndex)
+		return cur, "", fmt.Errorf("%w: job %s is at JobModifyIndex %d, the decision read %d", ErrConflict, key, cur, readIndex)
 	}
 	if derefInt(job.Priority) == priority {
-		return readIndex, nil
+		return readIndex, "", nil
 	}
 	opts := &api.RegisterOptions{EnforceIndex: true, ModifyIndex: readIndex}
 	if job.Version != nil {
@@ -243,7 +261,7 @@ func (a *Applier) SetPriority(ctx context.Context, key JobKey, priority int, rea
 		case err == nil && sub != nil && sub.Source != "":
 			opts.Submission = sub
 		case err != nil && !isNotFound(err):
-			return 0, fmt.Errorf("read submission of job %s version %d: %w", key, *job.Version, err)
+			return 0, "", fmt.Errorf("read submission of job %s version %d: %w", key, *job.Version, err)
 		}
 	}
 	job.Priority = &priority
@@ -251,11 +269,43 @@ func (a *Applier) SetPriority(ctx context.Context, key JobKey, priority int, rea
 	resp, _, err := a.client.Jobs().RegisterOpts(job, opts, w)
 	if err != nil {
 		if strings.Contains(err.Error(), "conflicting job modify index") {
-			return 0, fmt.Errorf("%w: job %s: %v", ErrConflict, key, err)
+			return 0, "", fmt.Errorf("%w: job %s: %v", ErrConflict, key, err)
 		}
-		return 0, fmt.Errorf("register job %s with priority %d: %w", key, priority, err)
+		return 0, "", fmt.Errorf("register job %s with priority %d: %w", key, priority, err)
 	}
-	return resp.JobModifyIndex, nil
+	return resp.JobModifyIndex, resp.EvalID, nil
+}
+
+// registrationSettle bounds how long a stop waits for the evaluation of the
+// same job's re-registration; Nomad finishes an in-place update in
+// milliseconds.
+const registrationSettle = 5 * time.Second
+
+// settleRegistration waits until the evaluation of a job's re-registration
+// (a priority write) is no longer pending. Nomad loses a migrate-stop that
+// lands while that evaluation is in flight: its in-place update plan
+// rewrites the allocation without the stop's migrate transition, and the
+// stop's own evaluation then finds nothing to stop (observed with Nomad
+// 2.0.6: the victim ran on for 30 s, until allot stopped it again). A
+// victim is lowered and then stopped in the same batch, so its stop waits
+// here. Errors and the time bound only end the wait: the stop goes anyway.
+func (a *Applier) settleRegistration(ctx context.Context, key JobKey, evalID string) {
+	ctx, cancel := context.WithTimeout(ctx, registrationSettle)
+	defer cancel()
+	var index uint64
+	for ctx.Err() == nil {
+		q := (&api.QueryOptions{Namespace: key.Namespace, WaitIndex: index, WaitTime: time.Second}).WithContext(ctx)
+		ev, qm, err := a.client.Evaluations().Info(evalID, q)
+		if err != nil {
+			a.log.Debug("re-registration evaluation not read; stopping anyway", "job", key.String(), "eval", evalID, "error", err)
+			return
+		}
+		if ev.Status != api.EvalStatusPending {
+			return
+		}
+		index = qm.LastIndex
+	}
+	a.log.Warn("re-registration evaluation still pending; stopping anyway", "job", key.String(), "eval", evalID)
 }
 
 // StopAllocs stops allocations as migrations: no reschedule parameter, so
