@@ -32,10 +32,12 @@ type Decider struct {
 	nodes       []nodeInfo
 	jobIdx      map[string]int32
 	nodeIdx     map[string]int32
-	models      map[string]int32 // "pool\x00model" -> class
 	classes     []class
-	jobAllocs   csr // allocation indexes by job
-	nodeAlloc   csr // allocation indexes by node
+	jobAllocs   csr     // allocation indexes by job
+	nodeAlloc   csr     // allocation indexes by node
+	vAlloc      csr     // by node: allocations of jobs time slicing may stop (indexVictims)
+	vGPUs       []int32 // by node: GPUs of those allocations
+	vServed     float64 // the most served leaf among those jobs, -1
 	allocJob    []int32
 	allocNode   []int32
 	classNode   csr     // nodes by class
@@ -79,6 +81,7 @@ func (d *Decider) Decide(snap *Snapshot, tree *budgets.Tree, fs *budgets.FairSha
 	d.index()             // index.go: who runs where, each job's state
 	d.keepVictims()       // memory.go: victims held below the job they made room for
 	d.drain()             // drain.go: unhealthy nodes, Nomad drains, returns (rules 9, 10)
+	d.indexVictims()      // victims.go: who time slicing may stop, by node
 	d.keepReservations()  // reserve.go: hold, release or finish reservations (rule 7)
 	d.buildCapacity()     // index.go: usable nodes and what is available on them
 	d.placeReady()        // reserve.go: jobs whose reservation is done go first

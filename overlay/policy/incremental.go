@@ -62,6 +62,8 @@ type Incremental struct {
 	tl       tail
 	mark     []uint32
 	epoch    uint32
+	viewAt   []int32 // by job slot: its index in view, when marked this epoch
+	rankAt   []int32 // by job slot: its queued rank, when read in the top; else 0
 	inc      []int32
 	leafRank []int32 // by leaf: its rank in the fair-share order
 	byRank   []int32 // by rank: the leaf
@@ -90,6 +92,9 @@ type incJob struct {
 type incAlloc struct {
 	Alloc
 	live bool
+	// job and node cache the slot of its job and the index of its node,
+	// checked against the IDs before use (either may come and go).
+	job, node int32
 }
 
 // slotSet is a set of job slots with O(1) add and remove.
@@ -202,7 +207,7 @@ func (x *Incremental) PutAlloc(a Alloc) {
 		return
 	}
 	x.allocAt[a.ID] = int32(len(x.allocs))
-	x.allocs = append(x.allocs, incAlloc{Alloc: a, live: true})
+	x.allocs = append(x.allocs, incAlloc{Alloc: a, live: true, job: -1, node: -1})
 	x.countAlloc(a.Job, 1)
 }
 

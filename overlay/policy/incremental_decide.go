@@ -81,6 +81,7 @@ func (x *Incremental) queuedRank(s int32) int32 {
 func (x *Incremental) read(h int) {
 	x.epoch++
 	x.mark = resize(x.mark, len(x.jobs))
+	x.rankAt = resize(x.rankAt, len(x.jobs))
 	inc := x.inc[:0]
 	add := func(s int32) {
 		if x.mark[s] != x.epoch {
@@ -120,6 +121,7 @@ func (x *Incremental) read(h int) {
 			add(s)
 			asks[x.jobs[s].ask]--
 			n++
+			x.rankAt[s] = int32(n)
 		}
 	}
 	x.tl.first, x.tl.minAsk = 0, 1<<30
@@ -133,26 +135,85 @@ func (x *Incremental) read(h int) {
 	}
 	slices.Sort(inc)
 	x.inc = inc
+	x.viewAt = resize(x.viewAt, len(x.jobs))
 	v := &x.view
 	v.Nodes = x.nodes
 	v.Reservations, v.Victims, v.Issued, v.LastDecision = x.Reservations, x.Victims, x.Issued, x.LastDecision
 	v.Jobs = v.Jobs[:0]
 	x.tl.rank = x.tl.rank[:0]
-	for _, s := range inc {
+	for k, s := range inc {
+		x.viewAt[s] = int32(k)
 		v.Jobs = append(v.Jobs, x.jobs[s].Job)
 		r := int32(0)
 		if x.jobs[s].kind == kindQueued {
-			r = x.queuedRank(s)
+			r = x.rankAt[s]
+			if r == 0 {
+				r = x.queuedRank(s) // read for a reason other than its rank
+			}
 		}
+		x.rankAt[s] = 0
 		x.tl.rank = append(x.tl.rank, r)
 	}
 	v.Allocs = v.Allocs[:0]
+	x.tl.allocJob, x.tl.allocNode = x.tl.allocJob[:0], x.tl.allocNode[:0]
 	for i := range x.allocs {
-		if x.allocs[i].live {
-			v.Allocs = append(v.Allocs, x.allocs[i].Alloc)
+		a := &x.allocs[i]
+		if !a.live {
+			continue
 		}
+		v.Allocs = append(v.Allocs, a.Alloc)
+		j := x.allocJobSlot(a)
+		if j >= 0 {
+			j = x.viewAt[j] // every job with allocations is read
+		}
+		x.tl.allocJob = append(x.tl.allocJob, j)
+		x.tl.allocNode = append(x.tl.allocNode, x.allocNodeIndex(a))
 	}
 	x.tl.before = x.queuedBefore
+	if x.tl.job == nil {
+		x.tl.job, x.tl.node = x.viewJob, x.viewNode
+	}
+}
+
+// allocJobSlot is the slot of a's job, -1 when it has none.
+func (x *Incremental) allocJobSlot(a *incAlloc) int32 {
+	if s := a.job; s >= 0 && int(s) < len(x.jobs) && x.jobs[s].live && x.jobs[s].ID == a.Job {
+		return s
+	}
+	s, ok := x.jobAt[a.Job]
+	if !ok {
+		s = -1
+	}
+	a.job = s
+	return s
+}
+
+// allocNodeIndex is the index of a's node, -1 when it is not known.
+func (x *Incremental) allocNodeIndex(a *incAlloc) int32 {
+	if n := a.node; n >= 0 && int(n) < len(x.nodes) && x.nodes[n].ID == a.Node {
+		return n
+	}
+	n, ok := x.nodeAt[a.Node]
+	if !ok {
+		n = -1
+	}
+	a.node = n
+	return n
+}
+
+// viewJob is the index of job id in the snapshot read.
+func (x *Incremental) viewJob(id string) (int32, bool) {
+	s, ok := x.jobAt[id]
+	if !ok || x.mark[s] != x.epoch {
+		return 0, false
+	}
+	return x.viewAt[s], true
+}
+
+// viewNode is the index of node id in the snapshot read.
+func (x *Incremental) viewNode(id string) (int32, bool) {
+	n, ok := x.nodeAt[id]
+	return n, ok
 }
 
 // leafOfRank is the leaf at rank r of the fair-share order.

@@ -84,47 +84,29 @@ func poolOf(p string) string {
 // index builds the lookups and each job's state.
 func (d *Decider) index() {
 	s := d.snap
-	if d.jobIdx == nil {
-		d.jobIdx = make(map[string]int32, len(s.Jobs))
-		d.nodeIdx = make(map[string]int32, len(s.Nodes))
-		d.models = make(map[string]int32)
-	}
-	clear(d.jobIdx)
-	clear(d.nodeIdx)
-	clear(d.models)
 	d.classes = d.classes[:0]
-	for i := range s.Jobs {
-		d.jobIdx[s.Jobs[i].ID] = int32(i)
-	}
 	d.nodes = resize(d.nodes, len(s.Nodes))
+	last := int32(-1)
 	for i := range s.Nodes {
 		n := &s.Nodes[i]
-		d.nodeIdx[n.ID] = int32(i)
 		ni := nodeInfo{class: -1, reservedBy: -1, eligible: n.Eligible,
 			draining: !n.Healthy || n.Drain != nil}
 		if n.GPUs > 0 || n.Model != "" {
-			key := poolOf(n.Pool) + "\x00" + n.Model
-			c, ok := d.models[key]
-			if !ok {
-				c = int32(len(d.classes))
-				d.models[key] = c
-				d.classes = append(d.classes, class{poolOf(n.Pool), n.Model})
+			pool := poolOf(n.Pool)
+			if last < 0 || d.classes[last].pool != pool || d.classes[last].model != n.Model {
+				last = d.classOf(pool, n.Model)
 			}
-			ni.class = c
+			ni.class = last
 		}
 		d.nodes[i] = ni
 	}
 	d.allocJob = resize(d.allocJob, len(s.Allocs))
 	d.allocNode = resize(d.allocNode, len(s.Allocs))
-	for i := range s.Allocs {
-		a := &s.Allocs[i]
-		d.allocJob[i], d.allocNode[i] = -1, -1
-		if j, ok := d.jobIdx[a.Job]; ok {
-			d.allocJob[i] = j
-		}
-		if n, ok := d.nodeIdx[a.Node]; ok {
-			d.allocNode[i] = n
-		}
+	if d.tl != nil {
+		copy(d.allocJob, d.tl.allocJob)
+		copy(d.allocNode, d.tl.allocNode)
+	} else {
+		d.indexIDs()
 	}
 	d.jobAllocs.build(len(s.Jobs), len(s.Allocs), func(i int) int32 { return d.allocJob[i] })
 	d.nodeAlloc.build(len(s.Nodes), len(s.Allocs), func(i int) int32 { return d.allocNode[i] })
@@ -145,6 +127,64 @@ func (d *Decider) index() {
 			d.nodes[n].heldFree += int32(a.GPUs)
 		}
 	}
+}
+
+// classOf is the index of class (pool, model), added when new: classes
+// are numbered in the order their first node appears.
+func (d *Decider) classOf(pool, model string) int32 {
+	for c := range d.classes {
+		if d.classes[c].pool == pool && d.classes[c].model == model {
+			return int32(c)
+		}
+	}
+	d.classes = append(d.classes, class{pool, model})
+	return int32(len(d.classes) - 1)
+}
+
+// indexIDs maps job and node IDs to indexes and resolves each
+// allocation's job and node (a full Decide; an Incremental hands them in).
+func (d *Decider) indexIDs() {
+	s := d.snap
+	if d.jobIdx == nil {
+		d.jobIdx = make(map[string]int32, len(s.Jobs))
+		d.nodeIdx = make(map[string]int32, len(s.Nodes))
+	}
+	clear(d.jobIdx)
+	clear(d.nodeIdx)
+	for i := range s.Jobs {
+		d.jobIdx[s.Jobs[i].ID] = int32(i)
+	}
+	for i := range s.Nodes {
+		d.nodeIdx[s.Nodes[i].ID] = int32(i)
+	}
+	for i := range s.Allocs {
+		a := &s.Allocs[i]
+		d.allocJob[i], d.allocNode[i] = -1, -1
+		if j, ok := d.jobIdx[a.Job]; ok {
+			d.allocJob[i] = j
+		}
+		if n, ok := d.nodeIdx[a.Node]; ok {
+			d.allocNode[i] = n
+		}
+	}
+}
+
+// jobIndex is the index of job id in the snapshot.
+func (d *Decider) jobIndex(id string) (int32, bool) {
+	if d.tl != nil {
+		return d.tl.job(id)
+	}
+	j, ok := d.jobIdx[id]
+	return j, ok
+}
+
+// nodeIndex is the index of node id in the snapshot.
+func (d *Decider) nodeIndex(id string) (int32, bool) {
+	if d.tl != nil {
+		return d.tl.node(id)
+	}
+	n, ok := d.nodeIdx[id]
+	return n, ok
 }
 
 // indexLeaves caches each leaf's position and served ratio.

@@ -114,8 +114,8 @@ func (d *Decider) keepVictims() {
 		return
 	}
 	for _, v := range d.snap.Victims {
-		vj, ok1 := d.jobIdx[v.Job]
-		bj, ok2 := d.jobIdx[v.For]
+		vj, ok1 := d.jobIndex(v.Job)
+		bj, ok2 := d.jobIndex(v.For)
 		if !ok1 || !ok2 || vj == bj {
 			continue
 		}
@@ -144,7 +144,7 @@ func (d *Decider) keepVictims() {
 // Other jobs are not credited: Nomad would not evaluate them.
 func (d *Decider) creditHeld(j int32) {
 	for _, v := range d.snap.Victims {
-		vj, ok := d.jobIdx[v.Job]
+		vj, ok := d.jobIndex(v.Job)
 		if !ok || d.jobs[vj].heldFor != j {
 			continue
 		}

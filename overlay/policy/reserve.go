@@ -19,7 +19,7 @@ import (
 func (d *Decider) keepReservations() {
 	d.ready = d.ready[:0]
 	for _, r := range d.snap.Reservations {
-		j, ok := d.jobIdx[r.Job]
+		j, ok := d.jobIndex(r.Job)
 		waiting := ok && (d.jobs[j].state == jsPending || d.jobs[j].state == jsPartial)
 		if r.Expired {
 			if waiting {
@@ -57,7 +57,7 @@ func (d *Decider) keepReservations() {
 func (d *Decider) reservedNodes(ids []string) []int32 {
 	var nodes []int32
 	for _, id := range ids {
-		if n, ok := d.nodeIdx[id]; ok && !d.nodes[n].draining {
+		if n, ok := d.nodeIndex(id); ok && !d.nodes[n].draining {
 			nodes = append(nodes, n)
 		}
 	}

@@ -18,9 +18,15 @@ type tail struct {
 	// read, for a pending job that is not queued (its allocations all
 	// stopped or failed).
 	before func(j int32) int32
-	queued int32 // queued jobs in all, left out or not
-	first  int32 // rank of the first queued job left out; 0 when none is
-	minAsk int32 // smallest per-allocation GPU ask of the jobs left out
+	// allocJob and allocNode are by allocation of the snapshot read: the
+	// index of its job and of its node there, -1 when absent (the
+	// Incremental resolves them from its own slots, so index builds no
+	// maps); job and node look an ID up in the snapshot read.
+	allocJob, allocNode []int32
+	job, node           func(id string) (int32, bool)
+	queued              int32 // queued jobs in all, left out or not
+	first               int32 // rank of the first queued job left out; 0 when none is
+	minAsk              int32 // smallest per-allocation GPU ask of the jobs left out
 	// Set by orderPending: by job index, the queued jobs sorting before a
 	// pending job; the pending jobs in all.
 	qb      []int32

@@ -206,6 +206,31 @@ func (d *Decider) victimOK(v, j int32) (ok, marginOnly bool) {
 	return true, false
 }
 
+// indexVictims lists, by node, the live allocations of the jobs time
+// slicing may ever stop in this decision: running past their window, not
+// moved by a drain, not held below another job (victimOK's fixed part;
+// whether a job was just chosen is checked as victims are picked). It runs
+// once drain and keepVictims have marked the jobs.
+func (d *Decider) indexVictims() {
+	d.vGPUs = resize(d.vGPUs, len(d.nodes))
+	clear(d.vGPUs)
+	d.vServed = -1
+	d.vAlloc.build(len(d.nodes), len(d.snap.Allocs), func(i int) int32 {
+		n, v := d.allocNode[i], d.allocJob[i]
+		if n < 0 || v < 0 || !d.snap.Allocs[i].live() {
+			return -1
+		}
+		if vi := &d.jobs[v]; vi.state != jsRunning || vi.moving || vi.heldFor >= 0 {
+			return -1
+		}
+		return n
+	})
+	for _, ai := range d.vAlloc.items {
+		d.vGPUs[d.allocNode[ai]] += int32(d.snap.Allocs[ai].GPUs)
+		d.vServed = max(d.vServed, d.served[d.jobs[d.allocJob[ai]].leaf])
+	}
+}
+
 // chooseVictims frees GPUs for ask a of job j on one node, choosing the node
 // whose victim set is best by (non-resumable victims, victims, GPUs of the
 // victims, then the most over-served victim) and returns it, or -1. It marks
@@ -215,6 +240,8 @@ func (d *Decider) chooseVictims(j int32, a *ask) (node int32, margin bool) {
 	sc := &d.scratch
 	best := int32(-1)
 	var bestScore victimScore
+	// No candidate anywhere when no possible victim is served enough.
+	some := d.vServed >= d.served[d.jobs[j].leaf]+d.cfg.FairnessMargin
 	for c := range d.classes {
 		if !d.classFits(int32(c), job, a) {
 			continue
@@ -224,6 +251,11 @@ func (d *Decider) chooseVictims(j int32, a *ask) (node int32, margin bool) {
 				continue
 			}
 			need := a.gpus - d.cap.avail[n]
+			if !some || d.vGPUs[n] < need {
+				// Not enough to take here: only the margin is news.
+				margin = margin || d.nodeMargin(n, j)
+				continue
+			}
 			m := d.nodeCandidates(n, j)
 			margin = margin || m
 			if !d.pickOnNode(need) {
@@ -252,17 +284,25 @@ func (d *Decider) chooseVictims(j int32, a *ask) (node int32, margin bool) {
 	return best, margin
 }
 
+// nodeMargin reports whether node n holds a job that only the fairness
+// margin keeps from being a victim for job j (victimOK's marginOnly).
+func (d *Decider) nodeMargin(n, j int32) bool {
+	for _, ai := range d.vAlloc.row(n) {
+		if _, m := d.victimOK(d.allocJob[ai], j); m {
+			return true
+		}
+	}
+	return false
+}
+
 // nodeCandidates fills scratch.cands with the victims allowed on node n for
 // job j, one entry per job with its GPUs on n.
 func (d *Decider) nodeCandidates(n, j int32) (margin bool) {
 	sc := &d.scratch
 	sc.cands = sc.cands[:0]
-	for _, ai := range d.nodeAlloc.row(n) {
+	for _, ai := range d.vAlloc.row(n) {
 		al := &d.snap.Allocs[ai]
 		v := d.allocJob[ai]
-		if v < 0 || !al.live() {
-			continue
-		}
 		ok, m := d.victimOK(v, j)
 		margin = margin || m
 		if !ok {
