@@ -144,9 +144,13 @@ func (c *capacity) rollback(to int) {
 	c.undo = c.undo[:to]
 }
 
+// resize returns s with length n, reusing its memory when it has room
+// (the contents are whatever was there); it grows by a quarter more than
+// asked, so a slice that follows a slowly growing count is not
+// reallocated each time.
 func resize[T any](s []T, n int) []T {
 	if cap(s) < n {
-		return make([]T, n)
+		return make([]T, n, n+n/4)
 	}
 	return s[:n]
 }

@@ -53,10 +53,10 @@ type Incremental struct {
 	tree     *budgets.Tree
 	cfg      Config
 	leaves   [][]int32 // by leaf index: queued jobs in pending order
-	asks     map[int32]int32
-	active   slotSet // jobs with allocations
-	dirty    slotSet // jobs never left out: priority not where the policy keeps idle jobs
-	head     int     // pending jobs read at the top of the order last time
+	asks     askCounts // queued jobs by smallest ask
+	active   slotSet   // jobs with allocations
+	dirty    slotSet   // jobs never left out: priority not where the policy keeps idle jobs
+	head     int       // pending jobs read at the top of the order last time
 	d        Decider
 	view     Snapshot
 	tl       tail
@@ -65,10 +65,11 @@ type Incremental struct {
 	viewAt   []int32 // by job slot: its index in view, when marked this epoch
 	rankAt   []int32 // by job slot: its queued rank, when read in the top; else 0
 	inc      []int32
-	leafRank []int32 // by leaf: its rank in the fair-share order
-	byRank   []int32 // by rank: the leaf
-	prefix   []int32 // by rank: queued jobs of the leaves before
-	askBuf   map[int32]int32
+	leafRank []int32  // by leaf: its rank in the fair-share order
+	byRank   []int32  // by rank: the leaf
+	prefix   []int32  // by rank: queued jobs of the leaves before
+	askBuf   []int32  // asks.n, counted down by read
+	inSet    []uint64 // by job slot: read this epoch (bits), to list them in slot order
 	explBuf  []Explanation
 }
 
@@ -306,7 +307,7 @@ func (x *Incremental) configure(tree *budgets.Tree, cfg *Config) {
 	}
 	x.tree = nil
 	x.leaves = x.leaves[:0]
-	x.asks = make(map[int32]int32)
+	x.asks = askCounts{}
 	x.active.reset()
 	x.dirty.reset()
 	x.cfg = *cfg
@@ -357,7 +358,7 @@ func (x *Incremental) classify(s int32) {
 	l := x.leaves[j.leaf]
 	i, _ := slices.BinarySearchFunc(l, s, x.compareQueued)
 	x.leaves[j.leaf] = slices.Insert(l, i, s)
-	x.asks[j.ask]++
+	x.asks.add(j.ask, 1)
 	if j.Priority != x.cfg.Pending.Low {
 		x.dirty.add(s)
 	}
@@ -376,11 +377,25 @@ func (x *Incremental) unclassify(s int32) {
 		if i, ok := slices.BinarySearchFunc(l, s, x.compareQueued); ok {
 			x.leaves[j.leaf] = slices.Delete(l, i, i+1)
 		}
-		if x.asks[j.ask]--; x.asks[j.ask] == 0 {
-			delete(x.asks, j.ask)
-		}
+		x.asks.add(j.ask, -1)
 	}
 	j.kind = kindIdle
+}
+
+// askCounts counts jobs by ask, in ascending order of the asks that have
+// some (a cluster has few distinct asks).
+type askCounts struct {
+	ask, n []int32
+}
+
+func (c *askCounts) add(a, d int32) {
+	i, ok := slices.BinarySearch(c.ask, a)
+	if !ok {
+		c.ask, c.n = slices.Insert(c.ask, i, a), slices.Insert(c.n, i, 0)
+	}
+	if c.n[i] += d; c.n[i] == 0 {
+		c.ask, c.n = slices.Delete(c.ask, i, i+1), slices.Delete(c.n, i, i+1)
+	}
 }
 
 // compareQueued orders the queued jobs of one leaf as compareKeys does.

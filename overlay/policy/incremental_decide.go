@@ -1,6 +1,7 @@
 package policy
 
 import (
+	bits64 "math/bits"
 	"slices"
 	"time"
 
@@ -26,7 +27,7 @@ func (x *Incremental) Decide(tree *budgets.Tree, fs *budgets.FairShare, now time
 		p := x.d.decideWith(&x.tl, &x.view, tree, fs, now, cfg)
 		if !x.tl.unsound || h == int(x.tl.queued) {
 			if tries == 0 {
-				h = max(base, h-h/8) // shrink back slowly once fewer jobs do
+				h = max(base, h/2) // shrink back once fewer jobs do
 			}
 			x.head = h
 			if x.Explanations {
@@ -83,10 +84,12 @@ func (x *Incremental) read(h int) {
 	x.mark = resize(x.mark, len(x.jobs))
 	x.rankAt = resize(x.rankAt, len(x.jobs))
 	inc := x.inc[:0]
+	x.inSet = resize(x.inSet, (len(x.jobs)+63)/64)
+	clear(x.inSet)
 	add := func(s int32) {
 		if x.mark[s] != x.epoch {
 			x.mark[s] = x.epoch
-			inc = append(inc, s)
+			x.inSet[s>>6] |= 1 << (s & 63)
 		}
 	}
 	addID := func(id string) {
@@ -119,7 +122,12 @@ func (x *Incremental) read(h int) {
 				break
 			}
 			add(s)
-			asks[x.jobs[s].ask]--
+			if a := x.jobs[s].ask; x.asks.ask[0] == a {
+				asks[0]-- // the common case: the smallest ask
+			} else {
+				i, _ := slices.BinarySearch(x.asks.ask, a)
+				asks[i]--
+			}
 			n++
 			x.rankAt[s] = int32(n)
 		}
@@ -127,13 +135,19 @@ func (x *Incremental) read(h int) {
 	x.tl.first, x.tl.minAsk = 0, 1<<30
 	if h < int(x.tl.queued) {
 		x.tl.first = x.firstLeftOut(h)
-		for a, c := range asks {
+		for i, c := range asks {
 			if c > 0 {
-				x.tl.minAsk = min(x.tl.minAsk, a)
+				x.tl.minAsk = x.asks.ask[i]
+				break
 			}
 		}
 	}
-	slices.Sort(inc)
+	for w, bits := range x.inSet {
+		for bits != 0 {
+			inc = append(inc, int32(w<<6+bits64.TrailingZeros64(bits)))
+			bits &= bits - 1
+		}
+	}
 	x.inc = inc
 	x.viewAt = resize(x.viewAt, len(x.jobs))
 	v := &x.view
@@ -220,14 +234,8 @@ func (x *Incremental) viewNode(id string) (int32, bool) {
 func (x *Incremental) leafOfRank(r int) int32 { return x.byRank[r] }
 
 // askScratch copies the count of queued jobs by smallest ask.
-func (x *Incremental) askScratch() map[int32]int32 {
-	if x.askBuf == nil {
-		x.askBuf = make(map[int32]int32)
-	}
-	clear(x.askBuf)
-	for a, c := range x.asks {
-		x.askBuf[a] = c
-	}
+func (x *Incremental) askScratch() []int32 {
+	x.askBuf = append(x.askBuf[:0], x.asks.n...)
 	return x.askBuf
 }
 
