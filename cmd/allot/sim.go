@@ -26,12 +26,14 @@ func init() { extraCommands = append(extraCommands, simCommand) }
 // file naming the budgets, the cluster and the trace (or the generator's
 // settings), paths relative to the file. Flags given on the command line win.
 type scenarioFile struct {
-	Budgets     string         `json:"budgets"`
-	Trace       string         `json:"trace"`
-	Nodes       int            `json:"nodes"`
-	GPUsPerNode int            `json:"gpus_per_node"`
-	Generate    *sim.GenConfig `json:"generate"`
-	Pools       []sim.Pool     `json:"pools"`
+	Budgets     string `json:"budgets"`
+	Trace       string `json:"trace"`
+	Nodes       int    `json:"nodes"`
+	GPUsPerNode int    `json:"gpus_per_node"`
+	// Generate overrides keys of sim.DefaultGenConfig (snake_case keys,
+	// durations as strings: see sim.GenConfig's UnmarshalJSON).
+	Generate json.RawMessage `json:"generate"`
+	Pools    []sim.Pool      `json:"pools"`
 }
 
 func simFlags() []cli.Flag {
@@ -147,7 +149,9 @@ func simInputsFrom(c *cli.Command) (*simInputs, error) {
 	default:
 		g := sim.DefaultGenConfig()
 		if sc.Generate != nil {
-			g = *sc.Generate
+			if err := json.Unmarshal(sc.Generate, &g); err != nil {
+				return nil, usagef("scenario: %v", err)
+			}
 		}
 		if c.IsSet("seed") || sc.Generate == nil {
 			g.Seed = in.opts.Seed

@@ -44,6 +44,7 @@ type Baseline struct {
 	used     []int64
 	admitted [][]int32 // per leaf: guaranteed jobs not yet finished
 	waiting  [][]int32 // per leaf: overflow jobs never placed, FIFO
+	freed    []bool    // per leaf: limit freed since the waiting list was last scanned
 	leafOf   []int32
 	drainBy  map[int32]int64 // node → kill deadline (seconds)
 }
@@ -73,6 +74,7 @@ func (b *Baseline) Init(s *State, tree *budgets.Tree) error {
 	b.used = make([]int64, len(leaves))
 	b.admitted = make([][]int32, len(leaves))
 	b.waiting = make([][]int32, len(leaves))
+	b.freed = make([]bool, len(leaves))
 	for k, l := range leaves {
 		b.limit[k] = int64(math.Floor(l.Effective * float64(gpus) * b.cfg.LimitScale))
 	}
@@ -109,32 +111,51 @@ func (b *Baseline) Reconcile(s *State) time.Duration {
 		for _, i := range b.admitted[l] {
 			if s.jobs[i].status >= StatusDone {
 				b.used[l] -= int64(s.jobs[i].spec.TotalGPUs())
+				b.freed[l] = true
 				continue
 			}
 			kept = append(kept, i)
 		}
 		b.admitted[l] = kept
-		w := b.waiting[l]
-		for len(w) > 0 {
-			i := w[0]
-			j := &s.jobs[i]
-			if j.status >= StatusDone || j.placed > 0 || j.firstStart >= 0 {
-				w = w[1:] // started (or gone) as overflow: keeps its tier
-				continue
-			}
-			g := int64(j.spec.TotalGPUs())
-			if b.used[l]+g > b.limit[l] {
-				break
-			}
-			b.used[l] += g
-			b.admitted[l] = append(b.admitted[l], i)
-			s.SetPreemptible(i, false)
-			s.SetPriority(i, b.cfg.Guaranteed[j.spec.Baseline])
-			w = w[1:]
+		if b.freed[l] {
+			// Only a release can let a waiting job in: a new job that fits
+			// is admitted at submission.
+			b.freed[l] = false
+			b.waiting[l] = b.promote(s, l, b.waiting[l])
 		}
-		b.waiting[l] = w
 	}
 	return b.drains(s)
+}
+
+// promote admits waiting overflow jobs of leaf l into its limit, highest
+// level first, then first come, skipping those that do not fit (a quota has
+// no reservation for a large job, like Nomad's blocked evals: facts i). A job
+// that started as overflow, or is gone, leaves the list. It returns the jobs
+// still waiting.
+func (b *Baseline) promote(s *State, l int, w []int32) []int32 {
+	kept := w[:0]
+	for lv := int(numLevels) - 1; lv >= 0; lv-- {
+		for _, i := range w {
+			j := &s.jobs[i]
+			if j.spec.Baseline != Level(lv) || j.status >= StatusDone || j.placed > 0 || j.firstStart >= 0 {
+				continue
+			}
+			if g := int64(j.spec.TotalGPUs()); b.used[l]+g <= b.limit[l] { // admitted: leaves the list below
+				b.used[l] += g
+				b.admitted[l] = append(b.admitted[l], i)
+				s.SetPreemptible(i, false)
+				s.SetPriority(i, b.cfg.Guaranteed[j.spec.Baseline])
+			}
+		}
+	}
+	for _, i := range w {
+		j := &s.jobs[i]
+		if j.status >= StatusDone || j.placed > 0 || j.firstStart >= 0 || !j.preemptible {
+			continue
+		}
+		kept = append(kept, i)
+	}
+	return kept
 }
 
 // drains is the operator's `nomad node drain -deadline`: the node turns

@@ -18,17 +18,44 @@
 //     placed (no kill_timeout); a migrated allocation's replacement is placed
 //     in the same pass.
 //   - Binpack: Nomad shuffles the feasible nodes and, for batch jobs, scores
-//     only the first 2 it finds; the model draws 2 distinct feasible nodes
-//     uniformly at random (the same distribution) from a seeded generator and
-//     keeps the fuller one (fewest free healthy GPUs after placement).
-//     PlacementBestFit scores every node instead.
+//     only the first 2 it finds (scheduler/feasible/stack.go: limit 2 after
+//     ShuffleNodes); the model draws 2 distinct feasible nodes uniformly at
+//     random (the same distribution) from a seeded generator and keeps the
+//     fuller one (fewest free healthy GPUs after placement). Nomad's fit
+//     score reads CPU and memory only, so GPU fill stands for it: the model
+//     assumes tasks ask CPU and memory in proportion to their GPUs.
+//     PlacementBestFit scores every node instead; on the example scenario it
+//     changes debug waits by less than the seed does, so fragmentation from
+//     the two-choice draw is not what makes small jobs wait.
 //   - A job makes progress only while all its allocations run (a distributed
 //     job waits for its last worker); GPU time held by a job placed in part is
 //     reported as stalled.
 //   - Allocations of the placing job are never victims, as in Nomad; since a
 //     job's allocations share its priority (a change is in place), the
 //     10-point gap already keeps them apart.
+//   - Every blocked eval is tried on its own at each capacity change: a small
+//     ask places while a larger, higher one stays blocked (facts i). Checked
+//     on the example scenario: no pending job ever waited while its ask fit
+//     the free GPUs of an eligible node.
 //   - Blocked evaluations keep their place (CreateIndex) when they block
 //     again; a priority change or an evaluate creates a new one at the back of
 //     its priority, as Nomad does.
+//
+// The generator (Generate) and the baseline encode these assumptions about
+// people, each a knob of GenConfig or BaselineConfig:
+//   - Researchers give debug and interactive runs a higher within-budget
+//     priority than their team's training backlog (DebugPriority above
+//     TrainPriority): someone is waiting at a terminal for them. Allot
+//     compares this priority only within a budget leaf.
+//   - Unallocated filler (min_runtime 0: evaluation sweeps, data jobs) is
+//     submitted by a team and names it. Under allot it is free anyway; in the
+//     world before allot the same job counted against its team's limit like
+//     any other, since nobody chose to be preemptible while the limit had
+//     room.
+//   - Baseline: a job within its team's concurrent-GPU limit at submission
+//     runs at a guaranteed priority; a job beyond it runs preemptible on idle
+//     GPUs and waits for the limit. When the limit frees, waiting jobs are
+//     admitted highest level first, then first come, skipping those that do
+//     not fit (a quota keeps no room for a large job, as Nomad does not); a
+//     job that already started as overflow keeps its tier.
 package sim

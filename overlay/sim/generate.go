@@ -38,6 +38,13 @@ type GenConfig struct {
 	// allocations of 8 GPUs) with their weights.
 	TrainSizes   []int
 	TrainWeights []float64
+	// DebugPriority and TrainPriority are the inclusive ranges the
+	// within-budget meta priority is drawn from (uniformly) for debug and
+	// interactive jobs, and for training jobs. A researcher waiting at a
+	// terminal for a debug run ranks it above the team's own training
+	// backlog, so the default ranges do not overlap; the priority only orders
+	// jobs of the same budget leaf and is never compared across leaves.
+	DebugPriority, TrainPriority [2]int
 	// TrainWork bounds the work of a training job (log-uniform).
 	TrainWorkMin, TrainWorkMax time.Duration
 	// Failures is the number of node faults; each node is repaired after a
@@ -51,6 +58,7 @@ type GenConfig struct {
 func DefaultGenConfig() GenConfig {
 	return GenConfig{Seed: 1, Days: 30, GPUs: 1024, Demand: 2.5, TeamSpread: 0.5, DebugPerDay: 3000,
 		InteractivePerDay: 40, Unallocated: 0.3, Resumable: 0.85, HighInflation: 0.7,
+		DebugPriority: [2]int{80, 100}, TrainPriority: [2]int{20, 79},
 		TrainSizes: []int{8, 16, 32, 64, 128, 256}, TrainWeights: []float64{30, 22, 20, 14, 9, 5},
 		TrainWorkMin: 2 * time.Hour, TrainWorkMax: 72 * time.Hour,
 		Failures: 12, Nodes: 128, RepairMin: 4 * time.Hour, RepairMax: 48 * time.Hour}
@@ -69,6 +77,9 @@ func (g GenConfig) Validate() error {
 		return fmt.Errorf("team spread %v must be in [0, 1)", g.TeamSpread)
 	case len(g.TrainSizes) == 0 || len(g.TrainSizes) != len(g.TrainWeights):
 		return fmt.Errorf("train sizes and weights must be non-empty and of equal length")
+	case !validPriorityRange(g.DebugPriority) || !validPriorityRange(g.TrainPriority):
+		return fmt.Errorf("debug priority %v and train priority %v must be ranges [lo, hi] with 0 <= lo <= hi <= 100",
+			g.DebugPriority, g.TrainPriority)
 	case g.TrainWorkMin <= 0 || g.TrainWorkMax < g.TrainWorkMin:
 		return fmt.Errorf("train work bounds must satisfy 0 < min <= max")
 	case g.Failures > 0 && (g.Nodes < 1 || g.RepairMin <= 0 || g.RepairMax < g.RepairMin):
@@ -76,6 +87,11 @@ func (g GenConfig) Validate() error {
 	}
 	return nil
 }
+
+func validPriorityRange(r [2]int) bool { return 0 <= r[0] && r[0] <= r[1] && r[1] <= 100 }
+
+// priority draws a within-budget priority from the inclusive range r.
+func (g *generator) priority(r [2]int) int { return r[0] + g.rng.IntN(r[1]-r[0]+1) }
 
 type generator struct {
 	cfg    GenConfig
@@ -101,7 +117,7 @@ func Generate(tree *budgets.Tree, cfg GenConfig) (*Trace, error) {
 		g.interactive(leaf, cfg.InteractivePerDay*cfg.Days*leaf.Effective)
 		g.train(leaf, cfg.Demand*capHours*leaf.Effective*spread)
 	}
-	g.filler(cfg.Unallocated * capHours)
+	g.filler(tree, cfg.Unallocated*capHours)
 	g.faults()
 	g.tr.sort()
 	return g.tr, nil
@@ -139,7 +155,7 @@ func (g *generator) debug(leaf *budgets.Node, n float64) {
 		work := g.logUniform(2*time.Minute, 45*time.Minute)
 		g.tr.Jobs = append(g.tr.Jobs, JobSpec{ID: g.id(leaf, "debug"), Submit: g.at(), Budget: leaf.Path,
 			Class: ClassDebug, Count: 1, GPUs: sizes[g.rng.IntN(len(sizes))], Work: work,
-			MinRuntime: min(15*time.Minute, work.Round(time.Minute)+time.Minute), Priority: 50 + g.rng.IntN(30),
+			MinRuntime: min(15*time.Minute, work.Round(time.Minute)+time.Minute), Priority: g.priority(g.cfg.DebugPriority),
 			Baseline: g.level()})
 	}
 }
@@ -148,7 +164,8 @@ func (g *generator) interactive(leaf *budgets.Node, n float64) {
 	for k := 0; k < int(n+g.rng.Float64()); k++ {
 		g.tr.Jobs = append(g.tr.Jobs, JobSpec{ID: g.id(leaf, "interactive"), Submit: g.at(), Budget: leaf.Path,
 			Class: ClassInteractive, Count: 1, GPUs: 1 + g.rng.IntN(2),
-			Work: g.logUniform(30*time.Minute, 4*time.Hour), MinRuntime: time.Hour, Priority: 60, Baseline: g.level()})
+			Work: g.logUniform(30*time.Minute, 4*time.Hour), MinRuntime: time.Hour, Priority: g.priority(g.cfg.DebugPriority),
+			Baseline: g.level()})
 	}
 }
 
@@ -176,19 +193,33 @@ func (g *generator) train(leaf *budgets.Node, gpuHours float64) {
 		g.tr.Jobs = append(g.tr.Jobs, JobSpec{ID: g.id(leaf, "train"), Submit: g.at(), Budget: leaf.Path,
 			Class: ClassTrain, Count: count, GPUs: per, Work: work,
 			MinRuntime: time.Duration(1+g.rng.IntN(8)) * time.Hour, Resumable: g.rng.Float64() < g.cfg.Resumable,
-			Priority: 40 + g.rng.IntN(40), Baseline: g.level()})
+			Priority: g.priority(g.cfg.TrainPriority), Baseline: g.level()})
 		left -= float64(size) * work.Hours()
 	}
 }
 
-// filler adds unallocated work (no budget, min_runtime 0).
-func (g *generator) filler(gpuHours float64) {
+// filler adds unallocated work (min_runtime 0) of the teams, each team's
+// part in proportion to its share. The team is named (meta budget) because
+// in the world before allot the same evaluation sweeps and data jobs were
+// submitted under a team like any other work and counted against its limit;
+// under allot a min_runtime of 0 makes them free whatever the budget says.
+func (g *generator) filler(tree *budgets.Tree, gpuHours float64) {
+	leaves := tree.Leaves()
 	for left := gpuHours; left > 0; {
+		x := g.rng.Float64()
+		leaf := leaves[len(leaves)-1]
+		for _, l := range leaves {
+			if x < l.Effective {
+				leaf = l
+				break
+			}
+			x -= l.Effective
+		}
 		gpus := []int{1, 2, 4, 8}[g.rng.IntN(4)]
 		work := g.logUniform(time.Hour, 12*time.Hour)
-		g.n++
-		g.tr.Jobs = append(g.tr.Jobs, JobSpec{ID: fmt.Sprintf("free-%d", g.n), Submit: g.at(), Class: ClassOther,
-			Count: 1, GPUs: gpus, Work: work, Resumable: true, Priority: 50, Baseline: LevelLow})
+		g.tr.Jobs = append(g.tr.Jobs, JobSpec{ID: g.id(leaf, "free"), Submit: g.at(), Budget: leaf.Path,
+			Class: ClassOther, Count: 1, GPUs: gpus, Work: work, Resumable: true,
+			Priority: g.priority(g.cfg.TrainPriority), Baseline: g.level()})
 		left -= float64(gpus) * work.Hours()
 	}
 }

@@ -1,0 +1,78 @@
+package sim
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// genConfigJSON is GenConfig as people write it in a scenario file:
+// durations as Go/Nomad duration strings ("2h", "90m"), not nanoseconds.
+type genConfigJSON struct {
+	Seed              uint64    `json:"seed"`
+	Days              float64   `json:"days"`
+	GPUs              int       `json:"gpus"`
+	Demand            float64   `json:"demand"`
+	TeamSpread        float64   `json:"team_spread"`
+	DebugPerDay       float64   `json:"debug_per_day"`
+	InteractivePerDay float64   `json:"interactive_per_day"`
+	Unallocated       float64   `json:"unallocated"`
+	Resumable         float64   `json:"resumable"`
+	HighInflation     float64   `json:"high_inflation"`
+	DebugPriority     [2]int    `json:"debug_priority"`
+	TrainPriority     [2]int    `json:"train_priority"`
+	TrainSizes        []int     `json:"train_sizes"`
+	TrainWeights      []float64 `json:"train_weights"`
+	TrainWorkMin      string    `json:"train_work_min"`
+	TrainWorkMax      string    `json:"train_work_max"`
+	Failures          int       `json:"failures"`
+	Nodes             int       `json:"nodes"`
+	RepairMin         string    `json:"repair_min"`
+	RepairMax         string    `json:"repair_max"`
+}
+
+// MarshalJSON writes the configuration with snake_case keys and durations
+// as strings, the form UnmarshalJSON reads.
+func (g GenConfig) MarshalJSON() ([]byte, error) {
+	return json.Marshal(genConfigJSON{Seed: g.Seed, Days: g.Days, GPUs: g.GPUs, Demand: g.Demand,
+		TeamSpread: g.TeamSpread, DebugPerDay: g.DebugPerDay, InteractivePerDay: g.InteractivePerDay,
+		Unallocated: g.Unallocated, Resumable: g.Resumable, HighInflation: g.HighInflation,
+		DebugPriority: g.DebugPriority, TrainPriority: g.TrainPriority, TrainSizes: g.TrainSizes,
+		TrainWeights: g.TrainWeights, TrainWorkMin: g.TrainWorkMin.String(), TrainWorkMax: g.TrainWorkMax.String(),
+		Failures: g.Failures, Nodes: g.Nodes, RepairMin: g.RepairMin.String(), RepairMax: g.RepairMax.String()})
+}
+
+// UnmarshalJSON reads a configuration written by MarshalJSON or by hand.
+// Keys left out keep the values g already has (start from DefaultGenConfig
+// to override only some); unknown keys are an error.
+func (g *GenConfig) UnmarshalJSON(b []byte) error {
+	// Start from g's own values so that absent keys keep them.
+	cur := genConfigJSON{Seed: g.Seed, Days: g.Days, GPUs: g.GPUs, Demand: g.Demand, TeamSpread: g.TeamSpread,
+		DebugPerDay: g.DebugPerDay, InteractivePerDay: g.InteractivePerDay, Unallocated: g.Unallocated,
+		Resumable: g.Resumable, HighInflation: g.HighInflation, DebugPriority: g.DebugPriority,
+		TrainPriority: g.TrainPriority, TrainSizes: g.TrainSizes, TrainWeights: g.TrainWeights,
+		TrainWorkMin: g.TrainWorkMin.String(), TrainWorkMax: g.TrainWorkMax.String(), Failures: g.Failures,
+		Nodes: g.Nodes, RepairMin: g.RepairMin.String(), RepairMax: g.RepairMax.String()}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cur); err != nil {
+		return fmt.Errorf("generate: %w (keys are snake_case, e.g. \"demand\", \"train_work_min\")", err)
+	}
+	durs := [4]time.Duration{}
+	for k, s := range []string{cur.TrainWorkMin, cur.TrainWorkMax, cur.RepairMin, cur.RepairMax} {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			name := [...]string{"train_work_min", "train_work_max", "repair_min", "repair_max"}[k]
+			return fmt.Errorf("generate: %s %q is not a duration; write it like \"2h\", \"90m\" or \"3d\" as \"72h\"", name, s)
+		}
+		durs[k] = d
+	}
+	*g = GenConfig{Seed: cur.Seed, Days: cur.Days, GPUs: cur.GPUs, Demand: cur.Demand, TeamSpread: cur.TeamSpread,
+		DebugPerDay: cur.DebugPerDay, InteractivePerDay: cur.InteractivePerDay, Unallocated: cur.Unallocated,
+		Resumable: cur.Resumable, HighInflation: cur.HighInflation, DebugPriority: cur.DebugPriority,
+		TrainPriority: cur.TrainPriority, TrainSizes: cur.TrainSizes, TrainWeights: cur.TrainWeights,
+		TrainWorkMin: durs[0], TrainWorkMax: durs[1], Failures: cur.Failures, Nodes: cur.Nodes,
+		RepairMin: durs[2], RepairMax: durs[3]}
+	return nil
+}

@@ -1,0 +1,75 @@
+package sim
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/allot-sched/allot/budgets"
+)
+
+func TestGenConfigJSONDurationsAsStrings(t *testing.T) {
+	d := DefaultGenConfig()
+	b, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"train_work_min":"2h0m0s"`) {
+		t.Fatalf("durations are not written as strings: %s", b)
+	}
+	var back GenConfig
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back, d) {
+		t.Fatalf("round trip:\n got %+v\nwant %+v", back, d)
+	}
+	// Keys left out keep the values already there.
+	g := DefaultGenConfig()
+	if err := json.Unmarshal([]byte(`{"demand": 1.5, "repair_max": "72h"}`), &g); err != nil {
+		t.Fatal(err)
+	}
+	if g.Demand != 1.5 || g.RepairMax != 72*time.Hour || g.TrainWorkMin != d.TrainWorkMin || g.Days != d.Days {
+		t.Fatalf("partial override: %+v", g)
+	}
+	for _, bad := range []string{`{"train_work_min": 7200000000000}`, `{"repair_min": "two hours"}`, `{"demnd": 2}`} {
+		if err := json.Unmarshal([]byte(bad), &g); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
+	}
+}
+
+func TestGenerateDebugRanksAboveTrainingWithinBudget(t *testing.T) {
+	tree, err := budgets.NewTree([]budgets.Spec{{Path: "lab", Share: 1}, {Path: "lab/a", Share: 1}, {Path: "lab/b", Share: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := DefaultGenConfig()
+	g.Days, g.GPUs, g.Failures = 1, 64, 0
+	tr, err := Generate(tree, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var minDebug, maxTrain, free = 101, -1, 0
+	for _, j := range tr.Jobs {
+		switch {
+		case j.MinRuntime == 0:
+			free++
+			if j.Budget == "" {
+				t.Fatalf("filler %s names no team: the baseline could not count it against a limit", j.ID)
+			}
+		case j.Class == ClassDebug || j.Class == ClassInteractive:
+			minDebug = min(minDebug, j.Priority)
+		default:
+			maxTrain = max(maxTrain, j.Priority)
+		}
+	}
+	if free == 0 || maxTrain < 0 || minDebug > 100 {
+		t.Fatalf("trace lacks a class: free %d, max train priority %d, min debug priority %d", free, maxTrain, minDebug)
+	}
+	if minDebug <= maxTrain {
+		t.Fatalf("a debug job (priority %d) ranks at or below a training job (%d) of its budget", minDebug, maxTrain)
+	}
+}
