@@ -54,6 +54,7 @@ type Decider struct {
 	served      []float64  // by leaf index: usage share / effective share
 	cap         capacity
 	order       []pendingKey // pending allocated jobs, best first
+	merge       []pendingKey // scratch of mergePending
 	asks        []ask
 	scratch     victimScratch
 	evals       int // evaluations planned so far

@@ -64,6 +64,8 @@ type Incremental struct {
 	epoch    uint32
 	viewAt   []int32 // by job slot: its index in view, when marked this epoch
 	rankAt   []int32 // by job slot: its queued rank, when read in the top; else 0
+	top      []int32 // slots of the top queued jobs read, in rank order
+	extra    []int32 // view indexes of the other queued jobs read
 	inc      []int32
 	leafRank []int32  // by leaf: its rank in the fair-share order
 	byRank   []int32  // by rank: the leaf

@@ -115,6 +115,7 @@ func (x *Incremental) read(h int) {
 	}
 	asks := x.askScratch()
 	n := 0
+	top := x.top[:0]
 	for r := 0; r < len(x.leafRank) && n < h; r++ {
 		l := x.leafOfRank(r)
 		for _, s := range x.leaves[l] {
@@ -130,8 +131,10 @@ func (x *Incremental) read(h int) {
 			}
 			n++
 			x.rankAt[s] = int32(n)
+			top = append(top, s)
 		}
 	}
+	x.top = top
 	x.tl.first, x.tl.minAsk = 0, 1<<30
 	if h < int(x.tl.queued) {
 		x.tl.first = x.firstLeftOut(h)
@@ -155,6 +158,7 @@ func (x *Incremental) read(h int) {
 	v.Reservations, v.Victims, v.Issued, v.LastDecision = x.Reservations, x.Victims, x.Issued, x.LastDecision
 	v.Jobs = v.Jobs[:0]
 	x.tl.rank = x.tl.rank[:0]
+	extra := x.extra[:0]
 	for k, s := range inc {
 		x.viewAt[s] = int32(k)
 		v.Jobs = append(v.Jobs, x.jobs[s].Job)
@@ -163,11 +167,21 @@ func (x *Incremental) read(h int) {
 			r = x.rankAt[s]
 			if r == 0 {
 				r = x.queuedRank(s) // read for a reason other than its rank
+				extra = append(extra, int32(k))
 			}
 		}
 		x.rankAt[s] = 0
 		x.tl.rank = append(x.tl.rank, r)
 	}
+	// The queued jobs read, in rank order: the top ones, then the others
+	// (all ranked below them).
+	slices.SortFunc(extra, func(a, b int32) int { return int(x.tl.rank[a] - x.tl.rank[b]) })
+	x.extra = extra
+	x.tl.queuedOrder = x.tl.queuedOrder[:0]
+	for _, s := range top {
+		x.tl.queuedOrder = append(x.tl.queuedOrder, x.viewAt[s])
+	}
+	x.tl.queuedOrder = append(x.tl.queuedOrder, extra...)
 	v.Allocs = v.Allocs[:0]
 	x.tl.allocJob, x.tl.allocNode = x.tl.allocJob[:0], x.tl.allocNode[:0]
 	for i := range x.allocs {

@@ -51,6 +51,11 @@ func (d *Decider) keyOf(j int32, partial bool) pendingKey {
 // ones: position p (1-based) among pending jobs.
 func (d *Decider) orderPending() {
 	d.order = d.order[:0]
+	if d.tl != nil {
+		d.mergePending()
+		d.tailPositions()
+		return
+	}
 	for j := range d.jobs {
 		switch d.jobs[j].state {
 		case jsPending:
@@ -60,10 +65,6 @@ func (d *Decider) orderPending() {
 		}
 	}
 	slices.SortFunc(d.order, d.compareKeys)
-	if d.tl != nil {
-		d.tailPositions()
-		return
-	}
 	p := int32(0)
 	for _, k := range d.order {
 		if !k.partial() {
@@ -71,6 +72,45 @@ func (d *Decider) orderPending() {
 			d.jobs[k.job].position = p
 		}
 	}
+}
+
+// mergePending fills the order for an Incremental's snapshot: the queued
+// jobs come in rank order (tail.queuedOrder, which is the pending order:
+// each is pending), so only the other waiting jobs are sorted, and the two
+// runs are merged.
+func (d *Decider) mergePending() {
+	t := d.tl
+	for j := range d.jobs {
+		if t.rank[j] != 0 {
+			continue
+		}
+		switch d.jobs[j].state {
+		case jsPending:
+			d.order = append(d.order, d.keyOf(int32(j), false))
+		case jsPartial:
+			d.order = append(d.order, d.keyOf(int32(j), true))
+		}
+	}
+	slices.SortFunc(d.order, d.compareKeys)
+	others := len(d.order)
+	for _, j := range t.queuedOrder {
+		d.order = append(d.order, d.keyOf(j, false))
+	}
+	d.merge = append(d.merge[:0], d.order[:others]...)
+	queued := d.order[others:]
+	i, k, o := 0, 0, 0
+	for i < len(d.merge) && k < len(queued) {
+		if d.compareKeys(d.merge[i], queued[k]) <= 0 {
+			d.order[o] = d.merge[i]
+			i++
+		} else {
+			d.order[o] = queued[k]
+			k++
+		}
+		o++
+	}
+	o += copy(d.order[o:], d.merge[i:])
+	copy(d.order[o:], queued[k:]) // in place: o == others + k
 }
 
 // tailPositions numbers the pending jobs counting those an Incremental

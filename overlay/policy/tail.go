@@ -14,6 +14,9 @@ type tail struct {
 	// allocation, allocated, managed) its 1-based rank among all queued
 	// jobs, 0 for the others.
 	rank []int32
+	// queuedOrder lists the queued jobs of the snapshot read by rank: in
+	// pending order already, so orderPending merges rather than sorts.
+	queuedOrder []int32
 	// before counts the queued jobs sorting before job j of the snapshot
 	// read, for a pending job that is not queued (its allocations all
 	// stopped or failed).
