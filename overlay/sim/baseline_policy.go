@@ -20,6 +20,13 @@ type BaselineConfig struct {
 	// LimitScale multiplies each team's concurrent-GPU limit, which is its
 	// effective share × cluster GPUs (rounded down).
 	LimitScale float64
+	// FillerInLimit counts work with a min_runtime of 0 (the filler) against
+	// its team's limit like any other job. Off by default: the world before
+	// allot had a preemptible tier for exactly such background work, and
+	// counting a capacity-sized filler volume against the limits starves
+	// every team's training (budgets 0 of 15 on the example), an old world
+	// nobody operated.
+	FillerInLimit bool
 	// DrainDeadline is the deadline of the `nomad node drain` an operator
 	// starts when a node turns unhealthy (facts e: batch work is killed at
 	// the deadline without a replacement). Zero: nobody drains.
@@ -80,6 +87,9 @@ func (b *Baseline) Init(s *State, tree *budgets.Tree) error {
 	}
 	for i := range b.leafOf {
 		sp := &s.jobs[i].spec
+		if (*sp).MinRuntime == 0 && !b.cfg.FillerInLimit {
+			continue // filler runs in the preemptible tier
+		}
 		if n, ok := tree.Lookup((*sp).Budget); ok && n.IsLeaf() {
 			b.leafOf[i] = int32(n.LeafIndex)
 		}

@@ -48,10 +48,11 @@
 //     TrainPriority): someone is waiting at a terminal for them. Allot
 //     compares this priority only within a budget leaf.
 //   - Unallocated filler (min_runtime 0: evaluation sweeps, data jobs) is
-//     submitted by a team and names it. Under allot it is free anyway; in the
-//     world before allot the same job counted against its team's limit like
-//     any other, since nobody chose to be preemptible while the limit had
-//     room.
+//     submitted by a team and names it; under allot it is free anyway. The
+//     baseline runs it in the preemptible tier (BaselineConfig.FillerInLimit
+//     off): counting a filler volume that keeps allot's cluster full against
+//     the team limits starves every team's training, which is not the
+//     published old world.
 //   - Baseline: a job within its team's concurrent-GPU limit at submission
 //     runs at a guaranteed priority; a job beyond it runs preemptible on idle
 //     GPUs and waits for the limit. When the limit frees, waiting jobs are
