@@ -33,11 +33,12 @@ type Decider struct {
 	jobIdx      map[string]int32
 	nodeIdx     map[string]int32
 	classes     []class
-	jobAllocs   csr     // allocation indexes by job
-	nodeAlloc   csr     // allocation indexes by node
-	vAlloc      csr     // by node: allocations of jobs time slicing may stop (indexVictims)
-	vGPUs       []int32 // by node: GPUs of those allocations
-	vServed     float64 // the most served leaf among those jobs, -1
+	jobAllocs   csr       // allocation indexes by job
+	nodeAlloc   csr       // allocation indexes by node
+	vAlloc      csr       // by node: allocations of jobs time slicing may stop (indexVictims)
+	vGPUs       []int32   // by node: GPUs of those allocations
+	vServed     float64   // the most served leaf among those jobs, -1
+	vMost       []float64 // by node: the same on that node
 	allocJob    []int32
 	allocNode   []int32
 	classNode   csr     // nodes by class

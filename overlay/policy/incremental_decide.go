@@ -157,11 +157,12 @@ func (x *Incremental) read(h int) {
 	v.Nodes = x.nodes
 	v.Reservations, v.Victims, v.Issued, v.LastDecision = x.Reservations, x.Victims, x.Issued, x.LastDecision
 	v.Jobs = v.Jobs[:0]
-	x.tl.rank = x.tl.rank[:0]
+	x.tl.rank, x.tl.leaf = x.tl.rank[:0], x.tl.leaf[:0]
 	extra := x.extra[:0]
 	for k, s := range inc {
 		x.viewAt[s] = int32(k)
 		v.Jobs = append(v.Jobs, x.jobs[s].Job)
+		x.tl.leaf = append(x.tl.leaf, x.jobs[s].leaf)
 		r := int32(0)
 		if x.jobs[s].kind == kindQueued {
 			r = x.rankAt[s]

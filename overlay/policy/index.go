@@ -221,6 +221,15 @@ func managedBy(cfg *Config, job *Job) bool {
 func (d *Decider) jobState(j int32) jobInfo {
 	job := &d.snap.Jobs[j]
 	info := jobInfo{leaf: -1, victimFor: -1, heldFor: -1, released: -1, reserved: -1}
+	if d.tl != nil && d.tl.rank[j] != 0 {
+		// Queued (managed, allocated to a leaf, no allocation): the
+		// Incremental classified it already.
+		for _, g := range job.Groups {
+			info.missing += int32(max(g.Count, 0))
+		}
+		info.state, info.leaf = jsPending, d.tl.leaf[j]
+		return info
+	}
 	if !d.managed(job) {
 		return info
 	}

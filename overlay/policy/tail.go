@@ -14,6 +14,8 @@ type tail struct {
 	// allocation, allocated, managed) its 1-based rank among all queued
 	// jobs, 0 for the others.
 	rank []int32
+	// leaf is by job of the snapshot read: a queued job's leaf index.
+	leaf []int32
 	// queuedOrder lists the queued jobs of the snapshot read by rank: in
 	// pending order already, so orderPending merges rather than sorts.
 	queuedOrder []int32

@@ -225,9 +225,15 @@ func (d *Decider) indexVictims() {
 		}
 		return n
 	})
+	d.vMost = resize(d.vMost, len(d.nodes))
+	for n := range d.vMost {
+		d.vMost[n] = -1
+	}
 	for _, ai := range d.vAlloc.items {
-		d.vGPUs[d.allocNode[ai]] += int32(d.snap.Allocs[ai].GPUs)
-		d.vServed = max(d.vServed, d.served[d.jobs[d.allocJob[ai]].leaf])
+		n, sv := d.allocNode[ai], d.served[d.jobs[d.allocJob[ai]].leaf]
+		d.vGPUs[n] += int32(d.snap.Allocs[ai].GPUs)
+		d.vMost[n] = max(d.vMost[n], sv)
+		d.vServed = max(d.vServed, sv)
 	}
 }
 
@@ -241,7 +247,8 @@ func (d *Decider) chooseVictims(j int32, a *ask) (node int32, margin bool) {
 	best := int32(-1)
 	var bestScore victimScore
 	// No candidate anywhere when no possible victim is served enough.
-	some := d.vServed >= d.served[d.jobs[j].leaf]+d.cfg.FairnessMargin
+	least := d.served[d.jobs[j].leaf] + d.cfg.FairnessMargin
+	some := d.vServed >= least
 	for c := range d.classes {
 		if !d.classFits(int32(c), job, a) {
 			continue
@@ -251,7 +258,7 @@ func (d *Decider) chooseVictims(j int32, a *ask) (node int32, margin bool) {
 				continue
 			}
 			need := a.gpus - d.cap.avail[n]
-			if !some || d.vGPUs[n] < need {
+			if !some || d.vGPUs[n] < need || d.vMost[n] < least {
 				// Not enough to take here: only the margin is news.
 				margin = margin || d.nodeMargin(n, j)
 				continue
