@@ -95,7 +95,7 @@ func (s *State) passAll() {
 				break
 			}
 			j := &s.jobs[i]
-			if j.classBad && !j.ready {
+			if s.classBad(j) && !j.ready {
 				cur[bk]++
 				continue
 			}
@@ -117,7 +117,10 @@ func (s *State) block(i int32) {
 	j := &s.jobs[i]
 	j.ready = false
 	if j.inQueue {
-		j.classBad = j.spec.GPUs > s.maxHealthy()
+		j.classBadGen = 0
+		if j.spec.GPUs > s.maxHealthy() {
+			j.classBadGen = s.classGen
+		}
 	}
 }
 

@@ -60,16 +60,19 @@ const (
 
 // job is the model's state of one submitted job.
 type job struct {
-	spec     *JobSpec
-	leaf     int32 // budget leaf index, -1 when unallocated
-	prio     int
-	status   JobStatus
-	slots    []int32 // allocation per slot, -1 while unplaced
-	placed   int
-	evalIdx  uint64 // CreateIndex of its current eval
-	inQueue  bool
-	ready    bool // an eval was created and waits to be processed
-	classBad bool // blocked as "computed class ineligible"
+	spec    *JobSpec
+	leaf    int32 // budget leaf index, -1 when unallocated
+	prio    int
+	status  JobStatus
+	slots   []int32 // allocation per slot, -1 while unplaced
+	placed  int
+	evalIdx uint64 // CreateIndex of its current eval
+	inQueue bool
+	ready   bool // an eval was created and waits to be processed
+	// classBadGen is State.classGen when the job was last blocked as
+	// "computed class ineligible", 0 otherwise: waking every class-ineligible
+	// eval is then one increment of State.classGen, not a walk of the queue.
+	classBadGen uint32
 
 	done      int64 // seconds of work completed and kept
 	runStart  int64 // when all allocations last became placed; -1 otherwise
@@ -141,6 +144,9 @@ type State struct {
 	readyQ  []int32
 	wakeAll bool
 	nextIdx uint64
+	// classGen is the current class-eligibility generation (starts at 1);
+	// a job is class-ineligible while its classBadGen equals it.
+	classGen uint32
 
 	freeHist    [65]int32 // eligible nodes by free healthy GPUs
 	healthyHist [65]int32 // eligible nodes by healthy GPUs
@@ -163,7 +169,7 @@ type State struct {
 
 func newState(c ClusterSpec, nLeaves int, leafShares []float64, opts Options) *State {
 	s := &State{opts: opts, rng: rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15)),
-		nodeBy: make(map[string]int32), maxPrio: 255}
+		nodeBy: make(map[string]int32), maxPrio: 255, classGen: 1}
 	for _, p := range c.Pools {
 		for i := 0; i < p.Nodes; i++ {
 			id := p.Name + "-" + itoa(i)
@@ -429,15 +435,12 @@ func (s *State) SetEligible(n int32, v bool) {
 
 // wakeClass wakes every blocked eval, class-ineligible ones included.
 func (s *State) wakeClass() {
-	for p := s.queue.below(256); p >= 0; p = s.queue.below(p) {
-		for _, b := range s.queue.levels[p].buckets {
-			for _, q := range b {
-				s.jobs[q].classBad = false
-			}
-		}
-	}
+	s.classGen++
 	s.wakeAll = true
 }
+
+// classBad reports whether job j is blocked as class ineligible.
+func (s *State) classBad(j *job) bool { return j.classBadGen == s.classGen }
 
 // setHealth applies a health event to node n.
 func (s *State) setHealth(n int32, gpu int, healthy bool, reason string) {
@@ -488,7 +491,7 @@ func (s *State) enqueue(i int32) {
 	s.nextIdx++
 	j.evalIdx = s.nextIdx
 	j.inQueue = true
-	j.classBad = false
+	j.classBadGen = 0
 	s.queue.add(s.jobs, i)
 	if !j.ready {
 		j.ready = true
