@@ -178,6 +178,39 @@ func (x *Incremental) PutJob(j Job) {
 	x.classify(s)
 }
 
+// PutPriority records job id's Nomad priority, the priority allot last
+// wrote and its modify index, as PutJob with only those fields changed
+// would; an unknown ID is ignored. The pending order does not read the Nomad
+// priority, so the job keeps its place without being filed again.
+func (x *Incremental) PutPriority(id string, priority, lastWritten int, modifyIndex uint64) {
+	s, ok := x.jobAt[id]
+	if !ok {
+		return
+	}
+	j := &x.jobs[s]
+	j.Priority, j.LastWrittenPriority, j.ModifyIndex = priority, lastWritten, modifyIndex
+	if x.tree == nil {
+		return // classified at the next decision
+	}
+	if x.offIdle(j) {
+		x.dirty.add(s)
+	} else {
+		x.dirty.remove(s)
+	}
+}
+
+// offIdle reports whether classified job j is never left out because its
+// priority is not where the policy keeps idle jobs of its kind.
+func (x *Incremental) offIdle(j *incJob) bool {
+	switch j.kind {
+	case kindQueued:
+		return j.Priority != x.cfg.Pending.Low
+	case kindIdle:
+		return j.managed && !x.cfg.Unallocated.contains(j.Priority)
+	}
+	return false
+}
+
 // RemoveJob removes a job (finished, or purged from Nomad). Its
 // allocations stay until removed: they still hold GPUs.
 func (x *Incremental) RemoveJob(id string) {
@@ -345,7 +378,7 @@ func (x *Incremental) classify(s int32) {
 	}
 	if j.leaf < 0 {
 		j.kind = kindIdle
-		if j.managed && !x.cfg.Unallocated.contains(j.Priority) {
+		if x.offIdle(j) {
 			x.dirty.add(s)
 		}
 		return
@@ -361,7 +394,7 @@ func (x *Incremental) classify(s int32) {
 	i, _ := slices.BinarySearchFunc(l, s, x.compareQueued)
 	x.leaves[j.leaf] = slices.Insert(l, i, s)
 	x.asks.add(j.ask, 1)
-	if j.Priority != x.cfg.Pending.Low {
+	if x.offIdle(j) {
 		x.dirty.add(s)
 	}
 }

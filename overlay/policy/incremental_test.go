@@ -91,11 +91,15 @@ func (w *incWorld) apply(p *Plan) {
 	for _, j := range snap.Jobs {
 		jobs[j.ID] = j
 	}
-	for _, sp := range p.SetPriorities {
+	for k, sp := range p.SetPriorities {
 		j := jobs[sp.Job]
 		j.Priority, j.LastWrittenPriority = sp.To, sp.To
 		j.ModifyIndex++
-		w.inc.PutJob(j)
+		if k%2 == 0 {
+			w.inc.PutPriority(j.ID, j.Priority, j.LastWrittenPriority, j.ModifyIndex)
+		} else {
+			w.inc.PutJob(j)
+		}
 	}
 	allocs := map[string]Alloc{}
 	for _, a := range snap.Allocs {

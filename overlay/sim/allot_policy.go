@@ -171,7 +171,9 @@ func (a *Allot) apply(s *State, p *policy.Plan) {
 		}
 		s.SetPriority(i, sp.To)
 		s.SetPreemptible(i, sp.To == a.cfg.Running || sp.To <= a.cfg.Unallocated.High)
-		a.putJob(s, i)
+		if j := &s.jobs[i]; j.status < StatusDone {
+			a.inc.PutPriority(sp.Job, j.prio, j.lastWritten, j.modifyIndex)
+		}
 	}
 	var ids []int32
 	for _, st := range p.Stops {
