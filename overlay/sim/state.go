@@ -151,6 +151,7 @@ type State struct {
 	freeHist    [65]int32 // eligible nodes by free healthy GPUs
 	healthyHist [65]int32 // eligible nodes by healthy GPUs
 	prioGPUs    [256]int64
+	prioSet     [4]uint64 // bit p: prioGPUs[p] != 0
 	maxPrio     int
 
 	tree       *budgets.Tree
@@ -228,12 +229,34 @@ func (s *State) maxHealthy() int {
 }
 
 // preemptibleBelow is the GPUs held by running allocations of priority <= p.
+// It reads only the priorities that hold GPUs (a handful: the policy writes
+// few distinct priorities), not every priority up to p.
 func (s *State) preemptibleBelow(p int) int64 {
 	var n int64
-	for q := 0; q <= p && q < len(s.prioGPUs); q++ {
-		n += s.prioGPUs[q]
+	if p < 0 {
+		return 0
+	}
+	p = min(p, len(s.prioGPUs)-1)
+	for w := 0; w <= p/64; w++ {
+		m := s.prioSet[w]
+		if w == p/64 {
+			m &= ^uint64(0) >> uint(63-p%64)
+		}
+		for ; m != 0; m &= m - 1 {
+			n += s.prioGPUs[w*64+bits.TrailingZeros64(m)]
+		}
 	}
 	return n
+}
+
+// addPrioGPUs adds g GPUs held by running allocations of priority p.
+func (s *State) addPrioGPUs(p int, g int64) {
+	s.prioGPUs[p] += g
+	if s.prioGPUs[p] != 0 {
+		s.prioSet[p/64] |= 1 << uint(p%64)
+	} else {
+		s.prioSet[p/64] &^= 1 << uint(p%64)
+	}
 }
 
 // Now is the simulated time since the start of the trace.
@@ -343,8 +366,8 @@ func (s *State) SetPriority(i int32, p int) {
 	for _, a := range j.slots {
 		if a >= 0 {
 			g := int64(s.allocs[a].gpus)
-			s.prioGPUs[j.prio] -= g
-			s.prioGPUs[p] += g
+			s.addPrioGPUs(j.prio, -g)
+			s.addPrioGPUs(p, g)
 		}
 	}
 	s.dequeue(i)
@@ -552,7 +575,7 @@ func (s *State) startAlloc(i int32, slot int, n int32, mask uint64) {
 	nd.held |= mask
 	s.index(nd, 1)
 	nd.allocs = append(nd.allocs, a)
-	s.prioGPUs[j.prio] += int64(g)
+	s.addPrioGPUs(j.prio, int64(g))
 	j.slots[slot] = a
 	j.placed++
 	if j.status == StatusPending {
@@ -580,7 +603,7 @@ func (s *State) stopAlloc(a int32, why StopReason, by int32) {
 	if k := slices.Index(nd.allocs, a); k >= 0 {
 		nd.allocs = slices.Delete(nd.allocs, k, k+1)
 	}
-	s.prioGPUs[j.prio] -= int64(al.gpus)
+	s.addPrioGPUs(j.prio, -int64(al.gpus))
 	j.slots[al.slot] = -1
 	j.placed--
 	if j.placed == 0 && j.status == StatusRunning {
