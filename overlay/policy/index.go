@@ -114,7 +114,7 @@ func (d *Decider) index() {
 	d.indexLeaves()
 	d.jobs = resize(d.jobs, len(s.Jobs))
 	for j := range s.Jobs {
-		d.jobs[j] = d.jobState(int32(j))
+		d.jobState(int32(j), &d.jobs[j])
 	}
 	for i := range s.Allocs {
 		a := &s.Allocs[i]
@@ -217,10 +217,11 @@ func managedBy(cfg *Config, job *Job) bool {
 	return len(cfg.NodePools) == 0 || slices.Contains(cfg.NodePools, poolOf(job.Pool))
 }
 
-// jobState classifies one job from its allocations.
-func (d *Decider) jobState(j int32) jobInfo {
+// jobState classifies one job from its allocations into info (filled in
+// place: the record is large, and this runs for every job read).
+func (d *Decider) jobState(j int32, info *jobInfo) {
 	job := &d.snap.Jobs[j]
-	info := jobInfo{leaf: -1, victimFor: -1, heldFor: -1, released: -1, reserved: -1}
+	*info = jobInfo{leaf: -1, victimFor: -1, heldFor: -1, released: -1, reserved: -1}
 	if d.tl != nil && d.tl.rank[j] != 0 {
 		// Queued (managed, allocated to a leaf, no allocation): the
 		// Incremental classified it already.
@@ -228,10 +229,10 @@ func (d *Decider) jobState(j int32) jobInfo {
 			info.missing += int32(max(g.Count, 0))
 		}
 		info.state, info.leaf = jsPending, d.tl.leaf[j]
-		return info
+		return
 	}
 	if !d.managed(job) {
-		return info
+		return
 	}
 	var wanted, live, done int32
 	var lastStart time.Time
@@ -256,7 +257,7 @@ func (d *Decider) jobState(j int32) jobInfo {
 	}
 	info.missing = max(wanted-live-done, 0)
 	if live == 0 && info.missing == 0 {
-		return info // finished: Nomad will mark it dead
+		return // finished: Nomad will mark it dead
 	}
 	if job.Contract.Allocated {
 		if n, ok := d.tree.Lookup(job.Contract.Budget); ok && n.IsLeaf() {
@@ -282,7 +283,7 @@ func (d *Decider) jobState(j int32) jobInfo {
 			info.state = jsRunning
 		}
 	}
-	return info
+	return
 }
 
 // buildCapacity fills the placement model from usable nodes.

@@ -14,6 +14,51 @@ type levelScratch struct {
 	prevBest []int64 // best before a step of a run, to see it repeat
 	prevArg  []int32
 	back     []int32 // by step and window offset: the next job's level
+	// The last assignment computed, to reuse when the entries repeat (the
+	// steady state: same order, targets and priorities between decisions).
+	memo     []levelEntry // its entries (job: 0 for a job, -1 for a run)
+	memoOut  []int32      // the levels of its job entries, in order
+	memoH    int
+	memoBand Range
+}
+
+// repeat reports whether ents (with hysteresis window h and band) are the
+// entries of the last assignment computed; levels is a function of the
+// entries' runs, targets and priorities alone, so the levels are then the
+// same, and repeat gives them to the jobs.
+func (ls *levelScratch) repeat(d *Decider, ents []levelEntry, h int, band Range) bool {
+	if len(ents) != len(ls.memo) || h != ls.memoH || band != ls.memoBand {
+		return false
+	}
+	for i := range ents {
+		e, m := &ents[i], &ls.memo[i]
+		if e.n != m.n || e.t != m.t || e.cur != m.cur || (e.job < 0) != (m.job < 0) {
+			return false
+		}
+	}
+	k := 0
+	for i := range ents {
+		if ents[i].job >= 0 {
+			d.jobs[ents[i].job].level = int(ls.memoOut[k])
+			k++
+		}
+	}
+	return true
+}
+
+// remember keeps the assignment levels just computed for ents.
+func (ls *levelScratch) remember(d *Decider, ents []levelEntry, h int, band Range) {
+	ls.memo, ls.memoOut = ls.memo[:0], ls.memoOut[:0]
+	for _, e := range ents {
+		m := levelEntry{n: e.n, t: e.t, cur: e.cur}
+		if e.job < 0 {
+			m.job = -1
+		} else {
+			ls.memoOut = append(ls.memoOut, int32(d.jobs[e.job].level))
+		}
+		ls.memo = append(ls.memo, m)
+	}
+	ls.memoH, ls.memoBand = h, band
 }
 
 // levelEntry is one pending job in levels, or a run of n pending jobs an
@@ -77,6 +122,10 @@ func (d *Decider) levels() {
 		return
 	}
 	h := max(d.cfg.Hysteresis-1, 0)
+	if ls.repeat(d, ents, h, band) {
+		return
+	}
+	defer ls.remember(d, ents, h, band)
 	w := min(2*h+1, band.Levels())
 	start := func(t int) int { return max(band.Low, min(t-h, band.High-w+1)) }
 	ls.cost = resize(ls.cost, w)
