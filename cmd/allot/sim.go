@@ -22,6 +22,10 @@ import (
 
 func init() { extraCommands = append(extraCommands, simCommand) }
 
+// defaultWarmup is left out of the measurements of `allot sim`: a generated
+// trace starts on an empty cluster, which takes most of a day to fill.
+const defaultWarmup = 24 * time.Hour
+
 // scenarioFile is the optional SCENARIO argument of `allot sim`: a JSON
 // file naming the budgets, the cluster and the trace (or the generator's
 // settings), paths relative to the file. Flags given on the command line win.
@@ -47,6 +51,7 @@ func simFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "reaction-delay", Value: sim.DefaultOptions().ReactionDelay, Usage: "time from a change to the policy's reconcile"},
 		&cli.DurationFlag{Name: "checkpoint-loss", Value: sim.DefaultOptions().CheckpointLoss, Usage: "work a resumable job loses when preempted"},
 		&cli.DurationFlag{Name: "horizon", Usage: "simulated time to run (default: to the trace's end)"},
+		&cli.DurationFlag{Name: "warmup", Value: defaultWarmup, Usage: "start of the run left out of the measurements (the cluster starts empty); the default is dropped for runs not longer than twice it"},
 		&cli.BoolFlag{Name: "best-fit", Usage: "score every feasible node instead of Nomad's two"},
 		&cli.BoolFlag{Name: "skip-invalid", Usage: "drop invalid trace rows (counted) instead of failing"},
 		&cli.StringFlag{Name: "html", Usage: "write an HTML report to this file"},
@@ -134,6 +139,7 @@ func simInputsFrom(c *cli.Command) (*simInputs, error) {
 	in.opts.ReactionDelay = c.Duration("reaction-delay")
 	in.opts.CheckpointLoss = c.Duration("checkpoint-loss")
 	in.opts.Horizon = c.Duration("horizon")
+	in.opts.Warmup = c.Duration("warmup")
 	if c.Bool("best-fit") {
 		in.opts.Placement = sim.PlacementBestFit
 	}
@@ -161,6 +167,15 @@ func simInputsFrom(c *cli.Command) (*simInputs, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	run := in.opts.Horizon
+	if run <= 0 {
+		run = in.trace.End()
+	}
+	if !c.IsSet("warmup") && run <= 2*in.opts.Warmup {
+		fmt.Fprintf(c.Root().ErrWriter, "measuring from the start: a %v run is too short for the default %v warm-up (-warmup)\n",
+			run, in.opts.Warmup)
+		in.opts.Warmup = 0
 	}
 	if in.trace.Skipped > 0 {
 		fmt.Fprintf(c.Root().ErrWriter, "skipped %d invalid trace rows\n", in.trace.Skipped)
@@ -305,9 +320,9 @@ func simGenerateCommand() *cli.Command {
 			&cli.Float64Flag{Name: "days", Value: d.Days},
 			&cli.IntFlag{Name: "nodes", Value: 128},
 			&cli.IntFlag{Name: "gpus-per-node", Value: 8},
-			&cli.Float64Flag{Name: "demand", Value: d.Demand, Usage: "allocated work as a multiple of capacity"},
+			&cli.Float64Flag{Name: "demand", Value: d.Demand, Usage: "all work submitted (allocated and unallocated) as a multiple of capacity"},
+			&cli.Float64Flag{Name: "allocated", Value: d.Allocated, Usage: "allocated work submitted as a multiple of capacity; the rest of -demand is unallocated filler"},
 			&cli.Float64Flag{Name: "debug-per-day", Value: d.DebugPerDay},
-			&cli.Float64Flag{Name: "unallocated", Value: d.Unallocated, Usage: "free filler work as a fraction of capacity"},
 			&cli.IntFlag{Name: "failures", Value: d.Failures, Usage: "node faults (GPU XIDs) in the period"},
 		},
 		Action: func(_ context.Context, c *cli.Command) error {
@@ -317,7 +332,7 @@ func simGenerateCommand() *cli.Command {
 			}
 			g := d
 			g.Seed, g.Days, g.Demand = c.Uint64("seed"), c.Float64("days"), c.Float64("demand")
-			g.DebugPerDay, g.Unallocated, g.Failures = c.Float64("debug-per-day"), c.Float64("unallocated"), c.Int("failures")
+			g.Allocated, g.DebugPerDay, g.Failures = c.Float64("allocated"), c.Float64("debug-per-day"), c.Int("failures")
 			g.Nodes, g.GPUs = c.Int("nodes"), c.Int("nodes")*c.Int("gpus-per-node")
 			tr, err := sim.Generate(tree, g)
 			if err != nil {

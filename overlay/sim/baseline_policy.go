@@ -43,15 +43,15 @@ func DefaultBaselineConfig() BaselineConfig {
 // (inflated: most say HIGH), each team has a concurrent-GPU limit for
 // non-preemptible work, and work beyond it runs preemptible on idle GPUs and
 // is evicted by Nomad for non-preemptible work. No time slicing. A job's tier
-// is decided when it is queued; a waiting overflow job is promoted, first
-// come first served, when its team's limit frees up.
+// is decided when it is queued: at submission, and again whenever an
+// overflow job waits with nothing running (promoted, highest level first
+// then first come, when its team's limit has room).
 type Baseline struct {
 	cfg      BaselineConfig
 	limit    []int64
 	used     []int64
 	admitted [][]int32 // per leaf: guaranteed jobs not yet finished
-	waiting  [][]int32 // per leaf: overflow jobs never placed, FIFO
-	freed    []bool    // per leaf: limit freed since the waiting list was last scanned
+	waiting  [][]int32 // per leaf: allocated overflow jobs, FIFO
 	leafOf   []int32
 	drainBy  map[int32]int64 // node → kill deadline (seconds)
 }
@@ -81,7 +81,6 @@ func (b *Baseline) Init(s *State, tree *budgets.Tree) error {
 	b.used = make([]int64, len(leaves))
 	b.admitted = make([][]int32, len(leaves))
 	b.waiting = make([][]int32, len(leaves))
-	b.freed = make([]bool, len(leaves))
 	for k, l := range leaves {
 		b.limit[k] = int64(math.Floor(l.Effective * float64(gpus) * b.cfg.LimitScale))
 	}
@@ -114,23 +113,20 @@ func (b *Baseline) SubmitPriority(s *State, i int32) int {
 }
 
 // Reconcile implements Policy: release finished jobs from the limits,
-// promote waiting overflow jobs, and run the operator's drains.
+// admit waiting overflow jobs where a limit has room, and run the
+// operator's drains.
 func (b *Baseline) Reconcile(s *State) time.Duration {
 	for l := range b.admitted {
 		kept := b.admitted[l][:0]
 		for _, i := range b.admitted[l] {
 			if s.jobs[i].status >= StatusDone {
 				b.used[l] -= int64(s.jobs[i].spec.TotalGPUs())
-				b.freed[l] = true
 				continue
 			}
 			kept = append(kept, i)
 		}
 		b.admitted[l] = kept
-		if b.freed[l] {
-			// Only a release can let a waiting job in: a new job that fits
-			// is admitted at submission.
-			b.freed[l] = false
+		if b.used[l] < b.limit[l] && len(b.waiting[l]) > 0 {
 			b.waiting[l] = b.promote(s, l, b.waiting[l])
 		}
 	}
@@ -139,18 +135,19 @@ func (b *Baseline) Reconcile(s *State) time.Duration {
 
 // promote admits waiting overflow jobs of leaf l into its limit, highest
 // level first, then first come, skipping those that do not fit (a quota has
-// no reservation for a large job, like Nomad's blocked evals: facts i). A job
-// that started as overflow, or is gone, leaves the list. It returns the jobs
-// still waiting.
+// no reservation for a large job, like Nomad's blocked evals: facts i). A
+// job waits when nothing of it runs: never started, or preempted and queued
+// again (admission runs at each queueing, as for a new job). A running
+// overflow job keeps its tier until it is preempted. It returns the
+// overflow jobs still listed.
 func (b *Baseline) promote(s *State, l int, w []int32) []int32 {
-	kept := w[:0]
 	for lv := int(numLevels) - 1; lv >= 0; lv-- {
 		for _, i := range w {
 			j := &s.jobs[i]
-			if j.spec.Baseline != Level(lv) || j.status >= StatusDone || j.placed > 0 || j.firstStart >= 0 {
+			if j.spec.Baseline != Level(lv) || j.status >= StatusDone || j.placed > 0 || !j.preemptible {
 				continue
 			}
-			if g := int64(j.spec.TotalGPUs()); b.used[l]+g <= b.limit[l] { // admitted: leaves the list below
+			if g := int64(j.spec.TotalGPUs()); b.used[l]+g <= b.limit[l] {
 				b.used[l] += g
 				b.admitted[l] = append(b.admitted[l], i)
 				s.SetPreemptible(i, false)
@@ -158,12 +155,11 @@ func (b *Baseline) promote(s *State, l int, w []int32) []int32 {
 			}
 		}
 	}
+	kept := w[:0]
 	for _, i := range w {
-		j := &s.jobs[i]
-		if j.status >= StatusDone || j.placed > 0 || j.firstStart >= 0 || !j.preemptible {
-			continue
+		if j := &s.jobs[i]; j.status < StatusDone && j.preemptible {
+			kept = append(kept, i)
 		}
-		kept = append(kept, i)
 	}
 	return kept
 }
@@ -182,6 +178,7 @@ func (b *Baseline) drains(s *State) time.Duration {
 		case nd.sickSince >= 0 && !draining:
 			dl = s.now + int64(b.cfg.DrainDeadline/time.Second)
 			b.drainBy[int32(n)] = dl
+			s.NoteOperator(int32(n)) // nomad node drain -enable -deadline: a person runs it
 			s.SetEligible(int32(n), false)
 		case nd.sickSince < 0 && draining:
 			delete(b.drainBy, int32(n))

@@ -41,6 +41,30 @@
 //     again; a priority change or an evaluate creates a new one at the back of
 //     its priority, as Nomad does.
 //
+// Demand (GenConfig.Demand, Allocated): "demand 2-3x capacity" counts all
+// work submitted, allocated and unallocated. It cannot be the allocated
+// arrival rate: allocated arrivals above capacity keep the cluster full of
+// protected and running allocated work, while the published shape has
+// occupancy o = 98% of which u = 18% is unallocated, so allocated load is
+// o(1-u) = 0.80 of capacity and unallocated occupancy can never exceed
+// 1 - allocated. The example submits allocated work at 0.85x capacity
+// (a little above the 0.80 delivered, so budgets are sometimes short of
+// demand, not only of share) and unallocated filler for the rest of 2.5x.
+//
+// Warm-up (Options.Warmup, `allot sim -warmup`, 24h by default): a
+// generated trace starts on an empty cluster that takes most of a day to
+// fill, so the first day is left out of every measurement, for every policy
+// alike (waits of jobs submitted in it, GPU time, stops, lost work, owed
+// time, drains); job counts cover the whole run.
+//
+// Drains: each unhealthy episode of a node (first GPU unhealthy) is
+// followed to drained (empty and ineligible) or to its recovery. The report
+// gives time to drained, work lost to drain stops and deadline kills, healthy
+// GPUs left idle on cordoned nodes before they drained, jobs killed without a
+// replacement, and drains that needed no operator: the baseline's
+// operator runs `nomad node drain -deadline` on each unhealthy node
+// (State.NoteOperator), allot drains by itself.
+//
 // The generator (Generate) and the baseline encode these assumptions about
 // people, each a knob of GenConfig or BaselineConfig:
 //   - Researchers give debug and interactive runs a higher within-budget
@@ -53,10 +77,18 @@
 //     off): counting a filler volume that keeps allot's cluster full against
 //     the team limits starves every team's training, which is not the
 //     published old world.
-//   - Baseline: a job within its team's concurrent-GPU limit at submission
-//     runs at a guaranteed priority; a job beyond it runs preemptible on idle
-//     GPUs and waits for the limit. When the limit frees, waiting jobs are
-//     admitted highest level first, then first come, skipping those that do
-//     not fit (a quota keeps no room for a large job, as Nomad does not); a
-//     job that already started as overflow keeps its tier.
+//   - Baseline: a team's concurrent-GPU limit is its effective share of
+//     the cluster's GPUs (LimitScale 1: limits add up to capacity). A job
+//     within its team's limit at submission runs at a guaranteed priority; a
+//     job beyond it runs preemptible on idle GPUs (overflow, the same band as
+//     the filler: overflow never preempts overflow) and waits for the limit.
+//     Whenever the limit has room, waiting jobs are admitted highest level
+//     first, then first come, skipping those that do not fit (a quota keeps
+//     no room for a large job, as Nomad does not). A job waits when nothing
+//     of it runs: an overflow job preempted and queued again is admitted
+//     like a new one; a running overflow job keeps its tier.
+//   - Every team submits training of every size (8-256 GPUs): a job larger
+//     than its team's limit can only ever run as overflow in the baseline.
+//     On the example this is most of the training volume of the smaller
+//     teams, and why the baseline delivers few budgets their owed time.
 package sim

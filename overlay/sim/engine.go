@@ -94,6 +94,13 @@ func Run(tr *Trace, c ClusterSpec, tree *budgets.Tree, p Policy, opts Options) (
 			shares = append(shares, l.Effective)
 		}
 	}
+	horizon := int64(opts.Horizon / time.Second)
+	if horizon <= 0 {
+		horizon = int64(tr.End() / time.Second)
+	}
+	if opts.Warmup < 0 || opts.Warmup > 0 && int64(opts.Warmup/time.Second) >= horizon {
+		return nil, fmt.Errorf("warm-up %v must be >= 0 and shorter than the run (%v)", opts.Warmup, time.Duration(horizon)*time.Second)
+	}
 	s := newState(c, len(shares), shares, opts)
 	s.tree = tree
 	s.jobs = make([]job, len(tr.Jobs))
@@ -126,10 +133,6 @@ func Run(tr *Trace, c ClusterSpec, tree *budgets.Tree, p Policy, opts Options) (
 	if err := p.Init(s, tree); err != nil {
 		return nil, fmt.Errorf("policy %s: %w", p.Name(), err)
 	}
-	horizon := int64(opts.Horizon / time.Second)
-	if horizon <= 0 {
-		horizon = int64(tr.End() / time.Second)
-	}
 	s.loop(tr, p, horizon)
 	return s.result(p.Name(), tr, horizon), nil
 }
@@ -156,7 +159,7 @@ func (s *State) loop(tr *Trace, p Policy, horizon int64) {
 		if t == never || t > horizon {
 			break
 		}
-		s.m.advance(t)
+		s.advance(t)
 		s.now = t
 		for nextHealth < len(tr.Health) && int64(tr.Health[nextHealth].At/time.Second) == t {
 			h := &tr.Health[nextHealth]
@@ -205,7 +208,7 @@ func (s *State) loop(tr *Trace, p Policy, horizon int64) {
 			s.opts.Progress(float64(t) / float64(max(horizon, 1)))
 		}
 	}
-	s.m.advance(horizon)
+	s.advance(horizon)
 	s.now = horizon
 	s.closeRun()
 }
@@ -230,6 +233,7 @@ func (s *State) finish(i int32, gen uint32) {
 	}
 	ran := s.now - j.runStart
 	j.usefulGPUSec += ran * int64(j.spec.TotalGPUs())
+	s.m.ran(j, j.runStart, s.now)
 	j.done += ran
 	j.runStart = -1
 	for _, a := range j.slots {
@@ -249,9 +253,9 @@ func (s *State) closeRun() {
 		if j.runStart >= 0 {
 			ran := s.now - j.runStart
 			j.usefulGPUSec += ran * int64(j.spec.TotalGPUs())
+			s.m.ran(j, j.runStart, s.now)
 			j.runStart = -1
 		}
-		s.m.usefulSec += j.usefulGPUSec
 	}
 	for l := range s.m.leafLast {
 		s.m.flushLeaf(int32(l), s.now)

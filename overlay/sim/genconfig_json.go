@@ -14,10 +14,10 @@ type genConfigJSON struct {
 	Days              float64   `json:"days"`
 	GPUs              int       `json:"gpus"`
 	Demand            float64   `json:"demand"`
+	Allocated         float64   `json:"allocated"`
 	TeamSpread        float64   `json:"team_spread"`
 	DebugPerDay       float64   `json:"debug_per_day"`
 	InteractivePerDay float64   `json:"interactive_per_day"`
-	Unallocated       float64   `json:"unallocated"`
 	Resumable         float64   `json:"resumable"`
 	HighInflation     float64   `json:"high_inflation"`
 	DebugPriority     [2]int    `json:"debug_priority"`
@@ -35,9 +35,9 @@ type genConfigJSON struct {
 // MarshalJSON writes the configuration with snake_case keys and durations
 // as strings, the form UnmarshalJSON reads.
 func (g GenConfig) MarshalJSON() ([]byte, error) {
-	return json.Marshal(genConfigJSON{Seed: g.Seed, Days: g.Days, GPUs: g.GPUs, Demand: g.Demand,
+	return json.Marshal(genConfigJSON{Seed: g.Seed, Days: g.Days, GPUs: g.GPUs, Demand: g.Demand, Allocated: g.Allocated,
 		TeamSpread: g.TeamSpread, DebugPerDay: g.DebugPerDay, InteractivePerDay: g.InteractivePerDay,
-		Unallocated: g.Unallocated, Resumable: g.Resumable, HighInflation: g.HighInflation,
+		Resumable: g.Resumable, HighInflation: g.HighInflation,
 		DebugPriority: g.DebugPriority, TrainPriority: g.TrainPriority, TrainSizes: g.TrainSizes,
 		TrainWeights: g.TrainWeights, TrainWorkMin: g.TrainWorkMin.String(), TrainWorkMax: g.TrainWorkMax.String(),
 		Failures: g.Failures, Nodes: g.Nodes, RepairMin: g.RepairMin.String(), RepairMax: g.RepairMax.String()})
@@ -48,8 +48,8 @@ func (g GenConfig) MarshalJSON() ([]byte, error) {
 // to override only some); unknown keys are an error.
 func (g *GenConfig) UnmarshalJSON(b []byte) error {
 	// Start from g's own values so that absent keys keep them.
-	cur := genConfigJSON{Seed: g.Seed, Days: g.Days, GPUs: g.GPUs, Demand: g.Demand, TeamSpread: g.TeamSpread,
-		DebugPerDay: g.DebugPerDay, InteractivePerDay: g.InteractivePerDay, Unallocated: g.Unallocated,
+	cur := genConfigJSON{Seed: g.Seed, Days: g.Days, GPUs: g.GPUs, Demand: g.Demand, Allocated: g.Allocated, TeamSpread: g.TeamSpread,
+		DebugPerDay: g.DebugPerDay, InteractivePerDay: g.InteractivePerDay,
 		Resumable: g.Resumable, HighInflation: g.HighInflation, DebugPriority: g.DebugPriority,
 		TrainPriority: g.TrainPriority, TrainSizes: g.TrainSizes, TrainWeights: g.TrainWeights,
 		TrainWorkMin: g.TrainWorkMin.String(), TrainWorkMax: g.TrainWorkMax.String(), Failures: g.Failures,
@@ -57,7 +57,7 @@ func (g *GenConfig) UnmarshalJSON(b []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&cur); err != nil {
-		return fmt.Errorf("generate: %w (keys are snake_case, e.g. \"demand\", \"train_work_min\")", err)
+		return fmt.Errorf("generate: %w (keys are snake_case, e.g. \"demand\", \"allocated\", \"train_work_min\"; \"demand\" counts all work, allocated and unallocated, and \"allocated\" the allocated part, both as multiples of capacity)", err)
 	}
 	durs := [4]time.Duration{}
 	for k, s := range []string{cur.TrainWorkMin, cur.TrainWorkMax, cur.RepairMin, cur.RepairMax} {
@@ -68,8 +68,8 @@ func (g *GenConfig) UnmarshalJSON(b []byte) error {
 		}
 		durs[k] = d
 	}
-	*g = GenConfig{Seed: cur.Seed, Days: cur.Days, GPUs: cur.GPUs, Demand: cur.Demand, TeamSpread: cur.TeamSpread,
-		DebugPerDay: cur.DebugPerDay, InteractivePerDay: cur.InteractivePerDay, Unallocated: cur.Unallocated,
+	*g = GenConfig{Seed: cur.Seed, Days: cur.Days, GPUs: cur.GPUs, Demand: cur.Demand, Allocated: cur.Allocated, TeamSpread: cur.TeamSpread,
+		DebugPerDay: cur.DebugPerDay, InteractivePerDay: cur.InteractivePerDay,
 		Resumable: cur.Resumable, HighInflation: cur.HighInflation, DebugPriority: cur.DebugPriority,
 		TrainPriority: cur.TrainPriority, TrainSizes: cur.TrainSizes, TrainWeights: cur.TrainWeights,
 		TrainWorkMin: durs[0], TrainWorkMax: durs[1], Failures: cur.Failures, Nodes: cur.Nodes,

@@ -17,18 +17,27 @@ type GenConfig struct {
 	Seed uint64
 	Days float64
 	GPUs int // cluster capacity the demand is scaled to
-	// Demand is the allocated work submitted, as a multiple of capacity over
-	// the whole period (debug and training together).
+	// Demand is all the work submitted over the period, allocated and
+	// unallocated together, as a multiple of capacity (GPU-hours submitted /
+	// GPU-hours the cluster has). It is what "demand 2-3x capacity" counts.
 	Demand float64
-	// TeamSpread scatters each team's demand around its share: a factor
-	// drawn uniformly from [1-TeamSpread, 1+TeamSpread].
+	// Allocated is the allocated work submitted (debug, interactive and
+	// training jobs with a budget and a min_runtime), as a multiple of
+	// capacity; the rest of Demand is unallocated filler (min_runtime 0).
+	// Allocated arrivals above 1 can never all run, so the cluster fills
+	// with protected and running allocated work and leaves no room for the
+	// unallocated share the published deployment reports: with occupancy
+	// o and an unallocated share u of it, allocated load is o(1-u).
+	Allocated float64
+	// TeamSpread scatters each team's training demand around its share: a
+	// factor drawn uniformly from [1-TeamSpread, 1+TeamSpread], then
+	// normalized so that the share-weighted mean factor is 1 (the total
+	// stays Allocated).
 	TeamSpread float64
 	// DebugPerDay is the number of debug jobs a day, spread over teams by share.
 	DebugPerDay float64
 	// InteractivePerDay is the number of interactive jobs a day.
 	InteractivePerDay float64
-	// Unallocated is the free filler work, as a fraction of capacity.
-	Unallocated float64
 	// Resumable is the fraction of training jobs that may be requeued.
 	Resumable float64
 	// HighInflation is the fraction of jobs that say HIGH under the baseline
@@ -56,8 +65,8 @@ type GenConfig struct {
 
 // DefaultGenConfig is the scenario of examples/sim: 1,024 GPUs, 30 days.
 func DefaultGenConfig() GenConfig {
-	return GenConfig{Seed: 1, Days: 30, GPUs: 1024, Demand: 2.5, TeamSpread: 0.5, DebugPerDay: 3000,
-		InteractivePerDay: 40, Unallocated: 0.3, Resumable: 0.85, HighInflation: 0.7,
+	return GenConfig{Seed: 1, Days: 30, GPUs: 1024, Demand: 2.5, Allocated: 0.85, TeamSpread: 0.5, DebugPerDay: 3000,
+		InteractivePerDay: 40, Resumable: 0.85, HighInflation: 0.7,
 		DebugPriority: [2]int{80, 100}, TrainPriority: [2]int{20, 79},
 		TrainSizes: []int{8, 16, 32, 64, 128, 256}, TrainWeights: []float64{30, 22, 20, 14, 9, 5},
 		TrainWorkMin: 2 * time.Hour, TrainWorkMax: 72 * time.Hour,
@@ -71,8 +80,9 @@ func (g GenConfig) Validate() error {
 		return fmt.Errorf("days %v must be in (0, 3650]", g.Days)
 	case g.GPUs < 1:
 		return fmt.Errorf("gpus %d must be positive", g.GPUs)
-	case g.Demand < 0 || g.Unallocated < 0 || g.DebugPerDay < 0 || g.InteractivePerDay < 0:
-		return fmt.Errorf("demand, unallocated, debug and interactive rates must be >= 0")
+	case g.Allocated < 0 || g.Demand < g.Allocated || g.DebugPerDay < 0 || g.InteractivePerDay < 0:
+		return fmt.Errorf("allocated %v must be >= 0 and demand %v >= allocated (demand counts allocated and unallocated work), debug and interactive rates >= 0",
+			g.Allocated, g.Demand)
 	case g.TeamSpread < 0 || g.TeamSpread >= 1:
 		return fmt.Errorf("team spread %v must be in [0, 1)", g.TeamSpread)
 	case len(g.TrainSizes) == 0 || len(g.TrainSizes) != len(g.TrainWeights):
@@ -111,13 +121,22 @@ func Generate(tree *budgets.Tree, cfg GenConfig) (*Trace, error) {
 	}
 	g := &generator{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed)), period: cfg.Days * 86400, tr: &Trace{}}
 	capHours := float64(cfg.GPUs) * g.period / 3600
-	for _, leaf := range tree.Leaves() {
-		spread := 1 + cfg.TeamSpread*(2*g.rng.Float64()-1)
+	leaves := tree.Leaves()
+	spread := make([]float64, len(leaves))
+	var mean float64
+	for k, leaf := range leaves {
+		spread[k] = 1 + cfg.TeamSpread*(2*g.rng.Float64()-1)
+		mean += leaf.Effective * spread[k]
+	}
+	// Training is what the allocated volume leaves after the expected debug
+	// and interactive work.
+	train := max(cfg.Allocated*capHours-cfg.Days*(cfg.DebugPerDay*debugGPUHours()+cfg.InteractivePerDay*interactiveGPUHours()), 0)
+	for k, leaf := range leaves {
 		g.debug(leaf, cfg.DebugPerDay*cfg.Days*leaf.Effective)
 		g.interactive(leaf, cfg.InteractivePerDay*cfg.Days*leaf.Effective)
-		g.train(leaf, cfg.Demand*capHours*leaf.Effective*spread)
+		g.train(leaf, train*leaf.Effective*spread[k]/mean)
 	}
-	g.filler(tree, cfg.Unallocated*capHours)
+	g.filler(tree, (cfg.Demand-cfg.Allocated)*capHours)
 	g.faults()
 	g.tr.sort()
 	return g.tr, nil
@@ -149,12 +168,34 @@ func (g *generator) logUniform(lo, hi time.Duration) time.Duration {
 	return time.Duration(math.Exp(l + g.rng.Float64()*(h-l))).Round(time.Second)
 }
 
+// Debug and interactive jobs: sizes (drawn uniformly) and work bounds
+// (log-uniform).
+const (
+	debugWorkMin, debugWorkMax             = 2 * time.Minute, 45 * time.Minute
+	interactiveWorkMin, interactiveWorkMax = 30 * time.Minute, 4 * time.Hour
+)
+
+func debugSizes() [5]int { return [5]int{1, 1, 2, 4, 8} }
+
+// debugGPUHours and interactiveGPUHours are the mean GPU-hours of one job:
+// the log-uniform mean work (hi-lo)/ln(hi/lo) times the mean size.
+func debugGPUHours() float64 {
+	return logUniformMean(debugWorkMin, debugWorkMax) * (1 + 1 + 2 + 4 + 8) / 5.0
+}
+
+func interactiveGPUHours() float64 {
+	return logUniformMean(interactiveWorkMin, interactiveWorkMax) * 1.5 // 1 or 2 GPUs
+}
+
+func logUniformMean(lo, hi time.Duration) float64 {
+	return (hi - lo).Hours() / math.Log(float64(hi)/float64(lo))
+}
+
 func (g *generator) debug(leaf *budgets.Node, n float64) {
-	sizes := []int{1, 1, 2, 4, 8}
 	for k := 0; k < int(n+g.rng.Float64()); k++ {
-		work := g.logUniform(2*time.Minute, 45*time.Minute)
+		work := g.logUniform(debugWorkMin, debugWorkMax)
 		g.tr.Jobs = append(g.tr.Jobs, JobSpec{ID: g.id(leaf, "debug"), Submit: g.at(), Budget: leaf.Path,
-			Class: ClassDebug, Count: 1, GPUs: sizes[g.rng.IntN(len(sizes))], Work: work,
+			Class: ClassDebug, Count: 1, GPUs: debugSizes()[g.rng.IntN(len(debugSizes()))], Work: work,
 			MinRuntime: min(15*time.Minute, work.Round(time.Minute)+time.Minute), Priority: g.priority(g.cfg.DebugPriority),
 			Baseline: g.level()})
 	}
@@ -164,9 +205,16 @@ func (g *generator) interactive(leaf *budgets.Node, n float64) {
 	for k := 0; k < int(n+g.rng.Float64()); k++ {
 		g.tr.Jobs = append(g.tr.Jobs, JobSpec{ID: g.id(leaf, "interactive"), Submit: g.at(), Budget: leaf.Path,
 			Class: ClassInteractive, Count: 1, GPUs: 1 + g.rng.IntN(2),
-			Work: g.logUniform(30*time.Minute, 4*time.Hour), MinRuntime: time.Hour, Priority: g.priority(g.cfg.DebugPriority),
+			Work: g.logUniform(interactiveWorkMin, interactiveWorkMax), MinRuntime: time.Hour, Priority: g.priority(g.cfg.DebugPriority),
 			Baseline: g.level()})
 	}
+}
+
+// keepLast decides whether a job of h GPU-hours is added when left remain:
+// always when it fits, else with probability left/h, so that the expected
+// volume is the target (a heavy-tailed last job would otherwise overshoot).
+func (g *generator) keepLast(left, h float64) bool {
+	return h <= left || g.rng.Float64()*h < left
 }
 
 // train adds training jobs until the leaf's demand reaches gpuHours.
@@ -190,6 +238,9 @@ func (g *generator) train(leaf *budgets.Node, gpuHours float64) {
 			count, per = size/8, 8
 		}
 		work := g.logUniform(g.cfg.TrainWorkMin, g.cfg.TrainWorkMax)
+		if !g.keepLast(left, float64(size)*work.Hours()) {
+			break
+		}
 		g.tr.Jobs = append(g.tr.Jobs, JobSpec{ID: g.id(leaf, "train"), Submit: g.at(), Budget: leaf.Path,
 			Class: ClassTrain, Count: count, GPUs: per, Work: work,
 			MinRuntime: time.Duration(1+g.rng.IntN(8)) * time.Hour, Resumable: g.rng.Float64() < g.cfg.Resumable,
@@ -217,6 +268,9 @@ func (g *generator) filler(tree *budgets.Tree, gpuHours float64) {
 		}
 		gpus := []int{1, 2, 4, 8}[g.rng.IntN(4)]
 		work := g.logUniform(time.Hour, 12*time.Hour)
+		if !g.keepLast(left, float64(gpus)*work.Hours()) {
+			break
+		}
 		g.tr.Jobs = append(g.tr.Jobs, JobSpec{ID: g.id(leaf, "free"), Submit: g.at(), Budget: leaf.Path,
 			Class: ClassOther, Count: 1, GPUs: gpus, Work: work, Resumable: true,
 			Priority: g.priority(g.cfg.TrainPriority), Baseline: g.level()})

@@ -47,7 +47,7 @@ func TestGenerateDebugRanksAboveTrainingWithinBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := DefaultGenConfig()
-	g.Days, g.GPUs, g.Failures = 1, 64, 0
+	g.Days, g.GPUs, g.Failures, g.DebugPerDay = 1, 64, 0, 50
 	tr, err := Generate(tree, g)
 	if err != nil {
 		t.Fatal(err)
@@ -71,5 +71,38 @@ func TestGenerateDebugRanksAboveTrainingWithinBudget(t *testing.T) {
 	}
 	if minDebug <= maxTrain {
 		t.Fatalf("a debug job (priority %d) ranks at or below a training job (%d) of its budget", minDebug, maxTrain)
+	}
+}
+
+// Demand counts all work submitted and Allocated its allocated part: the
+// generated volumes match them (jobs are whole, so within a few percent).
+func TestGenerateDemandSplitsAllocatedAndFiller(t *testing.T) {
+	tree := exampleTree(t)
+	g := DefaultGenConfig()
+	g.Days, g.Failures = 10, 0
+	tr, err := Generate(tree, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var alloc, free float64
+	for _, j := range tr.Jobs {
+		h := float64(j.TotalGPUs()) * j.Work.Hours()
+		if j.MinRuntime == 0 {
+			free += h
+		} else {
+			alloc += h
+		}
+	}
+	capH := float64(g.GPUs) * g.Days * 24
+	if a := alloc / capH; a < g.Allocated*0.95 || a > g.Allocated*1.05 {
+		t.Errorf("allocated work %.3f x capacity, want %.2f", a, g.Allocated)
+	}
+	if d := (alloc + free) / capH; d < g.Demand*0.95 || d > g.Demand*1.05 {
+		t.Errorf("all work %.3f x capacity, want %.2f", d, g.Demand)
+	}
+	bad := g
+	bad.Allocated = g.Demand + 1
+	if _, err := Generate(tree, bad); err == nil || !strings.Contains(err.Error(), "demand") {
+		t.Errorf("allocated above demand: error %v, want one naming demand", err)
 	}
 }

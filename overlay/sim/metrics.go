@@ -3,9 +3,15 @@ package sim
 import "slices"
 
 // metrics accumulates everything the report needs while the model runs.
+//
+// Everything is measured from `from` (the warm-up's end) on: GPU time held
+// after it, waits of jobs submitted after it, stops and lost work that
+// happen after it, owed and delivered time of the hours that start after it,
+// and unhealthy episodes that begin after it. Job counts cover the whole run.
 type metrics struct {
 	capacity int64
 	last     int64
+	from     int64
 
 	heldAllocated, heldFree int64 // GPUs held now
 	allocatedSec, freeSec   int64 // GPU-seconds held
@@ -16,6 +22,7 @@ type metrics struct {
 	requeueWaits [numClasses][]int64
 	stops        [numStopReasons]int64 // allocations stopped, by reason
 	stopGPUs     [numStopReasons]int64
+	stopLost     [numStopReasons]int64 // GPU-seconds of work thrown away, by reason
 
 	submitted, finished, dead int64
 
@@ -26,13 +33,31 @@ type metrics struct {
 	delivered [][]int64
 	demand    [][]int64
 
-	sickNodes   int64
-	drainTimes  []int64
-	sickPending map[string]int64
+	drain drainMetrics
 }
 
-func newMetrics(capacity, nLeaves int, shares []float64) *metrics {
-	m := &metrics{capacity: int64(capacity), leafShare: shares, sickPending: map[string]int64{}}
+// drainMetrics follows each unhealthy episode of a node from its first
+// unhealthy GPU to drained (empty and ineligible), or to its recovery.
+type drainMetrics struct {
+	open       []episode
+	episodes   int64
+	times      []int64 // unhealthy to drained, seconds
+	recovered  int64   // healthy again before drained
+	noOperator int64   // drained with no operator action
+	lostSec    int64   // GPU-seconds of work thrown away by drain stops and kills
+	idleSec    int64   // healthy GPU-seconds idle on cordoned nodes before drained
+	killed     int64   // jobs killed without a replacement
+	last       int64
+}
+
+type episode struct {
+	node     int32
+	start    int64
+	operator bool
+}
+
+func newMetrics(capacity, nLeaves int, shares []float64, from int64) *metrics {
+	m := &metrics{capacity: int64(capacity), leafShare: shares, from: from}
 	m.leafLast = make([]int64, nLeaves)
 	m.leafRun = make([]int64, nLeaves)
 	m.leafDem = make([]int64, nLeaves)
@@ -43,10 +68,17 @@ func newMetrics(capacity, nLeaves int, shares []float64) *metrics {
 
 // advance integrates the cluster-wide counters up to t.
 func (m *metrics) advance(t int64) {
-	if d := t - m.last; d > 0 {
-		m.allocatedSec += m.heldAllocated * d
-		m.freeSec += m.heldFree * d
-		m.last = t
+	if lo := max(m.last, m.from); t > lo {
+		m.allocatedSec += m.heldAllocated * (t - lo)
+		m.freeSec += m.heldFree * (t - lo)
+	}
+	m.last = max(m.last, t)
+}
+
+// ran counts the useful GPU time of job j's run over [from, to).
+func (m *metrics) ran(j *job, from, to int64) {
+	if from = max(from, m.from); to > from {
+		m.usefulSec += (to - from) * int64(j.spec.TotalGPUs())
 	}
 }
 
@@ -97,36 +129,80 @@ func (m *metrics) jobEnded(j *job, st JobStatus) {
 	} else {
 		m.dead++
 	}
-	m.usefulSec += j.usefulGPUSec
 	if j.leaf >= 0 {
 		m.flushLeaf(j.leaf, j.doneAt)
 		m.leafDem[j.leaf] -= int64(j.spec.TotalGPUs())
 	}
 }
 
-func (m *metrics) firstWait(j *job, w int64) {
-	m.waits[j.spec.Class] = append(m.waits[j.spec.Class], w)
+// firstWait records the wait of a job submitted at submit that started now.
+func (m *metrics) firstWait(j *job, submit, now int64) {
+	if submit >= m.from {
+		m.waits[j.spec.Class] = append(m.waits[j.spec.Class], now-submit)
+	}
 }
 
-func (m *metrics) requeueWait(j *job, w int64) {
-	m.requeueWaits[j.spec.Class] = append(m.requeueWaits[j.spec.Class], w)
+func (m *metrics) requeueWait(j *job, requeued, now int64) {
+	if requeued >= m.from {
+		m.requeueWaits[j.spec.Class] = append(m.requeueWaits[j.spec.Class], now-requeued)
+	}
 }
 
-func (m *metrics) stopped(j *job, why StopReason) {
-	m.stops[why]++
-	m.stopGPUs[why] += int64(j.spec.GPUs)
+func (m *metrics) stopped(j *job, why StopReason, now int64) {
+	if now >= m.from {
+		m.stops[why]++
+		m.stopGPUs[why] += int64(j.spec.GPUs)
+	}
 }
 
-func (m *metrics) lost(gpuSec int64) { m.lostSec += gpuSec }
-
-func (m *metrics) sickStart(node string, now int64) {
-	m.sickNodes++
-	m.sickPending[node] = now
+func (m *metrics) lost(gpuSec, now int64) {
+	if now >= m.from {
+		m.lostSec += gpuSec
+	}
 }
 
-func (m *metrics) drained(node string, d int64) {
-	delete(m.sickPending, node)
-	m.drainTimes = append(m.drainTimes, d)
+func (m *metrics) sickStart(node int32, now int64) {
+	if now >= m.from {
+		m.drain.episodes++
+		m.drain.open = append(m.drain.open, episode{node: node, start: now})
+	}
+}
+
+// episodeEnd closes node's open episode: drained, or recovered first.
+func (m *metrics) episodeEnd(node int32, now int64, drained bool) {
+	k := slices.IndexFunc(m.drain.open, func(e episode) bool { return e.node == node })
+	if k < 0 {
+		return
+	}
+	e := m.drain.open[k]
+	m.drain.open = slices.Delete(m.drain.open, k, k+1)
+	switch {
+	case !drained:
+		m.drain.recovered++
+	default:
+		m.drain.times = append(m.drain.times, now-e.start)
+		if !e.operator {
+			m.drain.noOperator++
+		}
+	}
+}
+
+func (m *metrics) operator(node int32) {
+	if k := slices.IndexFunc(m.drain.open, func(e episode) bool { return e.node == node }); k >= 0 {
+		m.drain.open[k].operator = true
+	}
+}
+
+func (m *metrics) lostBy(why StopReason, gpuSec, now int64) {
+	if now >= m.from {
+		m.stopLost[why] += gpuSec
+	}
+}
+
+func (m *metrics) drainLost(gpuSec, now int64) {
+	if now >= m.from {
+		m.drain.lostSec += gpuSec
+	}
 }
 
 // percentile of sorted xs (nearest rank); 0 for none.

@@ -50,10 +50,12 @@ func WriteSummary(w io.Writer, rs []*Result) error {
 		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
 	}
 	row("", func(r *Result) string { return r.Policy })
-	row("simulated days", func(r *Result) string { return fmt.Sprintf("%.1f", r.Days) })
+	row("simulated days (first hours left out)", func(r *Result) string {
+		return fmt.Sprintf("%.1f (%gh)", r.Days, r.WarmupHours)
+	})
 	row("GPUs", func(r *Result) string { return fmt.Sprint(r.GPUs) })
 	row("jobs submitted / finished", func(r *Result) string { return fmt.Sprintf("%d / %d", r.Jobs, r.Finished) })
-	row("jobs killed (drain deadline)", func(r *Result) string { return fmt.Sprint(r.Dead) })
+	row("jobs killed (drain deadline, whole run)", func(r *Result) string { return fmt.Sprint(r.Dead) })
 	classes := map[string]bool{}
 	var order []string
 	for _, r := range rs {
@@ -94,10 +96,10 @@ func WriteSummary(w io.Writer, rs []*Result) error {
 	}
 	for k := range rs[0].Preemptions {
 		reason := rs[0].Preemptions[k].Reason
-		row("stopped allocs: "+reason, func(r *Result) string {
+		row("stopped allocs (GPU h lost): "+reason, func(r *Result) string {
 			for _, p := range r.Preemptions {
 				if p.Reason == reason {
-					return fmt.Sprint(p.Allocations)
+					return fmt.Sprintf("%d (%.0f)", p.Allocations, p.LostGPUHours)
 				}
 			}
 			return "-"
@@ -113,14 +115,25 @@ func WriteSummary(w io.Writer, rs []*Result) error {
 	row("worst budget (delivered/owed)", func(r *Result) string {
 		return fmt.Sprintf("%s %.0f%%", r.WorstBudget, 100*r.WorstRatio)
 	})
-	row("unhealthy nodes drained / not", func(r *Result) string {
-		return fmt.Sprintf("%d / %d", r.Drains.Drained, r.Drains.NotDrained)
+	row("unhealthy episodes: drained / recovered first / open", func(r *Result) string {
+		d := r.Drains
+		return fmt.Sprintf("%d / %d / %d", d.Drained, d.Recovered, d.NotDrained)
 	})
-	row("time to drained p50 / max", func(r *Result) string {
+	row("time to drained p50 / p90 / max", func(r *Result) string {
 		if r.Drains.Drained == 0 {
 			return "-"
 		}
-		return fmtWait(r.Drains.P50) + " / " + fmtWait(r.Drains.Max)
+		return fmtWait(r.Drains.P50) + " / " + fmtWait(r.Drains.P90) + " / " + fmtWait(r.Drains.Max)
+	})
+	row("drain GPU hours: work lost / idle cordoned", func(r *Result) string {
+		return fmt.Sprintf("%.0f / %.0f", r.Drains.LostGPUHours, r.Drains.IdleGPUHours)
+	})
+	row("drain: jobs killed without replacement", func(r *Result) string { return fmt.Sprint(r.Drains.Killed) })
+	row("drains that needed no operator", func(r *Result) string {
+		if r.Drains.Drained == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%d of %d (%.0f%%)", r.Drains.NoOperator, r.Drains.Drained, 100*r.Drains.NoOperatorShare)
 	})
 	if len(rs[0].Budgets) > 0 {
 		fmt.Fprintln(tw, "\t")

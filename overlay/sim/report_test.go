@@ -73,3 +73,48 @@ func TestWorkConservedAcrossPreemption(t *testing.T) {
 		t.Fatalf("lost %d GPU-seconds, want %d", h.s.m.lostSec, 4*900)
 	}
 }
+
+// A resumable job with an 8h window on a node whose GPU fails: allot moves
+// it at its window end by itself; the baseline's operator drain kills it at
+// the 8h deadline without a replacement. The drain report says so.
+func TestDrainReportAllotAgainstNomadDrain(t *testing.T) {
+	tree := exampleTree(t)
+	tr := &Trace{Jobs: []JobSpec{
+		{ID: "long", Budget: "ai2/infra", Class: ClassTrain, Count: 1, GPUs: 4, Work: 30 * time.Hour,
+			MinRuntime: 2 * time.Hour, Resumable: true, Priority: 50, Baseline: LevelHigh},
+		{ID: "late", Submit: 40 * time.Hour, Budget: "ai2/infra", Class: ClassDebug, Count: 1, GPUs: 1,
+			Work: time.Minute, MinRuntime: time.Minute, Priority: 50, Baseline: LevelHigh}},
+		Health: []HealthEvent{{At: time.Hour, Node: "default-0", GPU: 7, Reason: "XID 79"},
+			{At: 30 * time.Hour, Node: "default-0", GPU: 7, Healthy: true, Reason: "repaired"}}}
+	a, err := NewAllot(policyDefault())
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := DefaultOptions()
+	ra, err := Run(tr, UniformCluster(1, 8), tree, a, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, err := Run(tr, UniformCluster(1, 8), tree, NewBaseline(DefaultBaselineConfig()), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	da, db := ra.Drains, rb.Drains
+	if da.Drained != 1 || da.NoOperator != 1 || da.Killed != 0 || da.P50 != 3600 {
+		t.Errorf("allot drain %+v: want drained by itself at the window end (1h after the fault), nothing killed", da)
+	}
+	// The drain starts at the policy's reconcile, 30s after the fault. The
+	// baseline kills the job at the deadline, 8h later: 9h30s of work on 4
+	// GPUs lost, and the 3 other healthy GPUs idle on the cordoned node for
+	// 8h. allot's stop loses the 15m checkpoint interval of 4 GPUs and
+	// leaves the 3 GPUs idle from the cordon to the window end.
+	const reaction = 30
+	if db.Drained != 1 || db.NoOperator != 0 || db.Killed != 1 || db.P50 != 8*3600+reaction ||
+		db.LostGPUHours != 4*float64(9*3600+reaction)/3600 || db.IdleGPUHours != 3*8 {
+		t.Errorf("baseline drain %+v: want the operator's drain to kill the job at the 8h deadline", db)
+	}
+	if da.LostGPUHours != 1 || da.IdleGPUHours != 3*float64(3600-reaction)/3600 {
+		t.Errorf("allot drain lost %v GPU h, idle %v: want 1 and %v", da.LostGPUHours, da.IdleGPUHours,
+			3*float64(3600-reaction)/3600)
+	}
+}

@@ -9,15 +9,18 @@ import (
 // Result is everything one run measured. Durations are in seconds and GPU
 // time in GPU-hours so that the JSON form reads without conversions.
 type Result struct {
-	Policy     string  `json:"policy"`
-	Days       float64 `json:"days"`
-	GPUs       int     `json:"gpus"`
-	Jobs       int64   `json:"jobs_submitted"`
-	Finished   int64   `json:"jobs_finished"`
-	Dead       int64   `json:"jobs_killed"`
-	Unfinished int64   `json:"jobs_unfinished"`
-	Events     int64   `json:"events"`
-	Reconciles int64   `json:"reconciles"`
+	Policy string  `json:"policy"`
+	Days   float64 `json:"days"`
+	// WarmupHours is the start of the run left out of every measurement
+	// but the job counts (Options.Warmup).
+	WarmupHours float64 `json:"warmup_hours"`
+	GPUs        int     `json:"gpus"`
+	Jobs        int64   `json:"jobs_submitted"`
+	Finished    int64   `json:"jobs_finished"`
+	Dead        int64   `json:"jobs_killed"`
+	Unfinished  int64   `json:"jobs_unfinished"`
+	Events      int64   `json:"events"`
+	Reconciles  int64   `json:"reconciles"`
 
 	// Waits per class: submit to first start (all allocations placed).
 	// Jobs never started count with their wait so far (censored).
@@ -58,11 +61,13 @@ type ClassWaits struct {
 	sortedWaits []int64
 }
 
-// ReasonCount is a count of stopped allocations for one reason.
+// ReasonCount is a count of stopped allocations for one reason, with the
+// work their stops threw away (GPU-hours).
 type ReasonCount struct {
-	Reason      string `json:"reason"`
-	Allocations int64  `json:"allocations"`
-	GPUs        int64  `json:"gpus"`
+	Reason       string  `json:"reason"`
+	Allocations  int64   `json:"allocations"`
+	GPUs         int64   `json:"gpus"`
+	LostGPUHours float64 `json:"lost_gpu_hours"`
 }
 
 // Occupancy splits GPU time into allocated, unallocated and idle, as
@@ -85,28 +90,46 @@ type BudgetResult struct {
 	Ratio     float64 `json:"delivered_over_owed"`
 }
 
-// DrainResult is the time from a node turning unhealthy to drained (empty
-// and ineligible), in seconds.
+// DrainResult follows each unhealthy episode of a node (its first GPU
+// turning unhealthy) to drained: empty and ineligible, ready for repair.
+// Times are in seconds, GPU time in GPU-hours.
 type DrainResult struct {
-	Unhealthy  int64   `json:"unhealthy_episodes"`
-	Drained    int     `json:"drained"`
+	Unhealthy int64 `json:"unhealthy_episodes"`
+	Drained   int   `json:"drained"`
+	// Recovered counts episodes whose node was healthy again before it
+	// drained; NotDrained those still open at the end of the run.
+	Recovered  int64   `json:"recovered_before_drained"`
 	NotDrained int     `json:"not_drained"`
 	P50        float64 `json:"p50_s"`
+	P90        float64 `json:"p90_s"`
 	Max        float64 `json:"max_s"`
+	// LostGPUHours is work thrown away by drain stops and by jobs killed
+	// at a drain deadline; IdleGPUHours is healthy GPUs left idle on
+	// cordoned nodes before they drained.
+	LostGPUHours float64 `json:"lost_gpu_hours"`
+	IdleGPUHours float64 `json:"idle_gpu_hours"`
+	// Killed counts jobs killed without a replacement.
+	Killed int64 `json:"jobs_killed"`
+	// NoOperator counts drains completed with no operator action (the
+	// policy noted none: State.NoteOperator); NoOperatorShare is its
+	// fraction of Drained.
+	NoOperator      int64   `json:"no_operator"`
+	NoOperatorShare float64 `json:"no_operator_share"`
 }
 
 func (s *State) result(name string, tr *Trace, horizon int64) *Result {
 	m := s.m
-	r := &Result{Policy: name, Days: float64(horizon) / 86400, GPUs: int(m.capacity), Jobs: m.submitted,
-		Finished: m.finished, Dead: m.dead, Events: s.events, Reconciles: s.reconciles}
+	r := &Result{Policy: name, Days: float64(horizon) / 86400, WarmupHours: float64(m.from) / 3600,
+		GPUs: int(m.capacity), Jobs: m.submitted, Finished: m.finished, Dead: m.dead, Events: s.events,
+		Reconciles: s.reconciles}
 	r.Unfinished = m.submitted - m.finished - m.dead
 	// Jobs never started count with their wait so far.
 	censored := [numClasses]int{}
 	for _, i := range s.active {
 		j := &s.jobs[i]
-		if j.firstStart < 0 {
+		if sub := int64(j.spec.Submit / time.Second); j.firstStart < 0 && sub >= m.from {
 			c := j.spec.Class
-			m.waits[c] = append(m.waits[c], s.now-int64(j.spec.Submit/time.Second))
+			m.waits[c] = append(m.waits[c], s.now-sub)
 			censored[c]++
 		}
 	}
@@ -125,12 +148,13 @@ func (s *State) result(name string, tr *Trace, horizon int64) *Result {
 		if k == StopEnd {
 			continue
 		}
-		r.Preemptions = append(r.Preemptions, ReasonCount{Reason: k.String(), Allocations: m.stops[k], GPUs: m.stopGPUs[k]})
+		r.Preemptions = append(r.Preemptions, ReasonCount{Reason: k.String(), Allocations: m.stops[k], GPUs: m.stopGPUs[k],
+			LostGPUHours: float64(m.stopLost[k]) / 3600})
 	}
 	r.LostGPUHours = float64(m.lostSec) / 3600
 	held := m.allocatedSec + m.freeSec
 	r.StalledGPUHours = float64(max(held-m.usefulSec-m.lostSec, 0)) / 3600
-	capSec := float64(m.capacity) * float64(horizon)
+	capSec := float64(m.capacity) * float64(horizon-m.from)
 	if capSec > 0 {
 		r.Occupancy = Occupancy{Allocated: float64(m.allocatedSec) / capSec, Unallocated: float64(m.freeSec) / capSec}
 		r.Occupancy.Total = r.Occupancy.Allocated + r.Occupancy.Unallocated
@@ -156,11 +180,15 @@ func (s *State) result(name string, tr *Trace, horizon int64) *Result {
 }
 
 func (r *Result) drains(m *metrics) {
-	d := sortedCopy(m.drainTimes)
-	r.Drains = DrainResult{Unhealthy: m.sickNodes, Drained: len(d), NotDrained: len(m.sickPending),
-		P50: float64(percentile(d, .5))}
+	dm := &m.drain
+	d := sortedCopy(dm.times)
+	r.Drains = DrainResult{Unhealthy: dm.episodes, Drained: len(d), Recovered: dm.recovered,
+		NotDrained: len(dm.open), P50: float64(percentile(d, .5)), P90: float64(percentile(d, .9)),
+		LostGPUHours: float64(dm.lostSec) / 3600, IdleGPUHours: float64(dm.idleSec) / 3600,
+		Killed: dm.killed, NoOperator: dm.noOperator}
 	if len(d) > 0 {
 		r.Drains.Max = float64(d[len(d)-1])
+		r.Drains.NoOperatorShare = float64(dm.noOperator) / float64(len(d))
 	}
 }
 
@@ -173,13 +201,17 @@ func (r *Result) budgets(m *metrics, tree *budgets.Tree) {
 	for l, leaf := range tree.Leaves() {
 		capH := leaf.Effective * float64(m.capacity) * 3600
 		var del, owed, dem float64
+		first := int((m.from + 3599) / 3600) // the first hour that starts after the warm-up
 		for h, v := range m.delivered[l] {
-			del += float64(v)
-			_ = h
+			if h >= first {
+				del += float64(v)
+			}
 		}
-		for _, v := range m.demand[l] {
-			dem += float64(v)
-			owed += min(capH, float64(v))
+		for h, v := range m.demand[l] {
+			if h >= first {
+				dem += float64(v)
+				owed += min(capH, float64(v))
+			}
 		}
 		b := BudgetResult{Budget: leaf.Path, Share: leaf.Effective, Delivered: del / 3600, Owed: owed / 3600,
 			Demand: dem / 3600, Ratio: 1}

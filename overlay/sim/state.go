@@ -115,8 +115,17 @@ type Options struct {
 	CheckpointLoss time.Duration
 	// Placement selects the node-scoring model.
 	Placement PlacementMode
-	// Horizon ends the run; zero means the trace's end plus one day.
+	// Horizon ends the run; zero means the trace's end (its last submission
+	// or health event).
 	Horizon time.Duration
+	// Warmup excludes the start of the run from every measurement: waits of
+	// jobs submitted before it, GPU time held, stops and lost work before it,
+	// owed and delivered time of the hours before it, unhealthy episodes that
+	// began before it. A generated trace starts on an empty cluster that
+	// takes most of a day to fill, which is not the steady state a policy is
+	// judged on. Zero measures from the start; it must be shorter than the
+	// run. Job counts (submitted, finished, killed) cover the whole run.
+	Warmup time.Duration
 	// Progress, when set, is called now and then with the fraction done.
 	Progress func(done float64)
 }
@@ -182,7 +191,7 @@ func newState(c ClusterSpec, nLeaves int, leafShares []float64, opts Options) *S
 	for i := range s.nodes {
 		s.index(&s.nodes[i], 1)
 	}
-	s.m = newMetrics(c.GPUs(), nLeaves, leafShares)
+	s.m = newMetrics(c.GPUs(), nLeaves, leafShares, int64(opts.Warmup/time.Second))
 	return s
 }
 
@@ -435,8 +444,33 @@ func (s *State) KillJob(i int32) {
 	lost := j.done
 	j.done = 0
 	j.lostWorkSec += lost
-	s.m.lost(lost * int64(j.spec.TotalGPUs()))
+	s.m.lost(lost*int64(j.spec.TotalGPUs()), s.now)
+	s.m.drainLost(lost*int64(j.spec.TotalGPUs()), s.now)
+	s.m.lostBy(StopKilled, lost*int64(j.spec.TotalGPUs()), s.now)
+	if s.now >= s.m.from {
+		s.m.drain.killed++
+	}
 	s.finishJob(i, StatusDead)
+}
+
+// NoteOperator records that a person acted on node n's current unhealthy
+// episode (started a drain, returned the node): the report counts the
+// drains that needed no operator. It changes nothing in Nomad.
+func (s *State) NoteOperator(n int32) { s.m.operator(n) }
+
+// advance integrates the measurements up to t: GPU time held, and healthy
+// GPUs left idle on cordoned nodes of open unhealthy episodes.
+func (s *State) advance(t int64) {
+	d := &s.m.drain
+	if lo := max(d.last, s.m.from); t > lo {
+		for _, e := range d.open {
+			if nd := &s.nodes[e.node]; !nd.eligible {
+				d.idleSec += int64(nd.free()) * (t - lo)
+			}
+		}
+	}
+	d.last = max(d.last, t)
+	s.m.advance(t)
 }
 
 // SetEligible sets node n's scheduling eligibility (nomad-facts e). Marking
@@ -486,8 +520,11 @@ func (s *State) setHealth(n int32, gpu int, healthy bool, reason string) {
 	switch {
 	case nd.sick != 0 && nd.sickSince < 0:
 		nd.sickSince, nd.drained = s.now, false
-		s.m.sickStart(nd.id, s.now)
+		s.m.sickStart(n, s.now)
 	case nd.sick == 0 && nd.sickSince >= 0:
+		if !nd.drained {
+			s.m.episodeEnd(n, s.now, false)
+		}
 		nd.sickSince = -1
 		nd.reason = ""
 	}
@@ -504,7 +541,7 @@ func (s *State) checkDrained(n int32) {
 	nd := &s.nodes[n]
 	if nd.sickSince >= 0 && !nd.drained && !nd.eligible && len(nd.allocs) == 0 {
 		nd.drained = true
-		s.m.drained(nd.id, s.now-nd.sickSince)
+		s.m.episodeEnd(n, s.now, true)
 	}
 }
 
@@ -611,7 +648,7 @@ func (s *State) stopAlloc(a int32, why StopReason, by int32) {
 	}
 	s.m.held(j, s.now, -int(al.gpus))
 	if why != StopFinished && why != StopEnd {
-		s.m.stopped(j, why)
+		s.m.stopped(j, why, s.now)
 	}
 	s.wakeAll = true
 	s.changed = true
@@ -624,9 +661,9 @@ func (s *State) jobRuns(i int32) {
 	j.runStart = s.now
 	if j.firstStart < 0 {
 		j.firstStart = s.now
-		s.m.firstWait(j, s.now-int64(j.spec.Submit/time.Second))
+		s.m.firstWait(j, int64(j.spec.Submit/time.Second), s.now)
 	} else if j.requeuedAt >= 0 {
-		s.m.requeueWait(j, s.now-j.requeuedAt)
+		s.m.requeueWait(j, j.requeuedAt, s.now)
 	}
 	j.requeuedAt = -1
 	j.finishGen++
@@ -643,6 +680,7 @@ func (s *State) interrupt(i int32, why StopReason) {
 	}
 	ran := s.now - j.runStart
 	j.usefulGPUSec += ran * int64(j.spec.TotalGPUs())
+	s.m.ran(j, j.runStart, s.now)
 	j.done += ran
 	var lost int64
 	if j.spec.Resumable {
@@ -655,7 +693,11 @@ func (s *State) interrupt(i int32, why StopReason) {
 	}
 	j.done -= lost
 	j.lostWorkSec += lost
-	s.m.lost(lost * int64(j.spec.TotalGPUs()))
+	s.m.lost(lost*int64(j.spec.TotalGPUs()), s.now)
+	s.m.lostBy(why, lost*int64(j.spec.TotalGPUs()), s.now)
+	if why == StopDrain || why == StopKilled {
+		s.m.drainLost(lost*int64(j.spec.TotalGPUs()), s.now)
+	}
 	j.runStart = -1
 	j.finishGen++
 	if why != StopEnd {

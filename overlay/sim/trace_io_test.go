@@ -9,8 +9,8 @@ import (
 )
 
 func TestTraceRoundTrip(t *testing.T) {
-	tr, err := Generate(exampleTree(t), GenConfig{Seed: 3, Days: 1, GPUs: 64, Demand: 2, DebugPerDay: 50,
-		InteractivePerDay: 5, Unallocated: .2, Resumable: .8, HighInflation: .7, TrainSizes: []int{8, 16},
+	tr, err := Generate(exampleTree(t), GenConfig{Seed: 3, Days: 1, GPUs: 64, Demand: 2.2, Allocated: 2, DebugPerDay: 50,
+		InteractivePerDay: 5, Resumable: .8, HighInflation: .7, TrainSizes: []int{8, 16},
 		TrainWeights: []float64{1, 1}, TrainWorkMin: 3600e9, TrainWorkMax: 7200e9, Failures: 2, Nodes: 8,
 		RepairMin: 3600e9, RepairMax: 7200e9})
 	if err != nil {
