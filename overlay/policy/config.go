@@ -30,6 +30,10 @@ type Config struct {
 	// pending job only when served(victim leaf) >= served(pending leaf) +
 	// FairnessMargin, where served = usage share / effective share.
 	FairnessMargin float64
+	// ResumeLoss is the work a resumable job is taken to lose when it is
+	// stopped (what it ran since its last checkpoint); time slicing picks
+	// the victims that throw the least work away (doc.go, rule 5).
+	ResumeLoss time.Duration
 	// Hysteresis: a pending job inside the pending band keeps its priority
 	// while it is less than this far from its target level and the pending
 	// order is kept (doc.go, rule 3).
@@ -85,6 +89,7 @@ func ConfigForMaxPriority(max int) Config {
 		Unallocated:       Range{10, 29},
 		PreemptionGap:     10,
 		FairnessMargin:    0.10,
+		ResumeLoss:        15 * time.Minute,
 		Hysteresis:        3,
 		VictimHold:        10 * time.Minute,
 		Settle:            30 * time.Second,
@@ -132,6 +137,9 @@ func (c Config) Validate() error {
 	}
 	if c.Hysteresis < 1 {
 		bad("hysteresis %d must be >= 1 (1 rewrites on every level change)", c.Hysteresis)
+	}
+	if c.ResumeLoss < 0 {
+		bad("resume loss %v must be >= 0", c.ResumeLoss)
 	}
 	if c.VictimHold < 0 || c.Settle < 0 {
 		bad("victim hold (%v) and settle time (%v) must be >= 0 (0 turns each off)", c.VictimHold, c.Settle)

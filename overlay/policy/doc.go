@@ -53,10 +53,13 @@
 // not fit, each ask that does not fit gets victims on one node n of the
 // right pool and model with healthy GPUs >= ask, among running jobs past
 // their window whose leaf v satisfies served(v) >= served(job) +
-// FairnessMargin. On each node candidates are taken resumable first, most
-// over-served first, largest first, until avail(n) + taken >= ask, then any
-// the rest can spare are dropped; the node whose set is smallest by
-// (non-resumable jobs, jobs, GPUs of the whole jobs, -min served) wins.
+// FairnessMargin. Work lost by stopping V: lost(V) = GPUs(V) × r, r = now -
+// start(V) (start = window end - window) when V is not resumable (it
+// restarts from zero), min(now - start(V), ResumeLoss) when it is. On each
+// node candidates are taken least lost first, then most over-served, then
+// largest, until avail(n) + taken >= ask, then any the rest can spare are
+// dropped; the node whose set is smallest by (sum of lost, jobs, GPUs of
+// the whole jobs, -min served) wins.
 // Victims lose all their allocations (migrate stops) after being lowered,
 // and the job B they make room for is evaluated. Victim level:
 //

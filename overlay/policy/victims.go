@@ -2,6 +2,7 @@ package policy
 
 import (
 	"slices"
+	"time"
 )
 
 // place walks the waiting allocated jobs in order (partially placed first,
@@ -115,11 +116,25 @@ func (d *Decider) anyTooLarge(job *Job, asks []ask) bool {
 
 // candidate is a possible victim on one node.
 type candidate struct {
-	job       int32
-	gpus      int32 // held on this node
-	whole     int32 // held by the whole job
-	nonResume bool
-	served    float64
+	job    int32
+	gpus   int32 // held on this node
+	whole  int32 // held by the whole job
+	lost   int64 // GPU-seconds of work its stop throws away (lostWork)
+	served float64
+}
+
+// lostWork is the work, in GPU-seconds, that stopping running job v throws
+// away: for a job that is not resumable, everything since its allocations
+// last started (it restarts from zero); for a resumable one, what it ran
+// since then up to ResumeLoss (what it has not checkpointed yet).
+func (d *Decider) lostWork(v int32) int64 {
+	info, job := &d.jobs[v], &d.snap.Jobs[v]
+	start := info.windowEnd.Add(-min(job.Contract.Protected, d.cfg.RuntimeCap))
+	ran := max(d.now.Sub(start), 0)
+	if job.Contract.Resumable {
+		ran = min(ran, d.cfg.ResumeLoss)
+	}
+	return int64(info.held) * int64(ran/time.Second)
 }
 
 type victimScratch struct {
@@ -238,8 +253,8 @@ func (d *Decider) indexVictims() {
 }
 
 // chooseVictims frees GPUs for ask a of job j on one node, choosing the node
-// whose victim set is best by (non-resumable victims, victims, GPUs of the
-// victims, then the most over-served victim) and returns it, or -1. It marks
+// whose victim set is best by (work lost, victims, GPUs of the victims, then
+// the most over-served victim) and returns it, or -1. It marks
 // the victims, returns their GPUs to the model and takes the ask.
 func (d *Decider) chooseVictims(j int32, a *ask) (node int32, margin bool) {
 	job := &d.snap.Jobs[j]
@@ -320,14 +335,14 @@ func (d *Decider) nodeCandidates(n, j int32) (margin bool) {
 			continue
 		}
 		sc.cands = append(sc.cands, candidate{job: v, gpus: int32(al.GPUs), whole: d.jobs[v].held,
-			nonResume: !d.snap.Jobs[v].Contract.Resumable, served: d.served[d.jobs[v].leaf]})
+			lost: d.lostWork(v), served: d.served[d.jobs[v].leaf]})
 	}
 	return margin
 }
 
 // pickOnNode chooses from scratch.cands a set holding at least need GPUs:
-// resumable before non-resumable, the most over-served leaves first, larger
-// holdings first; then drops every victim the rest can spare.
+// the least work lost first, then the most over-served leaves, then larger
+// holdings; then drops every victim the rest can spare.
 func (d *Decider) pickOnNode(need int32) bool {
 	sc := &d.scratch
 	var total int32
@@ -339,8 +354,8 @@ func (d *Decider) pickOnNode(need int32) bool {
 	}
 	slices.SortFunc(sc.cands, func(x, y candidate) int {
 		switch {
-		case x.nonResume != y.nonResume:
-			if x.nonResume {
+		case x.lost != y.lost:
+			if x.lost > y.lost {
 				return 1
 			}
 			return -1
@@ -374,16 +389,15 @@ func (d *Decider) pickOnNode(need int32) bool {
 
 // victimScore ranks victim sets; lower is better.
 type victimScore struct {
-	nonResume, jobs, gpus int32
-	minServed             float64
+	lost       int64
+	jobs, gpus int32
+	minServed  float64
 }
 
 func scoreOf(set []candidate) victimScore {
 	s := victimScore{minServed: -1}
 	for i, c := range set {
-		if c.nonResume {
-			s.nonResume++
-		}
+		s.lost += c.lost
 		s.jobs++
 		s.gpus += c.whole
 		if i == 0 || c.served < s.minServed {
@@ -395,8 +409,8 @@ func scoreOf(set []candidate) victimScore {
 
 func (s victimScore) less(o victimScore) bool {
 	switch {
-	case s.nonResume != o.nonResume:
-		return s.nonResume < o.nonResume
+	case s.lost != o.lost:
+		return s.lost < o.lost
 	case s.jobs != o.jobs:
 		return s.jobs < o.jobs
 	case s.gpus != o.gpus:
