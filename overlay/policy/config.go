@@ -34,6 +34,11 @@ type Config struct {
 	// stopped (what it ran since its last checkpoint); time slicing picks
 	// the victims that throw the least work away (doc.go, rule 5).
 	ResumeLoss time.Duration
+	// MaxSliceLoss bounds the work one time-slicing stop may throw away:
+	// the victims freeing an ask of g GPUs for job B lose at most
+	// MaxSliceLoss × g × min(B's protected window, RuntimeCap) GPU-time
+	// (doc.go, rule 5). 0 sets no bound.
+	MaxSliceLoss float64
 	// Hysteresis: a pending job inside the pending band keeps its priority
 	// while it is less than this far from its target level and the pending
 	// order is kept (doc.go, rule 3).
@@ -90,6 +95,7 @@ func ConfigForMaxPriority(max int) Config {
 		PreemptionGap:     10,
 		FairnessMargin:    0.10,
 		ResumeLoss:        15 * time.Minute,
+		MaxSliceLoss:      1,
 		Hysteresis:        3,
 		VictimHold:        10 * time.Minute,
 		Settle:            30 * time.Second,

@@ -146,11 +146,12 @@ const (
 	WaitTooLarge              // no node has enough healthy GPUs of its model
 	WaitPartial               // placed in part: the rest comes before any pending job
 	WaitHeld                  // a victim: held below the job it made room for until that one places
+	WaitWork                  // its only victims would throw away more work than Config.MaxSliceLoss allows
 )
 
 var waitNames = [...]string{"nothing", "placement", "queue", "victims", "protected windows",
 	"reservation", "fair share", "a node with enough healthy GPUs", "rest of its allocations",
-	"the job it made room for"}
+	"the job it made room for", "running jobs that would lose too much work"}
 
 func (w Wait) String() string {
 	if int(w) < len(waitNames) {

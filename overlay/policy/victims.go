@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"math"
 	"slices"
 	"time"
 )
@@ -142,6 +143,8 @@ type victimScratch struct {
 	chosen []candidate
 	best   []candidate
 	added  []int32 // victims chosen in this attempt, for rollback
+	limit  int64   // sliceLossLimit of the job nodeCandidates listed for
+	lossy  bool    // pickOnNode refused a set over limit
 }
 
 // sliceFor looks for victims so that every ask of pending job j fits (rule
@@ -161,16 +164,20 @@ func (d *Decider) sliceFor(j int32, asks []ask) bool {
 			d.cap.change(n, -a.gpus)
 			continue
 		}
-		n, margin := d.chooseVictims(j, a)
+		n, margin, lossy := d.chooseVictims(j, a)
 		blockedByMargin = blockedByMargin || margin
 		if n < 0 {
 			d.cap.rollback(mark)
 			for _, v := range sc.added {
 				d.jobs[v].victimFor = -1
 			}
-			info.wait = WaitWindows
-			if blockedByMargin {
+			switch {
+			case lossy:
+				info.wait = WaitWork
+			case blockedByMargin:
 				info.wait = WaitFairShare
+			default:
+				info.wait = WaitWindows
 			}
 			return false
 		}
@@ -256,7 +263,7 @@ func (d *Decider) indexVictims() {
 // whose victim set is best by (work lost, victims, GPUs of the victims, then
 // the most over-served victim) and returns it, or -1. It marks
 // the victims, returns their GPUs to the model and takes the ask.
-func (d *Decider) chooseVictims(j int32, a *ask) (node int32, margin bool) {
+func (d *Decider) chooseVictims(j int32, a *ask) (node int32, margin, lossy bool) {
 	job := &d.snap.Jobs[j]
 	sc := &d.scratch
 	best := int32(-1)
@@ -264,6 +271,7 @@ func (d *Decider) chooseVictims(j int32, a *ask) (node int32, margin bool) {
 	// No candidate anywhere when no possible victim is served enough.
 	least := d.served[d.jobs[j].leaf] + d.cfg.FairnessMargin
 	some := d.vServed >= least
+	sc.lossy = false
 	for c := range d.classes {
 		if !d.classFits(int32(c), job, a) {
 			continue
@@ -290,7 +298,7 @@ func (d *Decider) chooseVictims(j int32, a *ask) (node int32, margin bool) {
 		}
 	}
 	if best < 0 {
-		return -1, margin
+		return -1, margin, sc.lossy
 	}
 	for _, v := range sc.best {
 		vi := &d.jobs[v.job]
@@ -303,7 +311,24 @@ func (d *Decider) chooseVictims(j int32, a *ask) (node int32, margin bool) {
 		}
 	}
 	d.cap.change(best, -a.gpus)
-	return best, margin
+	return best, margin, false
+}
+
+// sliceLossLimit is the most work, in GPU-seconds, that the victims freeing
+// one node for job j may throw away: MaxSliceLoss times the GPU-time j's
+// missing allocations (d.asks) are protected for, GPUs × min(Protected,
+// RuntimeCap). A stop that loses more than the beneficiary is even promised
+// to run does not pay for the fairness it buys. MaxSliceLoss 0 sets no bound.
+func (d *Decider) sliceLossLimit(j int32) int64 {
+	if d.cfg.MaxSliceLoss <= 0 {
+		return math.MaxInt64
+	}
+	var gpus int64
+	for _, a := range d.asks {
+		gpus += int64(a.gpus)
+	}
+	w := min(d.snap.Jobs[j].Contract.Protected, d.cfg.RuntimeCap)
+	return int64(d.cfg.MaxSliceLoss * float64(gpus) * w.Seconds())
 }
 
 // nodeMargin reports whether node n holds a job that only the fairness
@@ -322,6 +347,7 @@ func (d *Decider) nodeMargin(n, j int32) bool {
 func (d *Decider) nodeCandidates(n, j int32) (margin bool) {
 	sc := &d.scratch
 	sc.cands = sc.cands[:0]
+	sc.limit = d.sliceLossLimit(j)
 	for _, ai := range d.vAlloc.row(n) {
 		al := &d.snap.Allocs[ai]
 		v := d.allocJob[ai]
@@ -378,11 +404,18 @@ func (d *Decider) pickOnNode(need int32) bool {
 		sc.chosen = append(sc.chosen, c)
 		got += c.gpus
 	}
+	var lost int64
 	for i := len(sc.chosen) - 1; i >= 0; i-- {
 		if got-sc.chosen[i].gpus >= need {
 			got -= sc.chosen[i].gpus
 			sc.chosen = slices.Delete(sc.chosen, i, i+1)
+		} else {
+			lost += sc.chosen[i].lost
 		}
+	}
+	if lost > sc.limit {
+		sc.lossy = true // freeing this node would throw away too much work
+		return false
 	}
 	return true
 }
