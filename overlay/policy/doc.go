@@ -59,7 +59,14 @@
 // node candidates are taken least lost first, then most over-served, then
 // largest, until avail(n) + taken >= ask, then any the rest can spare are
 // dropped; the node whose set is smallest by (sum of lost, jobs, GPUs of
-// the whole jobs, -min served) wins.
+// the whole jobs, -min served) wins. A set is refused when its sum of lost
+// exceeds MaxSliceLoss × g(B) × min(Protected(B), RuntimeCap), g(B) the
+// GPUs of B's missing allocations (reservation stops, rule 7, too; 0: no
+// bound): stopping a 64-GPU job that ran two days, restarting from zero, to
+// give 8 GPUs to a job promised 1 h never pays for the fairness it buys (in
+// the 30-day example the unbounded rule threw away 31% of the month's
+// capacity). B then waits (WaitWork) for those jobs to end or for cheaper
+// victims.
 // Victims lose all their allocations (migrate stops) after being lowered,
 // and the job B they make room for is evaluated. Victim level:
 //
@@ -106,6 +113,35 @@
 // ineligible; rule 5 stops on them happen once they would free enough; when
 // every ask fits on them the nodes are released and the job evaluated. An
 // expired reservation is released and the job gets no new one until placed.
+//
+// Releasing races with Nomad: the GPUs freeing on the reserved nodes wake
+// every blocked job, the reserved job X's retry may run while the nodes are
+// still ineligible, and a smaller job retried after the eligibility write
+// lands first; Nomad preempts it for X only from PreemptionGap below
+// (nomad-facts b, i: the second, preempting pass; whole allocations). So:
+//
+//   - While X holds a reservation, held or released (a record with Released
+//     set), every pending job sorting after X has the target of its position
+//     moved down PreemptionGap - 1 places per such X before it:
+//     t = pendingLevel(p + (Gap - 1) * #{X before p}), and levels keeps
+//     f_X - f_next >= min(Gap, t_X - t_next); a victim sorting after X
+//     stays at or below final(X) - Gap too. A job placed in part that holds
+//     one caps the pending band at Running - Gap. Below Pending.Low + Gap
+//     the band leaves no room and jobs share its bottom, as before.
+//   - The released record is kept while X waits, its asks still fit on the
+//     nodes counting the GPUs of jobs held below it, and now < Released +
+//     VictimHold: X is placed first in the model and evaluated (again after
+//     Settle). Past VictimHold X did not place with its GPUs free: the
+//     record expires as above. If the asks no longer fit (a job sorting
+//     before X took the GPUs) the record ends and X competes as usual.
+//   - A job that lands on those nodes meanwhile (allocated, sorting after X,
+//     every live allocation placed at or after Released, some on the nodes)
+//     becomes a held victim of X (Plan.Victims, ReasonReservationLanded): at
+//     victim(V, X), not protected as it starts, its GPUs counted for X, and X
+//     is evaluated at once (ReasonLanded) so that Nomad preempts it. The hold
+//     ends as a victim's does (X placed or gone, or VictimHold).
+//
+// A released record counts against MaxReservations until it ends.
 //
 // Drains (rules 9, 10): an unhealthy node is made ineligible at once; each
 // managed job's allocations on it stop at now (unallocated, placed in part,
