@@ -70,6 +70,9 @@ type PolicyConfig struct {
 	// margins {}
 	FairnessMargin *float64
 	Hysteresis     *int
+	// MaxSliceLoss bounds the work one time-slicing stop may throw away, as
+	// a multiple of the beneficiary's protected GPU-time (0: no bound).
+	MaxSliceLoss *float64
 	// reservation {}
 	MaxReservations   *int
 	ReservationNodes  *int
@@ -195,8 +198,9 @@ func (d *decoder) policy(body hcl2.Body, p *PolicyConfig) {
 		d.checkBands(a, p)
 	}
 	if b, ok := blocks["margins"]; ok {
-		a, _ := d.content(b, []string{"fairness", "hysteresis"}, nil)
+		a, _ := d.content(b, []string{"fairness", "hysteresis", "max_slice_loss"}, nil)
 		p.FairnessMargin, p.Hysteresis = d.float(a["fairness"]), d.int(a["hysteresis"], 0, 100)
+		p.MaxSliceLoss = d.float(a["max_slice_loss"])
 	}
 	if b, ok := blocks["reservation"]; ok {
 		a, _ := d.content(b, []string{"max", "nodes", "max_age"}, nil)

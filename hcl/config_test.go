@@ -51,8 +51,9 @@ policy {
     preemption_gap = 10
   }
   margins {
-    fairness   = 0.05
-    hysteresis = 3
+    fairness       = 0.05
+    hysteresis     = 3
+    max_slice_loss = 2
   }
   reservation {
     max     = 2
@@ -83,7 +84,7 @@ func TestParseServerConfigFull(t *testing.T) {
 	p := cfg.Policy
 	switch {
 	case *p.Lookback != 7*24*time.Hour, *p.RuntimeCap != 8*time.Hour, *p.Protected != 100, *p.Pending != [2]int{40, 89},
-		*p.Unallocated != [2]int{10, 29}, *p.FairnessMargin != 0.05, *p.ReservationMaxAge != 2*time.Hour,
+		*p.Unallocated != [2]int{10, 29}, *p.FairnessMargin != 0.05, *p.MaxSliceLoss != 2, *p.ReservationMaxAge != 2*time.Hour,
 		*p.MaxEvaluations != 200, *p.DrainLead != 15*time.Minute, *p.DrainReturnAfter != 0:
 		t.Fatalf("policy %+v", p)
 	}
@@ -114,6 +115,7 @@ func TestParseServerConfigErrors(t *testing.T) {
 		{"bad log level", "log_level = \"loud\"\n", []string{"1:13:", "want trace, debug"}},
 		{"syntax", "data_dir = \n", []string{"cfg.hcl:"}},
 		{"list of numbers", "retry_join = [1, 2]\n", []string{"1:14:", "list of strings"}},
+		{"negative slice loss", "policy {\n  margins {\n    max_slice_loss = -1\n  }\n}\n", []string{"3:22:", "max_slice_loss = -1: want a finite number >= 0"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseServerConfig("cfg.hcl", []byte(tc.src))

@@ -105,6 +105,9 @@ func policyFromFile(p hcl.PolicyConfig) (policy.Config, error) {
 		c.FairnessMargin = *p.FairnessMargin
 	}
 	setInt(&c.Hysteresis, p.Hysteresis)
+	if p.MaxSliceLoss != nil {
+		c.MaxSliceLoss = *p.MaxSliceLoss
+	}
 	setInt(&c.MaxReservations, p.MaxReservations)
 	setInt(&c.ReservationNodes, p.ReservationNodes)
 	setDur(&c.ReservationMaxAge, p.ReservationMaxAge)
