@@ -43,6 +43,7 @@ type Decider struct {
 	allocNode   []int32
 	classNode   csr     // nodes by class
 	ready       []int32 // jobs whose reservation is released for them in this plan
+	gaps        []int32 // positions of the pending jobs holding a reservation (reserve.go)
 	room        []int32
 	usable      []int32
 	explBuf     []Explanation

@@ -35,6 +35,7 @@ type jobInfo struct {
 	victimGPUs int32 // the ask it frees them for
 	held       int32 // GPUs held by its live allocations
 	expired    bool  // its reservation expired: no new one until placed
+	landed     bool  // held below heldFor for landing on nodes just released for it (reserve.go)
 	moving     bool  // a drain stops some of its allocations in this plan
 	movedOn    int32 // 1 + the last draining node that looked at it
 	fits       bool  // the placement model places it without victims

@@ -32,7 +32,7 @@ func (ls *levelScratch) repeat(d *Decider, ents []levelEntry, h int, band Range)
 	}
 	for i := range ents {
 		e, m := &ents[i], &ls.memo[i]
-		if e.n != m.n || e.t != m.t || e.cur != m.cur || (e.job < 0) != (m.job < 0) {
+		if e.n != m.n || e.t != m.t || e.cur != m.cur || e.gap != m.gap || (e.job < 0) != (m.job < 0) {
 			return false
 		}
 	}
@@ -50,7 +50,7 @@ func (ls *levelScratch) repeat(d *Decider, ents []levelEntry, h int, band Range)
 func (ls *levelScratch) remember(d *Decider, ents []levelEntry, h int, band Range) {
 	ls.memo, ls.memoOut = ls.memo[:0], ls.memoOut[:0]
 	for _, e := range ents {
-		m := levelEntry{n: e.n, t: e.t, cur: e.cur}
+		m := levelEntry{n: e.n, t: e.t, cur: e.cur, gap: e.gap}
 		if e.job < 0 {
 			m.job = -1
 		} else {
@@ -68,6 +68,7 @@ type levelEntry struct {
 	job    int32 // -1 for a run
 	n      int32 // 1 for a job
 	t, cur int32
+	gap    int32 // the least difference to the next entry's level where targets differ: 1, or PreemptionGap below a reservation's job
 	back   int32 // offset of its first back map in levelScratch.back
 	steps  int32 // back maps stored; a run's last one holds for its remaining steps
 }
@@ -78,7 +79,15 @@ type levelEntry struct {
 // are, among the assignments with
 //
 //	f_i in the pending band and |f_i - t_i| <= h
-//	f_i > f_{i+1} when t_i > t_{i+1}, f_i >= f_{i+1} when t_i = t_{i+1}
+//	f_i - f_{i+1} >= min(g_i, t_i - t_{i+1})
+//
+// with g_i = PreemptionGap when job i holds a reservation (reserve.go: the
+// targets after it are that far below), else 1; that is f_i > f_{i+1} when
+// t_i > t_{i+1} and f_i >= f_{i+1} when t_i = t_{i+1}, and a full gap
+// below a reservation's job wherever the targets leave room for it (the
+// targets always satisfy the constraints, so an assignment exists). While a
+// job placed in part holds a reservation the band's top is Running -
+// PreemptionGap.
 //
 // the one that rewrites the fewest jobs (keeping f_i = c_i is free when c_i
 // is in the band and |t_i - c_i| <= h), then with the least sum of
@@ -94,7 +103,7 @@ type levelEntry struct {
 func (d *Decider) levels() {
 	ls := &d.lv
 	ents := ls.ents[:0]
-	band := d.cfg.Pending
+	band := d.gapBand()
 	prev := int32(0)
 	for _, k := range d.order {
 		info := &d.jobs[k.job]
@@ -103,17 +112,21 @@ func (d *Decider) levels() {
 		}
 		if d.tl != nil {
 			if gap := info.position - prev - 1; gap > 0 {
-				ents = append(ents, levelEntry{job: -1, n: gap, t: int32(band.Low), cur: int32(band.Low)})
+				ents = append(ents, levelEntry{job: -1, n: gap, t: int32(band.Low), cur: int32(band.Low), gap: 1})
 			}
 			prev = info.position
 		}
 		if info.heldFor < 0 {
-			ents = append(ents, levelEntry{job: k.job, n: 1, t: int32(info.target), cur: int32(d.snap.Jobs[k.job].Priority)})
+			g := int32(1)
+			if len(d.gaps) > 0 && d.gapAfter(k.job) {
+				g = int32(d.cfg.PreemptionGap)
+			}
+			ents = append(ents, levelEntry{job: k.job, n: 1, t: int32(info.target), cur: int32(d.snap.Jobs[k.job].Priority), gap: g})
 		}
 	}
 	if d.tl != nil {
 		if gap := d.tl.total - prev; gap > 0 {
-			ents = append(ents, levelEntry{job: -1, n: gap, t: int32(band.Low), cur: int32(band.Low)})
+			ents = append(ents, levelEntry{job: -1, n: gap, t: int32(band.Low), cur: int32(band.Low), gap: 1})
 		}
 	}
 	ls.ents = ents
@@ -136,11 +149,10 @@ func (d *Decider) levels() {
 		e := &ents[i]
 		e.back = int32(len(ls.back))
 		last := i+1 == m
-		var strict bool
-		var sNext int
+		var sep, sNext int
 		if !last {
 			tNext := int(ents[i+1].t)
-			strict, sNext = int(e.t) > tNext, start(tNext)
+			sep, sNext = min(int(e.gap), max(int(e.t)-tNext, 0)), start(tNext)
 		}
 		for q := int32(0); q < e.n; q++ {
 			if e.n > 1 {
@@ -148,12 +160,12 @@ func (d *Decider) levels() {
 				copy(ls.prevArg, ls.arg)
 			}
 			ls.back = slices.Grow(ls.back, w)[:len(ls.back)+w]
-			d.levelStep(int(e.t), int(e.cur), last, strict, sNext, start, ls.back[len(ls.back)-w:])
+			d.levelStep(band, int(e.t), int(e.cur), last, sep, sNext, start, ls.back[len(ls.back)-w:])
 			e.steps = q + 1
 			if q > 0 && slices.Equal(ls.prevBest, ls.best) && slices.Equal(ls.prevArg, ls.arg) {
 				break // every further step of the run is this one
 			}
-			last, strict, sNext = false, false, start(int(e.t))
+			last, sep, sNext = false, 0, start(int(e.t))
 		}
 	}
 	// The first job takes its cheapest level (ties: the higher); the rest
@@ -184,10 +196,10 @@ func (d *Decider) levels() {
 
 // levelStep is one job of levels: from best and arg of the job below (none
 // when last), the cost of each level of a job with target t and priority
-// cur, its back map into back, then best and arg of this job.
-func (d *Decider) levelStep(t, cur int, last, strict bool, sNext int, start func(int) int, back []int32) {
+// cur, at least sep above the level below, its back map into back, then
+// best and arg of this job.
+func (d *Decider) levelStep(band Range, t, cur int, last bool, sep, sNext int, start func(int) int, back []int32) {
 	ls := &d.lv
-	band := d.cfg.Pending
 	h := max(d.cfg.Hysteresis-1, 0)
 	w := len(ls.cost)
 	const inf = int64(math.MaxInt64 / 4)
@@ -208,10 +220,7 @@ func (d *Decider) levelStep(t, cur int, last, strict bool, sNext int, start func
 			ls.cost[o] = own
 			continue
 		}
-		limit := f
-		if strict {
-			limit--
-		}
+		limit := f - sep
 		k := min(limit-sNext, w-1)
 		if k < 0 || ls.best[k] >= inf {
 			ls.cost[o] = inf

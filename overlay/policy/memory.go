@@ -136,14 +136,16 @@ func (d *Decider) keepVictims() {
 		d.wakeAt(until)
 		d.plan.Victims = append(d.plan.Victims, v)
 	}
+	d.holdLanders() // reserve.go: jobs that took nodes released for a waiting job
 }
 
 // creditHeld gives waiting job j, before it is placed in the model, the
 // GPUs its held victims still hold: the victims sit a preemption gap below
 // it, so Nomad preempts them (or their replacements) when it is evaluated.
-// Other jobs are not credited: Nomad would not evaluate them.
+// Other jobs are not credited: Nomad would not evaluate them. The held
+// victims are those keepVictims and holdLanders put in plan.Victims so far.
 func (d *Decider) creditHeld(j int32) {
-	for _, v := range d.snap.Victims {
+	for _, v := range d.plan.Victims {
 		vj, ok := d.jobIndex(v.Job)
 		if !ok || d.jobs[vj].heldFor != j {
 			continue
@@ -167,7 +169,11 @@ func (d *Decider) evaluateHeld() {
 			continue
 		}
 		if d.liveCount(int32(j)) > 0 {
-			d.evaluate(info.heldFor, Reason{Code: ReasonVictimReplaced, Job: d.snap.Jobs[j].ID})
+			code := ReasonVictimReplaced
+			if info.landed {
+				code = ReasonLanded
+			}
+			d.evaluate(info.heldFor, Reason{Code: code, Job: d.snap.Jobs[j].ID})
 		}
 	}
 }
@@ -184,15 +190,25 @@ func (d *Decider) liveCount(j int32) int {
 
 // victimLevel is where victim j (of beneficiary b) is written:
 //
-//	min(pendingLevel(its position), final(b) - PreemptionGap)
+//	min(pendingLevel(its position + shift), final(b) - PreemptionGap, ceiling)   (gapVictim)
 //
 // at least PreemptionGap below b, so that b's evaluation preempts the
-// victim's replacement if Nomad placed it first. While b's final level is
-// under Pending.Low + PreemptionGap this is below the pending band, down to
+// victim's replacement if Nomad placed it first, and below every job
+// holding a reservation that sorts before it, whose released nodes the
+// replacement might take (reserve.go). While b's final level is under
+// Pending.Low + PreemptionGap this is below the pending band, down to
 // Pending.Low - PreemptionGap (which Validate keeps at or above
 // Unallocated.High): the hold is short and the gap is what lets b place.
 func (d *Decider) victimLevel(j, b int32) int {
-	return min(d.pendingLevel(d.victimPosition(j)), d.jobs[b].final-d.cfg.PreemptionGap)
+	shift, ceil := d.gapVictim(j)
+	return min(d.pendingLevel(d.victimPosition(j)+shift), d.jobs[b].final-d.cfg.PreemptionGap, ceil)
+}
+
+// victimCeiling is the highest priority victim j of b may keep: a
+// preemption gap below b and below every job holding a reservation before it.
+func (d *Decider) victimCeiling(j, b int32) int {
+	_, ceil := d.gapVictim(j)
+	return min(ceil, d.jobs[b].final-d.cfg.PreemptionGap)
 }
 
 // recordVictims adds this plan's fresh victims to Plan.Victims.

@@ -15,7 +15,9 @@ import (
 // protected job (a Nomad drain's deadline aside: Nomad would kill it); every
 // victim set frees enough GPUs on one node for the job it was chosen for;
 // nothing settling is issued again; and the same inputs give the same plan,
-// whose priorities, once written, are kept by the next decision.
+// whose priorities, once written, are kept by the next decision. With a
+// reservation held or released, the jobs after its job keep the preemption
+// gap below it and a job that landed on its released nodes is held below it.
 func TestProperties(t *testing.T) {
 	for seed := int64(0); seed < 300; seed++ {
 		r := rand.New(rand.NewSource(seed))
@@ -28,9 +30,13 @@ func TestProperties(t *testing.T) {
 		if r.Intn(2) == 0 {
 			genMemory(r, snap, now, cfg)
 		}
+		if r.Intn(2) == 0 {
+			genReservation(r, snap, now, cfg)
+		}
 		p := Decide(snap, tree, fs, now, cfg)
 		checkPlan(t, seed, snap, p, now, cfg, fs.Position)
 		checkMemory(t, seed, snap, p, now, cfg)
+		checkReservations(t, seed, snap, p, now, cfg, fs.Position)
 		if t.Failed() {
 			return
 		}
@@ -299,9 +305,15 @@ func checkPlan(t *testing.T, seed int64, snap *Snapshot, p *Plan, now time.Time,
 				}
 			}
 		}
-		if avail := node.GPUs - held + free + freed[n]; avail < ask || !node.Healthy || !node.Eligible {
+		eligible := node.Eligible // or made eligible by this plan (a reservation released)
+		for _, na := range p.NodeActions {
+			if na.Node == n {
+				eligible = na.Kind.Eligible()
+			}
+		}
+		if avail := node.GPUs - held + free + freed[n]; avail < ask || !node.Healthy || !eligible {
 			t.Errorf("seed %d: victims free %d on %s (healthy=%v eligible=%v), their jobs ask %d",
-				seed, avail, n, node.Healthy, node.Eligible, ask)
+				seed, avail, n, node.Healthy, eligible, ask)
 		}
 	}
 	// Victims are past their window, and from a leaf served at least the
@@ -349,4 +361,133 @@ func findJob(s *Snapshot, id string) (*Job, bool) {
 		}
 	}
 	return nil, false
+}
+
+// genReservation gives a random cluster a reservation for a pending job on
+// one or two nodes, held or released a little while ago; when released,
+// some allocations on those nodes started after the release (jobs that
+// landed there first).
+func genReservation(r *rand.Rand, snap *Snapshot, now time.Time, cfg Config) {
+	live := map[string]bool{}
+	for _, a := range snap.Allocs {
+		if a.live() {
+			live[a.Job] = true
+		}
+	}
+	var pending []string
+	for _, j := range snap.Jobs {
+		if !live[j.ID] && j.Contract.Allocated {
+			pending = append(pending, j.ID)
+		}
+	}
+	if len(pending) == 0 || len(snap.Nodes) == 0 {
+		return
+	}
+	res := Reservation{Job: pending[r.Intn(len(pending))], Since: now.Add(-time.Duration(r.Int63n(int64(cfg.ReservationMaxAge))))}
+	for range 1 + r.Intn(2) {
+		if n := snap.Nodes[r.Intn(len(snap.Nodes))].ID; !slices.Contains(res.Nodes, n) {
+			res.Nodes = append(res.Nodes, n)
+		}
+	}
+	if r.Intn(2) == 0 {
+		res.Released = now.Add(-time.Duration(r.Int63n(int64(cfg.VictimHold))))
+		for i := range snap.Allocs {
+			if a := &snap.Allocs[i]; slices.Contains(res.Nodes, a.Node) && r.Intn(3) == 0 {
+				a.StartedAt = res.Released.Add(time.Duration(r.Int63n(int64(now.Sub(res.Released)) + 1)))
+			}
+		}
+	} else {
+		for i := range snap.Nodes {
+			if slices.Contains(res.Nodes, snap.Nodes[i].ID) {
+				snap.Nodes[i].State, snap.Nodes[i].Eligible = NodeReserved, false
+			}
+		}
+	}
+	snap.Reservations = append(snap.Reservations, res)
+}
+
+// checkReservations: while a job X holds a reservation (held or released)
+// and waits, every pending job after it sits at least min(PreemptionGap,
+// t_X - t_a) below it, every victim at least the gap; a job that landed on
+// its released nodes (allocated, after X in the pending order, every live
+// allocation started at or after the release, one on those nodes) is held
+// below X, not protected.
+func checkReservations(t *testing.T, seed int64, snap *Snapshot, p *Plan, now time.Time, cfg Config, leafPos func(int) int) {
+	t.Helper()
+	final := map[string]int{}
+	for _, j := range snap.Jobs {
+		final[j.ID] = j.Priority
+	}
+	for _, s := range p.SetPriorities {
+		final[s.Job] = s.To
+	}
+	for _, res := range p.Reservations {
+		x, ok := p.Explain(res.Job)
+		if res.Expired || !ok || x.Band != BandPending || x.VictimOf != "" {
+			continue
+		}
+		for i := range p.Explanations {
+			a := &p.Explanations[i]
+			switch {
+			case a.VictimOf != "" && after(snap, leafPos, a, x):
+				if final[a.Job] > final[x.Job]-cfg.PreemptionGap {
+					t.Errorf("seed %d: victim %s at %d, after %s at %d, which holds a reservation", seed, a.Job, final[a.Job], x.Job, final[x.Job])
+				}
+			case a.Band == BandPending && a.Position > x.Position && a.VictimOf == "":
+				if gap := min(cfg.PreemptionGap, x.Target-a.Target); final[x.Job]-final[a.Job] < gap {
+					t.Errorf("seed %d: %s (#%d) at %d, less than %d below %s (#%d) at %d, which holds a reservation",
+						seed, a.Job, a.Position, final[a.Job], gap, x.Job, x.Position, final[x.Job])
+				}
+			}
+		}
+		if res.Released.IsZero() {
+			continue
+		}
+		for _, j := range snap.Jobs {
+			e, ok := p.Explain(j.ID)
+			if !ok || j.ID == x.Job || e.Rank == nil || !landedOn(snap, j.ID, res) || !after(snap, leafPos, e, x) {
+				continue
+			}
+			if e.VictimOf == "" && final[j.ID] > final[x.Job]-cfg.PreemptionGap {
+				t.Errorf("seed %d: %s landed on %v, released for %s at %v, and is at %d (%s)", seed, j.ID, res.Nodes, x.Job, res.Released, final[j.ID], e.Reason)
+			}
+		}
+	}
+}
+
+// landedOn reports whether every live allocation of job started at or after
+// res.Released (or has not started), and one is on res's nodes.
+func landedOn(snap *Snapshot, job string, res Reservation) bool {
+	on := false
+	for _, a := range snap.Allocs {
+		if a.Job != job || !a.live() {
+			continue
+		}
+		if a.ClientStatus != ClientPending && !a.StartedAt.IsZero() && a.StartedAt.Before(res.Released) {
+			return false
+		}
+		on = on || slices.Contains(res.Nodes, a.Node)
+	}
+	return on
+}
+
+// after reports whether job a sorts after job x in the pending order (rule
+// 3's reference: leaf position, meta priority, submit time, ID).
+func after(snap *Snapshot, leafPos func(int) int, a, x *Explanation) bool {
+	if a.Rank == nil || x.Rank == nil {
+		return false
+	}
+	la, lx := leafPos(a.Rank.Leaf.LeafIndex), leafPos(x.Rank.Leaf.LeafIndex)
+	if la != lx {
+		return la > lx
+	}
+	ja, _ := findJob(snap, a.Job)
+	jx, _ := findJob(snap, x.Job)
+	if ja.Contract.Priority != jx.Contract.Priority {
+		return ja.Contract.Priority < jx.Contract.Priority
+	}
+	if !ja.SubmitTime.Equal(jx.SubmitTime) {
+		return ja.SubmitTime.After(jx.SubmitTime)
+	}
+	return ja.ID > jx.ID
 }

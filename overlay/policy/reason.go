@@ -46,6 +46,10 @@ const (
 	ReasonVictimHeld     // Job: the waiting job it made room for, At: since
 	ReasonVictimReleased // Job: the job that never placed, At: since
 	ReasonVictimReplaced // Job: the victim whose replacement took GPUs (an Evaluate)
+	// Reservations, continued (rule 7).
+	ReasonPendingReserved   // N: position in the pending order, Job: the job holding a reservation above it
+	ReasonReservationLanded // Job: the job its node was released for, At: since (SetPriority, Explanation)
+	ReasonLanded            // Job: the job that landed on the released node first (an Evaluate)
 )
 
 // Reason is a ReasonCode with its operands.
@@ -124,6 +128,13 @@ func (r Reason) Format(at func(time.Time) string) string {
 		return "no longer held below " + r.Job + " (stopped for it at " + at(r.At) + "): it did not place within the victim hold"
 	case ReasonVictimReplaced:
 		return "its victim " + r.Job + " holds GPUs again (Nomad placed its replacement first, or its stop was lost), a preemption gap below it: evaluate so Nomad preempts it"
+	case ReasonPendingReserved:
+		return "pending, " + ordinal(r.N) + " in the fair-share order; kept a preemption gap below " + r.Job +
+			", which holds a reservation, so that Nomad preempts it if it takes " + r.Job + "'s GPUs first"
+	case ReasonReservationLanded:
+		return "landed at " + at(r.At) + " on a node just released for " + r.Job + ", which still waits: held a preemption gap below it, not protected, so that Nomad preempts it for " + r.Job
+	case ReasonLanded:
+		return r.Job + " took GPUs of the nodes released for it first, a preemption gap below it: evaluate so Nomad preempts it"
 	case ReasonNodeReturned:
 		how := "allot nodes return"
 		if r.Detail != "" {

@@ -11,6 +11,16 @@ import (
 // soonest (at most ReservationNodes, for at most ReservationMaxAge), stops
 // what rule 5 allows on them, and releases them with an evaluation of the
 // job once its GPUs are free.
+//
+// Releasing is a race that Nomad may lose for the job: the capacity freed
+// on the reserved nodes wakes every blocked evaluation, the job's own retry
+// may run while the nodes are still ineligible, and a smaller job retried
+// after the eligibility write lands takes GPUs first. Nomad preempts it for
+// the job only when it sits at least PreemptionGap below (nomad-facts b,
+// i). So while a reservation is held or released and its job still waits,
+// every pending job sorting after it is kept that gap below (gapPosition,
+// levels), and a job that lands on the released nodes first is held below
+// it like a victim (holdLanders) instead of being protected as it starts.
 
 // keepReservations carries the previous decision's reservations forward:
 // released when the job no longer waits or the reservation expired, released
@@ -29,10 +39,14 @@ func (d *Decider) keepReservations() {
 			continue
 		}
 		nodes := d.reservedNodes(r.Nodes)
+		if !r.Released.IsZero() {
+			d.keepReleased(j, waiting, r, nodes)
+			continue
+		}
 		switch {
 		case !waiting || len(nodes) == 0:
 			d.release(nodes, Reason{Code: ReasonReservationDone, Job: r.Job})
-		case d.finish(j, nodes):
+		case d.finish(j, r, nodes):
 		case !d.now.Before(r.Since.Add(d.cfg.ReservationMaxAge)):
 			d.release(nodes, Reason{Code: ReasonReservationExpired, Job: r.Job, At: r.Since})
 			d.jobs[j].expired = true
@@ -72,15 +86,62 @@ func (d *Decider) release(nodes []int32, r Reason) {
 }
 
 // finish releases the nodes reserved for job j, to be placed there, when
-// every ask of the job fits on them.
-func (d *Decider) finish(j int32, nodes []int32) bool {
+// every ask of the job fits on them, and keeps the reservation's record as
+// released.
+func (d *Decider) finish(j int32, r Reservation, nodes []int32) bool {
 	d.asks = d.jobAsks(j, d.asks)
 	if !d.assign(j, nodes, false) {
 		return false
 	}
-	d.release(nodes, Reason{Code: ReasonReservationReady, Job: d.snap.Jobs[j].ID})
+	d.release(nodes, Reason{Code: ReasonReservationReady, Job: r.Job})
 	d.ready = append(d.ready, j)
+	r.Released = d.now
+	d.keepRecord(r, nodes)
 	return true
+}
+
+// keepReleased carries forward the record of nodes released for job j: kept
+// while j waits, its asks still fit on them (counting the GPUs of the jobs
+// held below j: Nomad preempts them when j is evaluated) and the release is
+// younger than VictimHold; j is then placed first and evaluated again
+// (placeReady). Past VictimHold the job did not place although its GPUs were
+// free: the record expires, and j gets no new reservation until placed.
+// When the asks no longer fit (a job sorting before j, or placed in part,
+// took the GPUs) the record ends and j competes as any pending job.
+func (d *Decider) keepReleased(j int32, waiting bool, r Reservation, nodes []int32) {
+	if !waiting || len(nodes) == 0 || d.cfg.VictimHold <= 0 {
+		return // placed, gone, or holds are off
+	}
+	if !d.now.Before(r.Released.Add(d.cfg.VictimHold)) {
+		d.jobs[j].expired = true
+		d.plan.Reservations = append(d.plan.Reservations, Reservation{Job: r.Job, Nodes: r.Nodes, Since: r.Since, Expired: true})
+		return
+	}
+	d.asks = d.jobAsks(j, d.asks)
+	if !d.assign(j, nodes, false) {
+		return
+	}
+	for _, n := range nodes {
+		if d.snap.Nodes[n].State == NodeReserved { // the caller did not apply the release
+			d.release([]int32{n}, Reason{Code: ReasonReservationReady, Job: r.Job})
+		}
+	}
+	d.ready = append(d.ready, j)
+	d.keepRecord(r, nodes)
+}
+
+// keepRecord adds released reservation r, on nodes, to the plan while
+// holds last (VictimHold > 0).
+func (d *Decider) keepRecord(r Reservation, nodes []int32) {
+	if d.cfg.VictimHold <= 0 {
+		return
+	}
+	kept := Reservation{Job: r.Job, Since: r.Since, Released: r.Released}
+	for _, n := range nodes {
+		kept.Nodes = append(kept.Nodes, d.snap.Nodes[n].ID)
+	}
+	d.plan.Reservations = append(d.plan.Reservations, kept)
+	d.wakeAt(r.Released.Add(d.cfg.VictimHold))
 }
 
 // hold keeps reservation r for job j (d.asks are its asks). When stopping what rule 5 allows on the nodes would free them,
@@ -109,15 +170,17 @@ func (d *Decider) hold(j int32, r Reservation, nodes []int32) {
 }
 
 // assign fits d.asks of job j on the reserved nodes, largest ask first on
-// the node with the most room. With stops, a node's room includes what
-// rule 5 allows to stop there, and the victims chosen are marked (listed in
-// scratch.added); a failed assignment marks none.
+// the node with the most room. A node's room counts the GPUs of jobs held
+// below j (victims of its reservation stops, jobs that landed there after
+// the release): Nomad preempts them when j is evaluated. With stops, it
+// also includes what rule 5 allows to stop there, and the victims chosen
+// are marked (listed in scratch.added); a failed assignment marks none.
 func (d *Decider) assign(j int32, nodes []int32, stops bool) bool {
 	sc := &d.scratch
 	sc.added = sc.added[:0]
 	room := d.room[:0]
 	for _, n := range nodes {
-		room = append(room, d.nodeAvail(n))
+		room = append(room, d.nodeAvail(n)+d.heldOn(n, j))
 	}
 	d.room = room
 	job := &d.snap.Jobs[j]
@@ -164,20 +227,54 @@ func (d *Decider) assign(j int32, nodes []int32, stops bool) bool {
 	return true
 }
 
-// placeReady puts each job whose reservation was just released on the
-// placement model first: the plan evaluates it and it holds the top level.
+// heldOn is the GPUs held on node n by jobs held below job j.
+func (d *Decider) heldOn(n, j int32) int32 {
+	if d.jobs[j].holding == 0 {
+		return 0
+	}
+	var g int32
+	for _, ai := range d.nodeAlloc.row(n) {
+		if v := d.allocJob[ai]; v >= 0 && d.jobs[v].heldFor == j && d.snap.Allocs[ai].holds() {
+			g += int32(d.snap.Allocs[ai].GPUs)
+		}
+	}
+	return g
+}
+
+// placeReady puts each job whose reservation is released for it (in this
+// plan or still waiting from an earlier one) on the placement model first,
+// with the GPUs of the jobs held below it, and evaluates it: an evaluation
+// already issued within Settle is not repeated.
 func (d *Decider) placeReady() {
 	for _, j := range d.ready {
 		job := &d.snap.Jobs[j]
 		d.asks = d.jobAsks(j, d.asks)
 		mark := d.cap.mark()
+		if d.jobs[j].holding > 0 {
+			d.creditHeld(j)
+		}
 		if !d.fitAll(job, d.asks) {
 			d.cap.rollback(mark)
 			continue
 		}
 		d.jobs[j].fits, d.jobs[j].wait = true, WaitPlacement
-		d.evaluate(j, Reason{Code: ReasonReservationReady, Job: job.ID})
+		r := Reason{Code: ReasonReservationReady, Job: job.ID}
+		if v := d.liveLander(j); v >= 0 {
+			r = Reason{Code: ReasonLanded, Job: d.snap.Jobs[v].ID} // a new cause: evaluated at once
+		}
+		d.evaluate(j, r)
 	}
+}
+
+// liveLander is a job held below j for landing on its released nodes that
+// still has a live allocation, -1.
+func (d *Decider) liveLander(j int32) int32 {
+	for _, v := range d.plan.Victims {
+		if vj, ok := d.jobIndex(v.Job); ok && d.jobs[vj].heldFor == j && d.jobs[vj].landed && d.liveCount(vj) > 0 {
+			return vj
+		}
+	}
+	return -1
 }
 
 // newReservation reserves nodes for job j, the highest examined job that
@@ -230,7 +327,7 @@ func (d *Decider) soonest(j int32) ([]int32, time.Time) {
 				continue
 			}
 			for _, n := range d.classNode.row(int32(c)) {
-				if !d.cap.usable[n] || slices.Contains(picked, n) {
+				if !d.cap.usable[n] || slices.Contains(picked, n) || d.freedForOther(n, j) {
 					continue
 				}
 				if t, ok := d.earliest(n, a.gpus, j); ok && (best < 0 || t.Before(bestAt)) {
@@ -247,6 +344,17 @@ func (d *Decider) soonest(j int32) ([]int32, time.Time) {
 		}
 	}
 	return picked, last
+}
+
+// freedForOther reports whether this plan stops victims on node n for a job
+// other than j: reserving n would keep that job off the GPUs freed for it.
+func (d *Decider) freedForOther(n, j int32) bool {
+	for _, ai := range d.nodeAlloc.row(n) {
+		if v := d.allocJob[ai]; v >= 0 && d.jobs[v].victimFor >= 0 && d.jobs[v].victimFor != j {
+			return true
+		}
+	}
+	return false
 }
 
 // freeAt is when job j's asks could all be free on nodes, or zero if never.
@@ -330,4 +438,147 @@ func maxTime(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// holdLanders holds below job X each job that landed on nodes released for
+// X (a released reservation still kept) while X waits: a job sorting after
+// X, allocated, whose live allocations all started at or after the release
+// (or have not started) and one of them on those nodes. Nomad placed it in
+// the wave of retries that the release set off, before X; held a
+// preemption gap below X (victimLevel) instead of protected as it starts,
+// it is preempted when X is evaluated (evaluateHeld). It becomes a held
+// victim of X (Plan.Victims), so the hold ends when X places or leaves, or
+// after VictimHold. A job sorting before X took what Nomad owes it first
+// and is left alone; unallocated work sits far below X already.
+func (d *Decider) holdLanders() {
+	for _, r := range d.snap.Reservations {
+		if r.Released.IsZero() || r.Expired || !d.now.Before(r.Released.Add(d.cfg.VictimHold)) {
+			continue
+		}
+		x, ok := d.jobIndex(r.Job)
+		if !ok || (d.jobs[x].state != jsPending && d.jobs[x].state != jsPartial) {
+			continue
+		}
+		for _, id := range r.Nodes {
+			n, ok := d.nodeIndex(id)
+			if !ok {
+				continue
+			}
+			for _, ai := range d.nodeAlloc.row(n) {
+				if v := d.allocJob[ai]; v >= 0 && v != x && d.landed(&d.snap.Allocs[ai], r.Released) {
+					d.holdLander(v, x, r.Released)
+				}
+			}
+		}
+	}
+}
+
+// landed reports whether allocation a was placed after a release at t: it
+// is live and has not started, or started at or after t.
+func (d *Decider) landed(a *Alloc, t time.Time) bool {
+	return a.live() && (a.ClientStatus == ClientPending || a.StartedAt.IsZero() || !a.StartedAt.Before(t))
+}
+
+func (d *Decider) holdLander(v, x int32, released time.Time) {
+	vi := &d.jobs[v]
+	if vi.heldFor == x {
+		vi.landed = true // held since an earlier decision (Snapshot.Victims)
+		return
+	}
+	switch vi.state {
+	case jsStarting, jsProtected, jsRunning, jsPartial:
+	default:
+		return
+	}
+	if vi.heldFor >= 0 || vi.released >= 0 || d.compareKeys(d.keyOf(v, false), d.keyOf(x, false)) < 0 {
+		return
+	}
+	for _, ai := range d.jobAllocs.row(v) {
+		if a := &d.snap.Allocs[ai]; a.live() && !d.landed(a, released) {
+			return // it ran before the release: not a job that slipped in
+		}
+	}
+	vi.heldFor, vi.heldSince, vi.landed = x, d.now, true
+	d.jobs[x].holding++
+	d.wakeAt(d.now.Add(d.cfg.VictimHold))
+	d.plan.Victims = append(d.plan.Victims, Victim{Job: d.snap.Jobs[v].ID, For: d.snap.Jobs[x].ID, Since: d.now})
+}
+
+// gapHolders lists the jobs holding a reservation, held or released, that
+// still wait (plan.Reservations not expired), in pending order; a job
+// placed in part comes first (it sorts before every pending job).
+func (d *Decider) gapHolders() {
+	d.gaps = d.gaps[:0]
+	for _, r := range d.plan.Reservations {
+		if r.Expired {
+			continue
+		}
+		if x, ok := d.jobIndex(r.Job); ok && (d.jobs[x].state == jsPending || d.jobs[x].state == jsPartial) {
+			d.gaps = append(d.gaps, x)
+		}
+	}
+	slices.SortFunc(d.gaps, func(a, b int32) int { return int(d.jobs[a].position - d.jobs[b].position) })
+}
+
+// gapPosition is the position whose pending level a job at position p
+// takes: p moved PreemptionGap - 1 places down for each job holding a
+// reservation before it, so that it sits at least the gap below each.
+func (d *Decider) gapPosition(p int32) int32 {
+	q := p
+	for _, x := range d.gaps {
+		if d.jobs[x].position < p {
+			q += int32(d.cfg.PreemptionGap - 1)
+		}
+	}
+	return q
+}
+
+// gapAbove is the job holding a reservation nearest above position p, -1.
+func (d *Decider) gapAbove(p int32) int32 {
+	above := int32(-1)
+	for _, x := range d.gaps {
+		if d.jobs[x].position < p {
+			above = x
+		}
+	}
+	return above
+}
+
+// gapVictim gives victim v, which has no position of its own: the places
+// its pending level moves down (as gapPosition), and the highest priority
+// it may have, a preemption gap below the final priority of every job
+// holding a reservation that sorts before it (no bound: Protected). Jobs
+// are compared by their keys in the pending order.
+func (d *Decider) gapVictim(v int32) (shift int32, ceil int) {
+	ceil = d.cfg.Protected
+	if len(d.gaps) == 0 {
+		return 0, ceil
+	}
+	kv := d.keyOf(v, false)
+	for _, x := range d.gaps {
+		if d.compareKeys(d.keyOf(x, d.jobs[x].state == jsPartial), kv) < 0 {
+			shift += int32(d.cfg.PreemptionGap - 1)
+			ceil = min(ceil, d.jobs[x].final-d.cfg.PreemptionGap)
+		}
+	}
+	return shift, ceil
+}
+
+// gapAfter reports whether pending job j holds a reservation: the job after
+// it in the order keeps the preemption gap below it (levels).
+func (d *Decider) gapAfter(j int32) bool {
+	return slices.Contains(d.gaps, j)
+}
+
+// gapBand is the pending band levels may use: at most Running -
+// PreemptionGap while a job placed in part (written at Running) holds a
+// reservation.
+func (d *Decider) gapBand() Range {
+	band := d.cfg.Pending
+	for _, x := range d.gaps {
+		if d.jobs[x].state == jsPartial {
+			band.High = max(band.Low, min(band.High, d.cfg.Running-d.cfg.PreemptionGap))
+		}
+	}
+	return band
 }

@@ -469,8 +469,11 @@ func (w *world) printPlan(p *Plan) string {
 	}
 	for _, r := range p.Reservations {
 		state := "held"
-		if r.Expired {
+		switch {
+		case r.Expired:
 			state = "expired"
+		case !r.Released.IsZero():
+			state = "released " + w.at(r.Released)
 		}
 		fmt.Fprintf(&b, "reservation %s on %s since %s (%s)\n", r.Job, strings.Join(r.Nodes, ","), w.at(r.Since), state)
 	}

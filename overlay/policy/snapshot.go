@@ -162,6 +162,12 @@ type Reservation struct {
 	// be placed: its nodes were released and the job gets no new reservation
 	// until it is placed. Kept so that the next decision remembers.
 	Expired bool
+	// Released is when the nodes were released for the job, its GPUs free
+	// there (zero while they are held). The record is kept while the job
+	// waits to be placed, at most Config.VictimHold after Released: the
+	// jobs sorting after it stay a preemption gap below it, and a job that
+	// lands on the nodes first is held below it like a victim (rule 7).
+	Released time.Time
 }
 
 // Victim is a job stopped (migrated) to make room for another job, For: by

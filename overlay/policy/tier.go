@@ -5,8 +5,8 @@ package policy
 //
 //	protected (inside the window, or starting):  Protected
 //	running (past the window) or placed in part:  Running
-//	pending at position p:                        pendingLevel(p), then levels (hysteresis, order)
-//	victim stopped for job B (fresh or held):     victimLevel: min(pendingLevel(its position), final(B) - PreemptionGap)
+//	pending at position p:                        pendingLevel(gapPosition(p)), then levels (hysteresis, order)
+//	victim stopped for job B (fresh or held):     victimLevel: min(pendingLevel(its position + shift), final(B) - PreemptionGap, ceiling)
 //	unallocated:                                  Unallocated.High
 //
 // A write is planned when the job's priority is not its target, except that
@@ -14,8 +14,10 @@ package policy
 // inside the unallocated band is left where it is, and a victim keeps a
 // priority at most final(B) - PreemptionGap and less than Hysteresis below
 // its target. Victims are done last, so that they land below the final
-// priority of the job they make room for.
+// priority of the job they make room for. Jobs sorting after a job that
+// holds a reservation sit a preemption gap below it (reserve.go).
 func (d *Decider) tier() {
+	d.gapHolders()
 	for j := range d.jobs {
 		info := &d.jobs[j]
 		if info.state != jsUnmanaged && info.victimOf() < 0 {
@@ -46,6 +48,9 @@ func (d *Decider) target(j int32) {
 		if info.victimFor < 0 {
 			info.reason = Reason{Code: ReasonVictimHeld, Job: d.snap.Jobs[b].ID, At: info.heldSince}
 		}
+		if info.landed {
+			info.reason = Reason{Code: ReasonReservationLanded, Job: d.snap.Jobs[b].ID, At: info.heldSince}
+		}
 		return
 	}
 	switch info.state {
@@ -60,7 +65,10 @@ func (d *Decider) target(j int32) {
 			info.wait = WaitPartial
 		}
 	case jsPending:
-		info.target, info.reason = d.pendingLevel(info.position), Reason{Code: ReasonPending, N: int(info.position)}
+		info.target, info.reason = d.pendingLevel(d.gapPosition(info.position)), Reason{Code: ReasonPending, N: int(info.position)}
+		if info.target != d.pendingLevel(info.position) { // moved down by a reservation (not at the bottom anyway)
+			info.reason = Reason{Code: ReasonPendingReserved, N: int(info.position), Job: d.snap.Jobs[d.gapAbove(info.position)].ID}
+		}
 	case jsUnallocated:
 		info.target, info.reason = c.Unallocated.High, Reason{Code: ReasonUnallocated}
 		if info.gone {
@@ -83,7 +91,7 @@ func (d *Decider) write(j int32) {
 	change := cur != to
 	switch {
 	case info.victimOf() >= 0:
-		ceil := d.jobs[info.victimOf()].final - c.PreemptionGap
+		ceil := d.victimCeiling(j, info.victimOf())
 		change = cur > ceil || cur <= to-c.Hysteresis || cur < c.Pending.Low-c.PreemptionGap
 	case info.state == jsPending:
 		to = info.level
