@@ -93,14 +93,24 @@ func (f *FSM) applyCharge(body []byte) any {
 	if err := decode(body, &req); err != nil {
 		return err
 	}
+	return chargeEach(f, req.Charges, f.chargeOne, func(i int, c Charge) string {
+		return fmt.Sprintf("charge %d (alloc %q)", i, c.Alloc)
+	})
+}
+
+// chargeEach applies one to every item of a charge or demand entry in a
+// single transaction. Unlike an upsert, an invalid item does not refuse the
+// entry: it counts as skipped, its error (prefixed with name(i, item)) joins
+// the result's, and the other items still apply.
+func chargeEach[T any](f *FSM, items []T, one func(*memdb.Txn, T) (int64, error), name func(int, T) string) ChargeResult {
 	txn := f.db.Txn(true)
 	defer txn.Abort()
 	var res ChargeResult
 	var errs []error
-	for i, c := range req.Charges {
-		n, err := f.chargeOne(txn, c)
+	for i, it := range items {
+		n, err := one(txn, it)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("charge %d (alloc %q): %w", i, c.Alloc, err))
+			errs = append(errs, fmt.Errorf("%s: %w", name(i, it), err))
 		}
 		if n == 0 {
 			res.Skipped++
@@ -153,23 +163,9 @@ func (f *FSM) applyDemand(body []byte) any {
 	if err := decode(body, &req); err != nil {
 		return err
 	}
-	txn := f.db.Txn(true)
-	defer txn.Abort()
-	var res ChargeResult
-	var errs []error
-	for i, s := range req.Samples {
-		n, err := f.demandOne(txn, s)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("demand %d (budget %q): %w", i, s.Leaf, err))
-		}
-		if n == 0 {
-			res.Skipped++
-		}
-		res.GPUSeconds += n
-	}
-	txn.Commit()
-	res.Err = errors.Join(errs...)
-	return res
+	return chargeEach(f, req.Samples, f.demandOne, func(i int, s DemandSample) string {
+		return fmt.Sprintf("demand %d (budget %q)", i, s.Leaf)
+	})
 }
 
 func (f *FSM) demandOne(txn *memdb.Txn, s DemandSample) (int64, error) {
@@ -207,15 +203,28 @@ func (f *FSM) applyJobUpsert(body []byte) any {
 	if err := decode(body, &req); err != nil {
 		return err
 	}
-	txn := f.db.Txn(true)
-	defer txn.Abort()
-	for i := range req.Jobs {
-		j := req.Jobs[i]
+	return upsertAll(f, TableJobs, req.Jobs, func(_ *memdb.Txn, i int, j *Job) error {
 		if j.ID == "" {
 			return fmt.Errorf("job %d has no ID; IDs are \"namespace/name\"", i)
 		}
 		j.SubmittedAt, j.UpdatedAt = j.SubmittedAt.UTC(), j.UpdatedAt.UTC()
-		if err := txn.Insert(TableJobs, &j); err != nil {
+		return nil
+	})
+}
+
+// upsertAll inserts a copy of every item into table in one transaction,
+// after prep has checked and normalized it (prep may read the table through
+// txn). The first invalid item refuses the whole entry: upserts are all or
+// nothing, and the returned error says which item and why.
+func upsertAll[T any](f *FSM, table string, items []T, prep func(txn *memdb.Txn, i int, item *T) error) error {
+	txn := f.db.Txn(true)
+	defer txn.Abort()
+	for i := range items {
+		item := items[i] // a fresh copy: a stored object is never mutated after its insert
+		if err := prep(txn, i, &item); err != nil {
+			return err
+		}
+		if err := txn.Insert(table, &item); err != nil {
 			return err
 		}
 	}
@@ -251,10 +260,7 @@ func (f *FSM) applyAllocUpsert(body []byte) any {
 	if err := decode(body, &req); err != nil {
 		return err
 	}
-	txn := f.db.Txn(true)
-	defer txn.Abort()
-	for i := range req.Allocs {
-		a := req.Allocs[i]
+	return upsertAll(f, TableAllocs, req.Allocs, func(txn *memdb.Txn, i int, a *Alloc) error {
 		if a.ID == "" {
 			return fmt.Errorf("allocation %d has no ID", i)
 		}
@@ -269,12 +275,8 @@ func (f *FSM) applyAllocUpsert(body []byte) any {
 		} else {
 			a.ChargedThrough, a.ChargedGPUSeconds = a.StartedAt.Truncate(time.Second), 0
 		}
-		if err := txn.Insert(TableAllocs, &a); err != nil {
-			return err
-		}
-	}
-	txn.Commit()
-	return nil
+		return nil
+	})
 }
 
 func (f *FSM) applyNodeUpsert(body []byte) any {
@@ -282,10 +284,7 @@ func (f *FSM) applyNodeUpsert(body []byte) any {
 	if err := decode(body, &req); err != nil {
 		return err
 	}
-	txn := f.db.Txn(true)
-	defer txn.Abort()
-	for i := range req.Nodes {
-		n := req.Nodes[i]
+	return upsertAll(f, TableNodes, req.Nodes, func(_ *memdb.Txn, i int, n *Node) error {
 		if n.ID == "" {
 			return fmt.Errorf("node %d has no ID", i)
 		}
@@ -296,12 +295,8 @@ func (f *FSM) applyNodeUpsert(body []byte) any {
 				NodeActive, NodeDraining, NodeDrained, NodeReserved)
 		}
 		n.Since = n.Since.UTC()
-		if err := txn.Insert(TableNodes, &n); err != nil {
-			return err
-		}
-	}
-	txn.Commit()
-	return nil
+		return nil
+	})
 }
 
 func (f *FSM) applyDecisionAppend(body []byte) any {
@@ -362,20 +357,13 @@ func (f *FSM) applyPriorities(body []byte) any {
 	if err := decode(body, &req); err != nil {
 		return err
 	}
-	txn := f.db.Txn(true)
-	defer txn.Abort()
-	for i := range req.Priorities {
-		p := req.Priorities[i]
+	return upsertAll(f, TablePriorities, req.Priorities, func(_ *memdb.Txn, i int, p *Priority) error {
 		if p.JobID == "" {
 			return fmt.Errorf("priority %d has no job ID", i)
 		}
 		p.WrittenAt = p.WrittenAt.UTC()
-		if err := txn.Insert(TablePriorities, &p); err != nil {
-			return err
-		}
-	}
-	txn.Commit()
-	return nil
+		return nil
+	})
 }
 
 // applyPlanRecord replaces the whole queue with the plan's entries.
