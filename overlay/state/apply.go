@@ -255,6 +255,8 @@ func (f *FSM) applyJobDelete(body []byte) any {
 }
 
 // applyAllocUpsert keeps the stored charging state: only charges move it.
+// Once charged, an allocation also keeps its budget, so its charged
+// GPU-seconds always lie in its own leaf's ledger.
 func (f *FSM) applyAllocUpsert(body []byte) any {
 	var req AllocUpsertRequest
 	if err := decode(body, &req); err != nil {
@@ -272,6 +274,9 @@ func (f *FSM) applyAllocUpsert(body []byte) any {
 		if raw != nil {
 			old := raw.(*Alloc)
 			a.ChargedThrough, a.ChargedGPUSeconds = old.ChargedThrough, old.ChargedGPUSeconds
+			if old.ChargedGPUSeconds > 0 {
+				a.Leaf = old.Leaf // its charges are in that budget's ledger: it stays there
+			}
 		} else {
 			a.ChargedThrough, a.ChargedGPUSeconds = a.StartedAt.Truncate(time.Second), 0
 		}

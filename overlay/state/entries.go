@@ -91,7 +91,7 @@ type JobDeleteRequest struct{ JobIDs []string }
 
 // AllocUpsertRequest inserts or replaces allocation lifecycles. Charging
 // state (ChargedThrough, ChargedGPUSeconds) is kept from the stored row:
-// only charge entries move it.
+// only charge entries move it. A charged allocation keeps its Leaf too.
 type AllocUpsertRequest struct{ Allocs []Alloc }
 
 // NodeUpsertRequest inserts or replaces node drain states.

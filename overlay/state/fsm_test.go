@@ -189,11 +189,21 @@ func TestAllocUpsertKeepsChargingState(t *testing.T) {
 	a := Alloc{ID: "a", JobID: "j", Leaf: "l", GPUs: 2, StartedAt: t0}
 	mustApply(t, f, AllocUpsertType, AllocUpsertRequest{Allocs: []Alloc{a}})
 	mustApply(t, f, ChargeType, ChargeRequest{Charges: []Charge{{Alloc: "a", GPUs: 2, From: t0, To: t0.Add(time.Hour)}}})
-	a.StoppedAt, a.ChargedThrough, a.ChargedGPUSeconds = t0.Add(2*time.Hour), time.Time{}, 0
+	// A later row naming another budget does not move the charged allocation:
+	// its 7200 GPU-seconds are in l's ledger.
+	a.StoppedAt, a.ChargedThrough, a.ChargedGPUSeconds, a.Leaf = t0.Add(2*time.Hour), time.Time{}, 0, "m"
 	mustApply(t, f, AllocUpsertType, AllocUpsertRequest{Allocs: []Alloc{a}})
 	got := f.Read().Alloc("a")
-	if got.ChargedGPUSeconds != 7200 || !got.ChargedThrough.Equal(t0.Add(time.Hour)) || got.Running() {
+	if got.ChargedGPUSeconds != 7200 || !got.ChargedThrough.Equal(t0.Add(time.Hour)) || got.Running() || got.Leaf != "l" {
 		t.Fatalf("alloc %+v", got)
+	}
+	// An allocation not charged yet takes the new budget.
+	b := Alloc{ID: "b", JobID: "j", Leaf: "l", GPUs: 2, StartedAt: t0}
+	mustApply(t, f, AllocUpsertType, AllocUpsertRequest{Allocs: []Alloc{b}})
+	b.Leaf = "m"
+	mustApply(t, f, AllocUpsertType, AllocUpsertRequest{Allocs: []Alloc{b}})
+	if got := f.Read().Alloc("b"); got.Leaf != "m" {
+		t.Fatalf("uncharged alloc kept budget %q, want m", got.Leaf)
 	}
 }
 
