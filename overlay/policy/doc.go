@@ -47,7 +47,10 @@
 // Placement model: avail(n) = healthy GPUs - GPUs held + GPUs held by
 // unallocated jobs, on eligible healthy undrained unreserved nodes. Waiting
 // jobs (placed in part first, then pending in order) take their asks
-// best-fit, one node per allocation, so lower jobs see what is left.
+// best-fit, one node per allocation, so lower jobs see what is left. GPUs
+// held are those of live allocations: Nomad counts a stopped or evicted
+// allocation's GPUs free at once (new work placed there starts once its
+// task exits), except that a held victim's still count, for its job alone.
 //
 // Time slicing (rule 5): for each of the first MaxEvaluations jobs that do
 // not fit, each ask that does not fit gets victims on one node n of the

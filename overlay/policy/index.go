@@ -117,10 +117,14 @@ func (d *Decider) index() {
 	for j := range s.Jobs {
 		d.jobState(int32(j), &d.jobs[j])
 	}
+	// Nomad counts a stopped or evicted allocation's GPUs free at once and
+	// places new work there (it starts once the task has exited), so only
+	// live allocations hold GPUs here; keepVictims adds back those of held
+	// victims, which count for the job they made room for alone.
 	for i := range s.Allocs {
 		a := &s.Allocs[i]
 		n := d.allocNode[i]
-		if n < 0 || !a.holds() {
+		if n < 0 || !a.live() {
 			continue
 		}
 		d.nodes[n].held += int32(a.GPUs)

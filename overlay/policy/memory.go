@@ -135,6 +135,11 @@ func (d *Decider) keepVictims() {
 		bi.holding++
 		d.wakeAt(until)
 		d.plan.Victims = append(d.plan.Victims, v)
+		for _, ai := range d.jobAllocs.row(vj) { // its stopping GPUs are bj's (creditHeld), not free for all
+			if a := &d.snap.Allocs[ai]; a.holds() && !a.live() && d.allocNode[ai] >= 0 {
+				d.nodes[d.allocNode[ai]].held += int32(a.GPUs)
+			}
+		}
 	}
 	d.holdLanders() // reserve.go: jobs that took nodes released for a waiting job
 }

@@ -296,11 +296,15 @@ func checkPlan(t *testing.T, seed int64, snap *Snapshot, p *Plan, now time.Time,
 		node := nodes[n]
 		held, free := 0, 0
 		for _, a := range snap.Allocs {
-			if a.Node == n && a.holds() {
+			e, explained := p.Explain(a.Job)
+			heldVictim := explained && e.VictimOf != "" && freedBy[a.Job] == 0
+			if a.Node == n && a.holds() && (a.live() && !stopping[a.ID] || heldVictim) {
+				// Nomad counts a stopping allocation's GPUs free at once; a
+				// held victim's stay counted, credited to its job below.
 				held += a.GPUs
 				if j, _ := findJob(snap, a.Job); j != nil && !j.Contract.Allocated && !victims[j.ID] {
 					free += a.GPUs
-				} else if e, ok := p.Explain(a.Job); ok && e.VictimOf != "" && freedBy[a.Job] == 0 {
+				} else if heldVictim {
 					free += a.GPUs // a victim held from before: credited to the job it made room for
 				}
 			}

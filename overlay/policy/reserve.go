@@ -383,8 +383,8 @@ func (d *Decider) freeAt(j int32, nodes []int32) time.Time {
 }
 
 // earliest is the first time at which gpus GPUs can be free on node n for
-// job j: now for what is free, held by unallocated work, or stopped by this
-// plan; the window end for protected jobs that rule 5 will then allow; never
+// job j: now for what is free (stopping allocations included), held by
+// unallocated work, or stopped by this plan; the window end for protected jobs that rule 5 will then allow; never
 // for anything else (no end is known).
 func (d *Decider) earliest(n, gpus, j int32) (time.Time, bool) {
 	if int32(d.snap.Nodes[n].GPUs) < gpus {
@@ -400,7 +400,11 @@ func (d *Decider) earliest(n, gpus, j int32) (time.Time, bool) {
 		}
 		vi := &d.jobs[v]
 		switch {
-		case !al.live() || vi.state == jsUnallocated || vi.victimFor >= 0 || vi.moving:
+		case !al.live():
+			if vi.heldFor >= 0 { // counted held (keepVictims); stopping
+				have += int32(al.GPUs)
+			}
+		case vi.state == jsUnallocated || vi.victimFor >= 0 || vi.moving:
 			have += int32(al.GPUs)
 		case vi.state == jsRunning || vi.state == jsProtected:
 			if vi.leaf != d.jobs[j].leaf && d.served[vi.leaf] >= d.served[d.jobs[j].leaf]+d.cfg.FairnessMargin {

@@ -394,11 +394,25 @@ func (w *world) free(node string) int {
 	n, _ := w.findNode([]string{node})
 	free := n.GPUs
 	for _, a := range w.snap.Allocs {
-		if a.Node == node {
+		if a.Node == node && !w.stoppedUnseen(a.ID) {
 			free -= a.GPUs
 		}
 	}
 	return free
+}
+
+// stoppedUnseen reports whether a lagged plan stopped allocation id: Nomad
+// counts its GPUs free at once (it places new work there, to start once
+// the task has exited), while the view still shows it running.
+func (w *world) stoppedUnseen(id string) bool {
+	for _, p := range w.lagged {
+		for _, s := range p.Stops {
+			if slices.Contains(s.Allocs, id) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // lowestBelow is the allocation on node of the lowest-priority job at or
@@ -407,7 +421,7 @@ func (w *world) lowestBelow(node string, limit int) int {
 	best, bestPrio := -1, limit+1
 	for i, a := range w.snap.Allocs {
 		j, _ := w.findJob([]string{a.Job})
-		if a.Node == node && j.Priority < bestPrio {
+		if a.Node == node && j.Priority < bestPrio && !w.stoppedUnseen(a.ID) {
 			best, bestPrio = i, j.Priority
 		}
 	}
