@@ -316,6 +316,13 @@ func TestReconcileReservationForLargeJob(t *testing.T) {
 	big := c.running(t, "big")[0]
 	t.Logf("big started %s after the last small job's GPUs freed; node seen reserved: %t",
 		big.started().Sub(lastEnd).Round(time.Millisecond), reserved)
+	if big.started().Sub(lastEnd) > time.Second { // say what it waited for
+		for _, d := range al.Srv.FSM().Read().Decisions(0) {
+			if d.At.After(lastEnd.Add(-2*time.Second)) && (strings.Contains(d.Reason, "big") || d.JobID == "default/big") {
+				t.Logf("  decision %s %s %s: %s", d.At.Format("15:04:05.000"), d.Kind, d.JobID, d.Reason)
+			}
+		}
+	}
 	if d := big.started().Sub(lastEnd); d > 5*time.Second {
 		t.Fatalf("big started %s after the GPUs freed, want within 5 s", d)
 	}
