@@ -74,22 +74,32 @@ func freePorts(t *testing.T, n int) []int {
 	return ports
 }
 
-// startAgent starts `nomad agent -dev` with cfg (without AWS_CA_BUNDLE, which
-// makes the env_aws fingerprinter abort) and waits until its HTTP API answers.
-// The agent is stopped when the test ends.
-func startAgent(t *testing.T, cfg agentConfig) *agent {
-	t.Helper()
-	bin := nomadBinary(t)
-	if cfg.DataDir == "" {
-		cfg.DataDir = t.TempDir()
-	}
-	p := freePorts(t, 3)
-	hcl := fmt.Sprintf(`
+// listenHCL is the advertise and ports blocks of an agent on 127.0.0.1
+// with HTTP on p[0], RPC on p[1] and serf on p[2].
+func listenHCL(p []int) string {
+	return fmt.Sprintf(`
+advertise {
+  http = "127.0.0.1"
+  rpc  = "127.0.0.1"
+  serf = "127.0.0.1"
+}
 ports {
   http = %d
   rpc  = %d
   serf = %d
 }
+`, p[0], p[1], p[2])
+}
+
+// startAgent starts `nomad agent -dev` with cfg and waits until its HTTP API
+// answers. The agent is stopped when the test ends.
+func startAgent(t *testing.T, cfg agentConfig) *agent {
+	t.Helper()
+	if cfg.DataDir == "" {
+		cfg.DataDir = t.TempDir()
+	}
+	p := freePorts(t, 3)
+	hcl := listenHCL(p) + `
 client {
   cpu_total_compute = 8000
   memory_total_mb   = 16384
@@ -97,17 +107,26 @@ client {
     "fingerprint.denylist" = "env_aws,env_gce,env_azure,env_digitalocean"
   }
 }
-`, p[0], p[1], p[2])
+`
 	if cfg.PluginDir != "" {
 		hcl += fmt.Sprintf("plugin_dir = %q\n", cfg.PluginDir)
 	}
-	hcl += cfg.HCL
+	return runAgent(t, "-dev", cfg.DataDir, p[0], hcl+cfg.HCL)
+}
+
+// runAgent starts `nomad agent MODE` (-dev, -server or -client) bound to
+// 127.0.0.1 with that data dir and config, without AWS_CA_BUNDLE (which makes
+// the env_aws fingerprinter abort), and waits until its HTTP API on httpPort
+// answers. The agent is stopped when the test ends.
+func runAgent(t *testing.T, mode, dataDir string, httpPort int, hcl string) *agent {
+	t.Helper()
+	bin := nomadBinary(t)
 	cfgFile := filepath.Join(t.TempDir(), "agent.hcl")
 	if err := os.WriteFile(cfgFile, []byte(hcl), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	a := &agent{t: t, Addr: fmt.Sprintf("http://127.0.0.1:%d", p[0]), out: &lockedBuffer{}, done: make(chan struct{})}
-	a.cmd = exec.Command(bin, "agent", "-dev", "-bind=127.0.0.1", "-data-dir="+cfg.DataDir, "-config="+cfgFile)
+	a := &agent{t: t, Addr: fmt.Sprintf("http://127.0.0.1:%d", httpPort), out: &lockedBuffer{}, done: make(chan struct{})}
+	a.cmd = exec.Command(bin, "agent", mode, "-bind=127.0.0.1", "-data-dir="+dataDir, "-config="+cfgFile)
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "AWS_CA_BUNDLE=") {
 			a.cmd.Env = append(a.cmd.Env, kv)
@@ -116,14 +135,14 @@ client {
 	a.cmd.Stdout, a.cmd.Stderr = a.out, a.out
 	a.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := a.cmd.Start(); err != nil {
-		t.Fatalf("start nomad: %v", err)
+		t.Fatalf("start nomad agent %s: %v", mode, err)
 	}
 	go func() { a.cmd.Wait(); close(a.done) }()
 	t.Cleanup(a.Stop)
-	waitFor(t, 60*time.Second, "nomad agent HTTP API", func() (bool, error) {
+	waitFor(t, 60*time.Second, "nomad agent "+mode+" HTTP API", func() (bool, error) {
 		select {
 		case <-a.done:
-			return false, fmt.Errorf("nomad agent exited:\n%s", a.out.String())
+			return false, fmt.Errorf("nomad agent %s exited:\n%s", mode, a.out.String())
 		default:
 		}
 		var self map[string]any

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -39,23 +38,12 @@ func startNomadCluster(t *testing.T, n int) *nomadCluster {
 	nomadBinary(t)
 	c := &nomadCluster{nvml: allotNVML(t)}
 	p := freePorts(t, 3)
-	c.Server = startNomadProc(t, "-server", p[0], fmt.Sprintf(`
-name = "server"
-advertise {
-  http = "127.0.0.1"
-  rpc  = "127.0.0.1"
-  serf = "127.0.0.1"
-}
-ports {
-  http = %d
-  rpc  = %d
-  serf = %d
-}
+	c.Server = runAgent(t, "-server", dataDir(t), p[0], `name = "server"`+listenHCL(p)+`
 server {
   enabled          = true
   bootstrap_expect = 1
 }
-`, p[0], p[1], p[2]))
+`)
 	waitFor(t, 60*time.Second, "a Nomad leader", func() (bool, error) {
 		var leader string
 		return c.Server.Get("/v1/status/leader", &leader) == nil && leader != "" && leader != `""`, nil
@@ -65,19 +53,7 @@ server {
 		name := fmt.Sprintf("gpu-client-%d", i)
 		stateDir := t.TempDir()
 		cp := freePorts(t, 3)
-		a := startNomadProc(t, "-client", cp[0], fmt.Sprintf(`
-name       = %q
-plugin_dir = %q
-advertise {
-  http = "127.0.0.1"
-  rpc  = "127.0.0.1"
-  serf = "127.0.0.1"
-}
-ports {
-  http = %d
-  rpc  = %d
-  serf = %d
-}
+		hcl := fmt.Sprintf("name       = %q\nplugin_dir = %q\n", name, pluginDir) + listenHCL(cp) + fmt.Sprintf(`
 client {
   enabled           = true
   servers           = ["127.0.0.1:%d"]
@@ -100,7 +76,8 @@ plugin "allot-nvml" {
     fingerprint_period = %q
   }
 }
-`, name, pluginDir, cp[0], cp[1], cp[2], p[1], name, stateDir, drainFingerprint))
+`, p[1], name, stateDir, drainFingerprint)
+		a := runAgent(t, "-client", dataDir(t), cp[0], hcl)
 		c.Clients = append(c.Clients, &gpuClient{agent: a, Name: name, StateDir: stateDir})
 	}
 	for _, cl := range c.Clients {
@@ -117,41 +94,6 @@ plugin "allot-nvml" {
 		})
 	}
 	return c
-}
-
-// startNomadProc starts a Nomad agent (mode "-server" or "-client") with
-// its own data dir and config, without AWS_CA_BUNDLE, and waits for its
-// HTTP API. It stops when the test ends.
-func startNomadProc(t *testing.T, mode string, httpPort int, hcl string) *agent {
-	t.Helper()
-	cfgFile := filepath.Join(t.TempDir(), "agent.hcl")
-	if err := os.WriteFile(cfgFile, []byte(hcl), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	a := &agent{t: t, Addr: fmt.Sprintf("http://127.0.0.1:%d", httpPort), out: &lockedBuffer{}, done: make(chan struct{})}
-	a.cmd = exec.Command(nomadBinary(t), "agent", mode, "-bind=127.0.0.1", "-data-dir="+dataDir(t), "-config="+cfgFile)
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "AWS_CA_BUNDLE=") {
-			a.cmd.Env = append(a.cmd.Env, kv)
-		}
-	}
-	a.cmd.Stdout, a.cmd.Stderr = a.out, a.out
-	a.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := a.cmd.Start(); err != nil {
-		t.Fatalf("start nomad %s: %v", mode, err)
-	}
-	go func() { a.cmd.Wait(); close(a.done) }()
-	t.Cleanup(a.Stop)
-	waitFor(t, 60*time.Second, "nomad "+mode+" HTTP API", func() (bool, error) {
-		select {
-		case <-a.done:
-			return false, fmt.Errorf("nomad agent %s exited:\n%s", mode, a.out.String())
-		default:
-		}
-		var self map[string]any
-		return a.Get("/v1/agent/self", &self) == nil, nil
-	})
-	return a
 }
 
 // nodeByName waits for a ready client node of that name and returns its ID.

@@ -94,12 +94,7 @@ func TestDrainUnhealthyNode(t *testing.T) {
 		}
 		return false, nil
 	})
-	var old nomadAlloc
-	for _, x := range gc.allocs(t, "train") {
-		if x.ID == a.ID {
-			old = x
-		}
-	}
+	old := gc.alloc(t, "train", a.ID)
 	if old.DesiredStatus != "stop" || !strings.Contains(old.DesiredDescription, "migrat") {
 		t.Fatalf("old allocation: desired %s %q, want a migration stop", old.DesiredStatus, old.DesiredDescription)
 	}
@@ -195,12 +190,7 @@ func TestDrainNomadDrainDeadline(t *testing.T) {
 		}
 		return false, nil
 	})
-	var old nomadAlloc
-	for _, x := range gc.allocs(t, "train") {
-		if x.ID == a.ID {
-			old = x
-		}
-	}
+	old := gc.alloc(t, "train", a.ID)
 	t.Logf("drain started %s; window ended %s; old allocation killed at +%s from window end (%q); replacement %s running on client 2 %s after the drain began (deadline in 5m)",
 		drained.Format(time.RFC3339), windowEnd.Format(time.RFC3339), old.killedAt().Sub(windowEnd).Round(10*time.Millisecond),
 		old.DesiredDescription, moved.ID, moved.started().Sub(drained).Round(10*time.Millisecond))

@@ -11,21 +11,24 @@ import (
 	"time"
 )
 
-// allotNVML returns an allot-nvml binary: $ALLOT_BIN_DIR/allot-nvml (set by
+// allotNVML returns an allot-nvml binary (see allotCommand).
+func allotNVML(t *testing.T) string { return allotCommand(t, "allot-nvml") }
+
+// allotCommand returns the binary of ./cmd/NAME: $ALLOT_BIN_DIR/NAME (set by
 // `make e2e`) or a fresh build.
-func allotNVML(t *testing.T) string {
+func allotCommand(t *testing.T, name string) string {
 	t.Helper()
 	if d := os.Getenv("ALLOT_BIN_DIR"); d != "" {
-		if p := filepath.Join(d, "allot-nvml"); fileExists(p) {
+		if p := filepath.Join(d, name); fileExists(p) {
 			return p
 		}
 	}
 	_, here, _, _ := runtime.Caller(0)
-	out := filepath.Join(t.TempDir(), "allot-nvml")
-	cmd := exec.Command("go", "build", "-o", out, "./cmd/allot-nvml")
+	out := filepath.Join(t.TempDir(), name)
+	cmd := exec.Command("go", "build", "-o", out, "./cmd/"+name)
 	cmd.Dir = filepath.Join(filepath.Dir(here), "..")
 	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build allot-nvml: %v\n%s", err, b)
+		t.Fatalf("go build %s: %v\n%s", name, err, b)
 	}
 	return out
 }

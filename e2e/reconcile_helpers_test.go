@@ -322,6 +322,18 @@ func (c *gpuCluster) allocs(t *testing.T, job string) []nomadAlloc {
 	return out
 }
 
+// alloc returns the job's allocation with that ID (the zero value when
+// Nomad no longer lists it).
+func (c *gpuCluster) alloc(t *testing.T, job, id string) nomadAlloc {
+	t.Helper()
+	for _, a := range c.allocs(t, job) {
+		if a.ID == id {
+			return a
+		}
+	}
+	return nomadAlloc{}
+}
+
 // running returns the job's allocations running and meant to keep running.
 func (c *gpuCluster) running(t *testing.T, job string) []nomadAlloc {
 	var out []nomadAlloc

@@ -117,12 +117,7 @@ func TestReconcileProtectionThenTimeSlicing(t *testing.T) {
 		return false, nil
 	})
 	p := c.waitRunning(t, "pending", 1, 30*time.Second)[0]
-	var old nomadAlloc
-	for _, a := range c.allocs(t, "victim") {
-		if a.ID == v.ID {
-			old = a
-		}
-	}
+	old := c.alloc(t, "victim", v.ID)
 	if old.DesiredStatus != "stop" || !strings.Contains(old.DesiredDescription, "migrat") {
 		t.Fatalf("victim's allocation: desired %s (%q), want a migration stop", old.DesiredStatus, old.DesiredDescription)
 	}

@@ -13,24 +13,8 @@ import (
 	"time"
 )
 
-// allotBinary returns the allot CLI from ALLOT_BIN_DIR (make e2e builds it)
-// or builds it.
-func allotBinary(t *testing.T) string {
-	t.Helper()
-	if d := os.Getenv("ALLOT_BIN_DIR"); d != "" {
-		if p := filepath.Join(d, "allot"); fileExists(p) {
-			return p
-		}
-	}
-	_, here, _, _ := runtime.Caller(0)
-	out := filepath.Join(t.TempDir(), "allot")
-	cmd := exec.Command("go", "build", "-o", out, "./cmd/allot")
-	cmd.Dir = filepath.Join(filepath.Dir(here), "..")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build allot: %v\n%s", err, b)
-	}
-	return out
-}
+// allotBinary returns the allot CLI (see allotCommand).
+func allotBinary(t *testing.T) string { return allotCommand(t, "allot") }
 
 // The example Nomad client configuration is one Nomad accepts.
 func TestExampleNomadClientConfigValid(t *testing.T) {
