@@ -26,19 +26,11 @@ func nodesCommand() *cli.Command {
 			if c.NArg() > 0 {
 				return usagef("nodes takes no arguments (did you mean `allot nodes return NODE`?)")
 			}
-			cl, err := apiClient(c)
-			if err != nil {
-				return err
-			}
-			ns, err := cl.Nodes(ctx, c.Bool("stale"))
-			if err != nil {
-				return apiError(err)
-			}
-			w := c.Root().Writer
-			if c.Bool("json") {
-				return printJSON(w, ns)
-			}
-			return printNodes(w, ns, time.Now())
+			return showAnswer(c, func(cl *client.Client) (*client.Nodes, error) {
+				return cl.Nodes(ctx, c.Bool("stale"))
+			}, func(w io.Writer, ns *client.Nodes) error {
+				return printNodes(w, ns, time.Now())
+			})
 		},
 	}
 }
@@ -117,19 +109,12 @@ func nodesReturnCommand() *cli.Command {
 			if c.NArg() != 1 {
 				return usagef("nodes return takes exactly one NODE (an ID, a unique ID prefix or a name from `allot nodes`)")
 			}
-			cl, err := apiClient(c)
-			if err != nil {
+			return showAnswer(c, func(cl *client.Client) (*client.NodeReturn, error) {
+				return cl.ReturnNode(ctx, c.Args().First())
+			}, func(w io.Writer, r *client.NodeReturn) error {
+				_, err := fmt.Fprintln(w, r.Message)
 				return err
-			}
-			r, err := cl.ReturnNode(ctx, c.Args().First())
-			if err != nil {
-				return apiError(err)
-			}
-			if c.Bool("json") {
-				return printJSON(c.Root().Writer, r)
-			}
-			fmt.Fprintln(c.Root().Writer, r.Message)
-			return nil
+			})
 		},
 	}
 }

@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"text/tabwriter"
 
 	"github.com/urfave/cli/v3"
+
+	"github.com/allot-sched/allot/overlay/client"
 )
 
 func init() { extraCommands = append(extraCommands, operatorCommand) }
@@ -19,28 +22,7 @@ func operatorCommand() *cli.Command {
 			if c.NArg() > 0 {
 				return usagef("list-peers takes no arguments")
 			}
-			cl, err := apiClient(c)
-			if err != nil {
-				return err
-			}
-			ps, err := cl.Peers(ctx)
-			if err != nil {
-				return apiError(err)
-			}
-			w := c.Root().Writer
-			if c.Bool("json") {
-				return printJSON(w, ps)
-			}
-			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tRAFT ADDRESS\tHTTP ADDRESS\tSTATE\tVOTER")
-			for _, p := range ps.Servers {
-				st := "follower"
-				if p.Leader {
-					st = "leader"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\n", p.ID, p.RaftAddr, orDash(p.HTTPAddr), st, p.Voter)
-			}
-			return tw.Flush()
+			return showAnswer(c, func(cl *client.Client) (*client.Peers, error) { return cl.Peers(ctx) }, printPeers)
 		},
 	}
 	return &cli.Command{
@@ -54,4 +36,18 @@ func operatorCommand() *cli.Command {
 		}},
 		Action: needSubcommand,
 	}
+}
+
+// printPeers writes the raft servers and which one leads.
+func printPeers(w io.Writer, ps *client.Peers) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tRAFT ADDRESS\tHTTP ADDRESS\tSTATE\tVOTER")
+	for _, p := range ps.Servers {
+		st := "follower"
+		if p.Leader {
+			st = "leader"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\n", p.ID, p.RaftAddr, orDash(p.HTTPAddr), st, p.Voter)
+	}
+	return tw.Flush()
 }

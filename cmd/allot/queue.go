@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"text/tabwriter"
 
 	"github.com/urfave/cli/v3"
+
+	"github.com/allot-sched/allot/overlay/client"
 )
 
 func init() { extraCommands = append(extraCommands, queueCommand) }
@@ -19,32 +22,27 @@ func queueCommand() *cli.Command {
 			if c.NArg() > 0 {
 				return usagef("queue takes no arguments")
 			}
-			cl, err := apiClient(c)
-			if err != nil {
-				return err
-			}
-			q, err := cl.Queue(ctx, c.Bool("stale"))
-			if err != nil {
-				return apiError(err)
-			}
-			w := c.Root().Writer
-			if c.Bool("json") {
-				return printJSON(w, q)
-			}
-			if len(q.Jobs) == 0 {
-				fmt.Fprintln(w, "No managed jobs in the last plan.")
-				return nil
-			}
-			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "POS\tJOB\tBUDGET\tBAND\tPRIORITY\tSORT METRIC\tEXPLANATION")
-			for _, j := range q.Jobs {
-				pos := "-"
-				if j.Position > 0 {
-					pos = fmt.Sprint(j.Position)
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%.4f\t%s\n", pos, j.JobID, j.Budget, j.Band, j.Priority, j.SortMetric, j.Explanation)
-			}
-			return tw.Flush()
+			return showAnswer(c, func(cl *client.Client) (*client.Queue, error) {
+				return cl.Queue(ctx, c.Bool("stale"))
+			}, printQueue)
 		},
 	}
+}
+
+// printQueue writes the managed jobs in fair-share order.
+func printQueue(w io.Writer, q *client.Queue) error {
+	if len(q.Jobs) == 0 {
+		fmt.Fprintln(w, "No managed jobs in the last plan.")
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "POS\tJOB\tBUDGET\tBAND\tPRIORITY\tSORT METRIC\tEXPLANATION")
+	for _, j := range q.Jobs {
+		pos := "-"
+		if j.Position > 0 {
+			pos = fmt.Sprint(j.Position)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%.4f\t%s\n", pos, j.JobID, j.Budget, j.Band, j.Priority, j.SortMetric, j.Explanation)
+	}
+	return tw.Flush()
 }

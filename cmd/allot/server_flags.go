@@ -42,6 +42,24 @@ func apiClient(c *cli.Command) (*client.Client, error) {
 	return cl, nil
 }
 
+// showAnswer is the body of a command that asks the server one thing: it
+// builds the client, calls ask with it, and prints the answer as JSON with
+// -json, with text otherwise.
+func showAnswer[T any](c *cli.Command, ask func(*client.Client) (T, error), text func(io.Writer, T) error) error {
+	cl, err := apiClient(c)
+	if err != nil {
+		return err
+	}
+	answer, err := ask(cl)
+	if err != nil {
+		return apiError(err)
+	}
+	if c.Bool("json") {
+		return printJSON(c.Root().Writer, answer)
+	}
+	return text(c.Root().Writer, answer)
+}
+
 // apiError rewrites the client's errors into messages that say what to do.
 func apiError(err error) error {
 	switch {

@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/allot-sched/allot/overlay/client"
 	"github.com/allot-sched/allot/overlay/server"
 )
 
@@ -26,30 +28,25 @@ func usageCommand() *cli.Command {
 			if _, err := server.ParseSince(c.String("since")); err != nil {
 				return usagef("-since: %v", err)
 			}
-			cl, err := apiClient(c)
-			if err != nil {
-				return err
-			}
-			u, err := cl.Usage(ctx, c.String("since"), c.Bool("stale"))
-			if err != nil {
-				return apiError(err)
-			}
-			w := c.Root().Writer
-			if c.Bool("json") {
-				return printJSON(w, u)
-			}
-			fmt.Fprintf(w, "Window %s to %s, capacity %d GPUs\n", u.From.Format(time.RFC3339), u.To.Format(time.RFC3339), u.CapacityGPUs)
-			if len(u.Budgets) == 0 {
-				fmt.Fprintln(w, "No budgets applied yet (allot budgets apply DIR).")
-				return nil
-			}
-			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "BUDGET\tCHARGED GPU-H\tDEMAND GPU-H\tOWED GPU-H\tDELIVERED/OWED")
-			for _, r := range u.Budgets {
-				indent := strings.Repeat("  ", strings.Count(r.Path, "/"))
-				fmt.Fprintf(tw, "%s%s\t%.1f\t%.1f\t%.1f\t%.0f%%\n", indent, r.Path, r.Charged, r.Demand, r.Owed, 100*r.Ratio)
-			}
-			return tw.Flush()
+			return showAnswer(c, func(cl *client.Client) (*client.Usage, error) {
+				return cl.Usage(ctx, c.String("since"), c.Bool("stale"))
+			}, printUsage)
 		},
 	}
+}
+
+// printUsage writes GPU time per budget, each indented under its parent.
+func printUsage(w io.Writer, u *client.Usage) error {
+	fmt.Fprintf(w, "Window %s to %s, capacity %d GPUs\n", u.From.Format(time.RFC3339), u.To.Format(time.RFC3339), u.CapacityGPUs)
+	if len(u.Budgets) == 0 {
+		fmt.Fprintln(w, "No budgets applied yet (allot budgets apply DIR).")
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "BUDGET\tCHARGED GPU-H\tDEMAND GPU-H\tOWED GPU-H\tDELIVERED/OWED")
+	for _, r := range u.Budgets {
+		indent := strings.Repeat("  ", strings.Count(r.Path, "/"))
+		fmt.Fprintf(tw, "%s%s\t%.1f\t%.1f\t%.1f\t%.0f%%\n", indent, r.Path, r.Charged, r.Demand, r.Owed, 100*r.Ratio)
+	}
+	return tw.Flush()
 }
