@@ -65,7 +65,9 @@ func TestReconcileLatencyWindowEndToPreempt(t *testing.T) {
 			time.Sleep(400 * time.Millisecond) // staggers the windows
 		}
 		for i := 0; i < 8; i++ {
-			c.register(t, gpuJob{ID: fmt.Sprintf("p%d-%d", round, i), Budget: "lab/b", MinRuntime: "2s", GPUs: 1})
+			// A window of 1m (1 GPU x 60 s) is worth more than a victim's ~12 s of
+			// lost work, so policy MaxSliceLoss allows the stop.
+			c.register(t, gpuJob{ID: fmt.Sprintf("p%d-%d", round, i), Budget: "lab/b", MinRuntime: "1m", GPUs: 1})
 		}
 		for i := 0; i < 8; i++ {
 			id := fmt.Sprintf("p%d-%d", round, i)
@@ -177,7 +179,9 @@ func TestReconcileRestartKeepsChargesAndProtection(t *testing.T) {
 	al.Stop()
 	down := time.Now()
 	// While allot is down: short finishes, a job that wants prot's GPUs arrives.
-	c.register(t, gpuJob{ID: "waiter", Budget: "lab/b", MinRuntime: "5s", GPUs: 8, Sleep: 5})
+	// waiter's window (8 GPUs x 30 s) outweighs prot's lost work (4 GPUs x
+	// ~25 s), so policy MaxSliceLoss lets allot stop prot for it.
+	c.register(t, gpuJob{ID: "waiter", Budget: "lab/b", MinRuntime: "30s", GPUs: 8, Sleep: 5})
 	waitFor(t, 30*time.Second, "short to finish while allot is down", func() (bool, error) {
 		a := c.allocs(t, "short")[0]
 		return a.ClientStatus == "complete", nil

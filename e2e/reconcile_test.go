@@ -104,7 +104,10 @@ func TestReconcileProtectionThenTimeSlicing(t *testing.T) {
 	v := c.waitRunning(t, "victim", 1, 60*time.Second)[0]
 	windowEnd := v.started().Add(window)
 	c.waitPriority(t, "victim", func(p int) bool { return p == 100 }, "= 100 (protected)", 10*time.Second)
-	c.register(t, gpuJob{ID: "pending", Budget: "lab/b", MinRuntime: "5s", GPUs: 8, Sleep: 6})
+	// The pending job's window (8 GPUs x 30 s) must be worth at least the work
+	// the victim loses (8 GPUs x ~15 s): policy MaxSliceLoss refuses a stop that
+	// throws away more than the beneficiary is promised.
+	c.register(t, gpuJob{ID: "pending", Budget: "lab/b", MinRuntime: "30s", GPUs: 8, Sleep: 6})
 
 	// Inside the window nothing moves.
 	waitFor(t, window+5*time.Second, "the protected window to end", func() (bool, error) {
