@@ -69,6 +69,10 @@ type Decider struct {
 	lv         levelScratch
 	// tl is what an Incremental left out of snap (nil for a full Decide).
 	tl *tail
+	// bufs keeps the plan's slices from one Incremental decision to the
+	// next (its Plan is valid until the next call), so they do not grow
+	// again each time.
+	bufs Plan
 }
 
 // Decide is the pipeline; each step is in its own file.
@@ -78,6 +82,9 @@ func (d *Decider) Decide(snap *Snapshot, tree *budgets.Tree, fs *budgets.FairSha
 	}
 	d.tree, d.fs, d.now, d.cfg = tree, fs, now, cfg
 	d.plan = Plan{Now: now}
+	if d.tl != nil {
+		d.plan.reuse(&d.bufs)
+	}
 	d.evals, d.wake = 0, time.Time{}
 	d.snap = d.settle(snap) // memory.go: issued stops not seen yet count as stopping
 
@@ -99,8 +106,38 @@ func (d *Decider) Decide(snap *Snapshot, tree *budgets.Tree, fs *budgets.FairSha
 		d.explain() // explain.go: explanations and NextWake (rule 12)
 	}
 	d.plan.NextWake = d.wake
+	if d.tl != nil {
+		d.plan.keep(&d.bufs)
+	}
 	p := d.plan
 	return &p
+}
+
+// reuse starts the plan's lists empty in the backing arrays of b.
+func (p *Plan) reuse(b *Plan) {
+	p.SetPriorities, p.Stops, p.NodeActions = b.SetPriorities[:0], b.Stops[:0], b.NodeActions[:0]
+	p.Evaluations, p.Reservations, p.Victims, p.Issued = b.Evaluations[:0], b.Reservations[:0], b.Victims[:0], b.Issued[:0]
+}
+
+// keep stores the plan's lists in b for the next reuse and sets the empty
+// ones to nil, as a plan built from nothing has them.
+func (p *Plan) keep(b *Plan) {
+	*b = Plan{SetPriorities: p.SetPriorities, Stops: p.Stops, NodeActions: p.NodeActions, Evaluations: p.Evaluations,
+		Reservations: p.Reservations, Victims: p.Victims, Issued: p.Issued}
+	p.SetPriorities = nilIfEmpty(p.SetPriorities)
+	p.Stops = nilIfEmpty(p.Stops)
+	p.NodeActions = nilIfEmpty(p.NodeActions)
+	p.Evaluations = nilIfEmpty(p.Evaluations)
+	p.Reservations = nilIfEmpty(p.Reservations)
+	p.Victims = nilIfEmpty(p.Victims)
+	p.Issued = nilIfEmpty(p.Issued)
+}
+
+func nilIfEmpty[T any](s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
 }
 
 // wakeAt records a future time at which the plan will change.
