@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"net"
 	"strconv"
 	"sync"
@@ -50,13 +51,22 @@ type cluster struct {
 	tune  RaftTuning
 }
 
+// freePort returns a free port below Linux's ephemeral range (32768-60999 by
+// default). A server restarted in a test must get its old port back; a port
+// from the ephemeral range can meanwhile become the local end of some other
+// process's outgoing connection, which made restarts flaky on a busy machine.
 func freePort(t testing.TB) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 200 {
+		port := 20000 + rand.IntN(12000)
+		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		return port
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	t.Fatal("no free port in 20000-31999")
+	return 0
 }
 
 func listenOn(t testing.TB, port int) net.Listener {
@@ -292,10 +302,15 @@ func TestClusterFailoverRestartAndSnapshotCatchUp(t *testing.T) {
 	c.start(lag)
 	c.waitUsage("ai2/prior/olmo", 40*8*60)
 	c.waitUsage("ai2/nlp", 30*8*60)
-	installed, _ := strconv.ParseUint(c.nodes[lag].srv.Raft().Stats()["last_snapshot_index"], 10, 64)
-	if installed < snapIdx {
-		t.Fatalf("lagging follower's snapshot index %d, want >= %d (installed from the leader)", installed, snapIdx)
-	}
+	// Raft records the installed snapshot's index just after the FSM restore
+	// that made the usage visible: poll for it.
+	waitFor(t, 10*time.Second, "the lagging follower to record the installed snapshot", func() error {
+		installed, _ := strconv.ParseUint(c.nodes[lag].srv.Raft().Stats()["last_snapshot_index"], 10, 64)
+		if installed < snapIdx {
+			return fmt.Errorf("lagging follower's snapshot index %d, want >= %d (installed from the leader)", installed, snapIdx)
+		}
+		return nil
+	})
 }
 
 // TestClusterConcurrentWritesSurviveFailover writes from several clients
