@@ -178,3 +178,27 @@ func (c *csr) build(rows, n int, key func(i int) int32) {
 		}
 	}
 }
+
+// buildKeys fills the index with item i in row keys[i] (none when -1), as
+// build does with key(i) = keys[i].
+func (c *csr) buildKeys(rows int, keys []int32) {
+	c.start = resize(c.start, rows+1)
+	clear(c.start)
+	for _, r := range keys {
+		if r >= 0 {
+			c.start[r+1]++
+		}
+	}
+	for r := 0; r < rows; r++ {
+		c.start[r+1] += c.start[r]
+	}
+	c.items = resize(c.items, int(c.start[rows]))
+	c.pos = resize(c.pos, rows)
+	copy(c.pos, c.start[:rows])
+	for i, r := range keys {
+		if r >= 0 {
+			c.items[c.pos[r]] = int32(i)
+			c.pos[r]++
+		}
+	}
+}

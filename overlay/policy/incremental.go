@@ -88,7 +88,7 @@ type incJob struct {
 	live    bool
 	kind    jobKind
 	managed bool
-	leaf    int32
+	leaf    int32 // managed and allocated to a leaf budget: its index; else -1
 	ask     int32 // smallest GPUs of one allocation
 }
 
@@ -366,15 +366,15 @@ func (x *Incremental) classify(s int32) {
 	}
 	j := &x.jobs[s]
 	j.managed, j.leaf, j.ask = managedBy(&x.cfg, &j.Job), -1, 0
-	if x.perJob[j.ID] > 0 {
-		j.kind = kindActive
-		x.active.add(s)
-		return
-	}
 	if j.managed && j.Contract.Allocated {
 		if n, ok := x.tree.Lookup(j.Contract.Budget); ok && n.IsLeaf() {
 			j.leaf = int32(n.LeafIndex)
 		}
+	}
+	if x.perJob[j.ID] > 0 {
+		j.kind = kindActive // its leaf goes to the Decider (tail.leaf)
+		x.active.add(s)
+		return
 	}
 	if j.leaf < 0 {
 		j.kind = kindIdle

@@ -109,8 +109,8 @@ func (d *Decider) index() {
 	} else {
 		d.indexIDs()
 	}
-	d.jobAllocs.build(len(s.Jobs), len(s.Allocs), func(i int) int32 { return d.allocJob[i] })
-	d.nodeAlloc.build(len(s.Nodes), len(s.Allocs), func(i int) int32 { return d.allocNode[i] })
+	d.jobAllocs.buildKeys(len(s.Jobs), d.allocJob)
+	d.nodeAlloc.buildKeys(len(s.Nodes), d.allocNode)
 
 	d.indexLeaves()
 	d.jobs = resize(d.jobs, len(s.Jobs))
@@ -264,7 +264,10 @@ func (d *Decider) jobState(j int32, info *jobInfo) {
 	if live == 0 && info.missing == 0 {
 		return // finished: Nomad will mark it dead
 	}
-	if job.Contract.Allocated {
+	if job.Contract.Allocated && d.tl != nil {
+		info.leaf = d.tl.leaf[j] // the Incremental looked it up when the job came
+		info.gone = info.leaf < 0
+	} else if job.Contract.Allocated {
 		if n, ok := d.tree.Lookup(job.Contract.Budget); ok && n.IsLeaf() {
 			info.leaf = int32(n.LeafIndex)
 		} else {

@@ -14,7 +14,8 @@ type tail struct {
 	// allocation, allocated, managed) its 1-based rank among all queued
 	// jobs, 0 for the others.
 	rank []int32
-	// leaf is by job of the snapshot read: a queued job's leaf index.
+	// leaf is by job of the snapshot read: for a managed job allocated to
+	// a budget that is a leaf of the tree, its leaf index; else -1.
 	leaf []int32
 	// queuedOrder lists the queued jobs of the snapshot read by rank: in
 	// pending order already, so orderPending merges rather than sorts.
