@@ -191,7 +191,10 @@ func (a *Allot) apply(s *State, p *policy.Plan) {
 			continue
 		}
 		s.SetEligible(n, na.Kind.Eligible())
-		a.nodeState[n] = na.State()
+		if st := na.State(); st != a.nodeState[n] {
+			a.nodeState[n] = st
+			a.sync.nodesDue = true
+		}
 	}
 	for _, ev := range p.Evaluations {
 		if i, ok := a.jobIndex[ev.Job]; ok {

@@ -13,6 +13,8 @@ type syncState struct {
 	nextJob   int           // jobs before it were seen submitted (the trace is in submit order)
 	nextAlloc int           // allocations before it were seen placed (the model only appends)
 	live      []int32       // allocations put and not yet seen ended
+	nodeGen   uint64        // State.nodeGen when the nodes were last put
+	nodesDue  bool          // apply changed a node's state since
 }
 
 // syncModel feeds what changed in the model since the last decision into
@@ -23,21 +25,11 @@ func (a *Allot) syncModel(s *State, now time.Time) {
 	y := &a.sync
 	if y.nodes == nil {
 		y.nodes = make([]policy.Node, len(s.nodes))
+		y.nodesDue = true
 	}
-	for n := range s.nodes {
-		nd := &s.nodes[n]
-		h := nd.healthy()
-		if h && !a.wasHealthy[n] {
-			a.healthyAt[n] = now
-		}
-		a.wasHealthy[n] = h
-		pn := policy.Node{ID: nd.id, Pool: nd.pool, Model: nd.model, GPUs: nd.healthyTotal(),
-			Eligible: nd.eligible, Healthy: h, HealthReason: nd.reason, HealthySince: a.healthyAt[n],
-			State: a.nodeState[n]}
-		if pn != y.nodes[n] {
-			y.nodes[n] = pn
-			a.inc.PutNode(pn)
-		}
+	if y.nodesDue || y.nodeGen != s.nodeGen {
+		a.syncNodes(s, now)
+		y.nodesDue, y.nodeGen = false, s.nodeGen
 	}
 	for ; y.nextJob < len(s.jobs) && s.jobs[y.nextJob].status != StatusFuture; y.nextJob++ {
 		if s.jobs[y.nextJob].status < StatusDone {
@@ -84,4 +76,25 @@ func (a *Allot) putJob(s *State, i int32) {
 	a.inc.PutJob(policy.Job{ID: sp.ID, Namespace: "default", Type: "batch", Contract: a.contracts[i],
 		SubmitTime: at(int64(sp.Submit / time.Second)), Priority: j.prio, LastWrittenPriority: j.lastWritten,
 		ModifyIndex: j.modifyIndex, Groups: []policy.TaskGroup{{Name: "main", Count: sp.Count, GPUs: sp.GPUs}}})
+}
+
+// syncNodes puts every node whose health, eligibility or state changed
+// since it was last put.
+func (a *Allot) syncNodes(s *State, now time.Time) {
+	y := &a.sync
+	for n := range s.nodes {
+		nd := &s.nodes[n]
+		h := nd.healthy()
+		if h && !a.wasHealthy[n] {
+			a.healthyAt[n] = now
+		}
+		a.wasHealthy[n] = h
+		pn := policy.Node{ID: nd.id, Pool: nd.pool, Model: nd.model, GPUs: nd.healthyTotal(),
+			Eligible: nd.eligible, Healthy: h, HealthReason: nd.reason, HealthySince: a.healthyAt[n],
+			State: a.nodeState[n]}
+		if pn != y.nodes[n] {
+			y.nodes[n] = pn
+			a.inc.PutNode(pn)
+		}
+	}
 }

@@ -165,6 +165,7 @@ type State struct {
 
 	tree       *budgets.Tree
 	changed    bool
+	nodeGen    uint64 // bumped when a node's health or eligibility changes
 	m          *metrics
 	heap       eventHeap
 	seq        uint64
@@ -482,6 +483,7 @@ func (s *State) SetEligible(n int32, v bool) {
 	}
 	s.index(nd, -1)
 	nd.eligible = v
+	s.nodeGen++
 	if v {
 		s.index(nd, 1)
 		s.wakeClass()
@@ -517,6 +519,7 @@ func (s *State) setHealth(n int32, gpu int, healthy bool, reason string) {
 		nd.reason = reason
 	}
 	s.index(nd, 1)
+	s.nodeGen++
 	switch {
 	case nd.sick != 0 && nd.sickSince < 0:
 		nd.sickSince, nd.drained = s.now, false
