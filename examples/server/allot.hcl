@@ -57,7 +57,7 @@ policy {
   }
 
   margins {
-    fairness   = 0.1 # how far over its share a victim's budget must be
+    fairness   = 0.2 # how far over its share a victim's budget must be
     hysteresis = 3   # pending priorities move only by this much or more
   }
 
