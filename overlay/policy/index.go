@@ -47,6 +47,8 @@ type jobInfo struct {
 	reason     Reason
 	wait       Wait
 	freeAt     time.Time
+	lost       int64 // lostWork, once computed (lostSet)
+	lostSet    bool
 }
 
 // victimOf is the job j was stopped for, in this plan or held from an

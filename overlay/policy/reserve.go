@@ -199,6 +199,7 @@ func (d *Decider) assign(j int32, nodes []int32, stops bool) bool {
 		if !stops {
 			return false
 		}
+		sc.limit = d.sliceLossLimit(j) // nodeCandidates lists against it
 		for k, n := range nodes {
 			if !d.classFits(d.nodes[n].class, job, a) {
 				continue

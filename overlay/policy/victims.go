@@ -130,12 +130,16 @@ type candidate struct {
 // since then up to ResumeLoss (what it has not checkpointed yet).
 func (d *Decider) lostWork(v int32) int64 {
 	info, job := &d.jobs[v], &d.snap.Jobs[v]
+	if info.lostSet {
+		return info.lost
+	}
 	start := info.windowEnd.Add(-min(job.Contract.Protected, d.cfg.RuntimeCap))
 	ran := max(d.now.Sub(start), 0)
 	if job.Contract.Resumable {
 		ran = min(ran, d.cfg.ResumeLoss)
 	}
-	return int64(info.held) * int64(ran/time.Second)
+	info.lost, info.lostSet = int64(info.held)*int64(ran/time.Second), true
+	return info.lost
 }
 
 type victimScratch struct {
@@ -272,6 +276,7 @@ func (d *Decider) chooseVictims(j int32, a *ask) (node int32, margin, lossy bool
 	least := d.served[d.jobs[j].leaf] + d.cfg.FairnessMargin
 	some := d.vServed >= least
 	sc.lossy = false
+	sc.limit = d.sliceLossLimit(j)
 	for c := range d.classes {
 		if !d.classFits(int32(c), job, a) {
 			continue
@@ -347,7 +352,6 @@ func (d *Decider) nodeMargin(n, j int32) bool {
 func (d *Decider) nodeCandidates(n, j int32) (margin bool) {
 	sc := &d.scratch
 	sc.cands = sc.cands[:0]
-	sc.limit = d.sliceLossLimit(j)
 	for _, ai := range d.vAlloc.row(n) {
 		al := &d.snap.Allocs[ai]
 		v := d.allocJob[ai]
