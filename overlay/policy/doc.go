@@ -92,7 +92,10 @@
 // seed 1 45.5h to 36.0h, seed 2 25.4h to 31.1h) and raised the work redone
 // (by 11,200 and 21,054 GPU hours); with the 0.20 margin, 2, 4 or 8 more
 // raised it on both seeds too (seed 1 by 2,596 to 6,688, seed 2 by 9,136
-// to 17,860) and moved no more budgets to their share.
+// to 17,860) and moved no more budgets to their share. MaxEvaluations 8
+// and 24 (with the 0.20 margin) moved debug waits and budgets in opposite
+// directions on the two seeds (8: debug p99 2.1d and 11 of 15 on seed 1,
+// 14.3h and 15 of 15 on seed 2), so it stays 16.
 // Victims lose all their allocations (migrate stops) after being lowered,
 // and the job B they make room for is evaluated. Victim level:
 //
