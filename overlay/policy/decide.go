@@ -36,6 +36,7 @@ type Decider struct {
 	jobAllocs   csr       // allocation indexes by job
 	nodeAlloc   csr       // allocation indexes by node
 	vAlloc      csr       // by node: allocations of jobs time slicing may stop (indexVictims)
+	vKey        []int32   // by allocation: its node in vAlloc, -1 when none
 	vGPUs       []int32   // by node: GPUs of those allocations
 	vServed     float64   // the most served leaf among those jobs, -1
 	vMost       []float64 // by node: the same on that node

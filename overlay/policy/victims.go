@@ -241,16 +241,19 @@ func (d *Decider) indexVictims() {
 	d.vGPUs = resize(d.vGPUs, len(d.nodes))
 	clear(d.vGPUs)
 	d.vServed = -1
-	d.vAlloc.build(len(d.nodes), len(d.snap.Allocs), func(i int) int32 {
+	d.vKey = resize(d.vKey, len(d.snap.Allocs))
+	for i := range d.vKey {
 		n, v := d.allocNode[i], d.allocJob[i]
+		d.vKey[i] = -1
 		if n < 0 || v < 0 || !d.snap.Allocs[i].live() {
-			return -1
+			continue
 		}
 		if vi := &d.jobs[v]; vi.state != jsRunning || vi.moving || vi.heldFor >= 0 {
-			return -1
+			continue
 		}
-		return n
-	})
+		d.vKey[i] = n
+	}
+	d.vAlloc.buildKeys(len(d.nodes), d.vKey)
 	d.vMost = resize(d.vMost, len(d.nodes))
 	for n := range d.vMost {
 		d.vMost[n] = -1
