@@ -292,6 +292,9 @@ func (d *Decider) chooseVictims(j int32, a *ask) (node int32, margin, lossy bool
 			if !some || d.vGPUs[n] < need || d.vMost[n] < least {
 				// Not enough to take here: only the margin is news.
 				margin = margin || d.nodeMargin(n, j)
+				if margin && !some {
+					return -1, true, false // no node has victims: nothing more to learn
+				}
 				continue
 			}
 			m := d.nodeCandidates(n, j)
