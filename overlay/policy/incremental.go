@@ -103,34 +103,36 @@ type incAlloc struct {
 // slotSet is a set of job slots with O(1) add and remove.
 type slotSet struct {
 	items []int32
-	at    map[int32]int32
+	at    []int32 // by slot: 1 + its index in items, 0 when absent
 }
 
 func (s *slotSet) add(x int32) {
-	if s.at == nil {
-		s.at = make(map[int32]int32)
+	if n := int(x) + 1; n > len(s.at) {
+		s.at = slices.Grow(s.at, n-len(s.at))[:n] // never shrunk: the rest is zero
 	}
-	if _, ok := s.at[x]; !ok {
-		s.at[x] = int32(len(s.items))
+	if s.at[x] == 0 {
 		s.items = append(s.items, x)
+		s.at[x] = int32(len(s.items))
 	}
 }
 
 func (s *slotSet) remove(x int32) {
-	i, ok := s.at[x]
-	if !ok {
+	if int(x) >= len(s.at) || s.at[x] == 0 {
 		return
 	}
+	i := s.at[x] - 1
 	last := s.items[len(s.items)-1]
 	s.items[i] = last
-	s.at[last] = i
+	s.at[last] = i + 1
 	s.items = s.items[:len(s.items)-1]
-	delete(s.at, x)
+	s.at[x] = 0
 }
 
 func (s *slotSet) reset() {
+	for _, x := range s.items {
+		s.at[x] = 0
+	}
 	s.items = s.items[:0]
-	clear(s.at)
 }
 
 // PutNode adds node n or replaces the node with its ID (keeping its place).
