@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
+	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v3"
@@ -50,6 +53,15 @@ func printExplain(w io.Writer, ex *client.Explain) error {
 		if ex.Queue.Position > 0 {
 			fmt.Fprintf(w, "Position:     %d in line\n", ex.Queue.Position)
 		}
+		if err := printStanding(w, ex.Queue.Budget, ex.Queue.Standing); err != nil {
+			return err
+		}
+		if !ex.Queue.ProtectedUntil.IsZero() {
+			fmt.Fprintf(w, "Protected:    until %s\n", ex.Queue.ProtectedUntil.UTC().Format(time.RFC3339))
+		}
+		if !ex.Queue.FreeAt.IsZero() {
+			fmt.Fprintf(w, "GPUs free at: %s\n", ex.Queue.FreeAt.UTC().Format(time.RFC3339))
+		}
 		fmt.Fprintf(w, "Why:          %s\n", ex.Queue.Explanation)
 	} else {
 		fmt.Fprintln(w, "Why:          not in a plan yet")
@@ -63,6 +75,60 @@ func printExplain(w io.Writer, ex *client.Explain) error {
 		fmt.Fprintf(w, "%s  %s: %s\n", d.At.Format(time.RFC3339), d.Kind, d.Reason)
 	}
 	return nil
+}
+
+// printStanding writes a budget's place in the fair-share order and the
+// level fairshare of each level of its path, which the order compares from
+// the top down.
+func printStanding(w io.Writer, budget string, st *client.Standing) error {
+	if st == nil {
+		return nil
+	}
+	fmt.Fprintf(w, "Fair share:   budget %s is #%d in the fair-share order (sort metric %s); served %s (usage %s of the window, share %s)\n",
+		budget, st.LeafPosition, fmtRatio(st.Metric, "%.4f"), fmtRatio(st.ServedRatio, "%.2f"),
+		fmtPercent(st.UsageShare), fmtPercent(st.Effective))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  LEVEL\tSHARE\tUSAGE\tLEVEL FAIRSHARE")
+	for _, p := range st.Parts {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", p.Path, fmtPercent(p.Share), fmtPercent(p.UsageFraction), fmtRatio(p.Level, "%.2f"))
+	}
+	return tw.Flush()
+}
+
+// levelChain is a standing's level fairshares from the top level down,
+// e.g. "1.81 > 1.25 > 0.78" ("-" without a standing).
+func levelChain(st *client.Standing) string {
+	if st == nil || len(st.Parts) == 0 {
+		return "-"
+	}
+	parts := make([]string, len(st.Parts))
+	for i, p := range st.Parts {
+		parts[i] = fmtRatio(p.Level, "%.2f")
+	}
+	return strings.Join(parts, " > ")
+}
+
+// fmtRatio formats r with format, writing "inf" for +Inf and "-" for NaN
+// (a ratio over nothing).
+func fmtRatio(r client.Ratio, format string) string {
+	f := float64(r)
+	switch {
+	case math.IsNaN(f):
+		return "-"
+	case math.IsInf(f, 1):
+		return "inf"
+	case math.IsInf(f, -1):
+		return "-inf"
+	}
+	return fmt.Sprintf(format, f)
+}
+
+// fmtPercent writes a fraction as a percentage with one decimal.
+func fmtPercent(r client.Ratio) string {
+	if math.IsNaN(float64(r)) || math.IsInf(float64(r), 0) {
+		return fmtRatio(r, "")
+	}
+	return fmt.Sprintf("%.1f%%", 100*float64(r))
 }
 
 func orDash(s string) string {

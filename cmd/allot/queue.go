@@ -36,13 +36,18 @@ func printQueue(w io.Writer, q *client.Queue) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "POS\tJOB\tBUDGET\tBAND\tPRIORITY\tSORT METRIC\tEXPLANATION")
+	fmt.Fprintln(tw, "POS\tJOB\tBUDGET\tBAND\tPRIORITY\tSORT METRIC\tSERVED\tLEVEL FAIRSHARE\tEXPLANATION")
 	for _, j := range q.Jobs {
 		pos := "-"
 		if j.Position > 0 {
 			pos = fmt.Sprint(j.Position)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%.4f\t%s\n", pos, j.JobID, j.Budget, j.Band, j.Priority, j.SortMetric, j.Explanation)
+		served := "-"
+		if j.Standing != nil {
+			served = fmtRatio(j.Standing.ServedRatio, "%.2f")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%.4f\t%s\t%s\t%s\n", pos, j.JobID, j.Budget, j.Band, j.Priority, j.SortMetric,
+			served, levelChain(j.Standing), j.Explanation)
 	}
 	return tw.Flush()
 }

@@ -51,6 +51,31 @@ type QueueJob struct {
 	SortMetric  Ratio  `json:"sort_metric"` // "inf" when infinite (see Ratio)
 	Position    int    `json:"position"`    // 1-based among pending jobs, 0 for others
 	Explanation string `json:"explanation"`
+	// Standing is the job's budget's fair-share standing: the sort metric
+	// and its parts (absent when unallocated or planned by an older server).
+	Standing *Standing `json:"standing,omitempty"`
+	// ProtectedUntil ends the job's protected window; FreeAt is when the
+	// GPUs a pending job waits for free up. Absent when unknown.
+	ProtectedUntil time.Time `json:"protected_until,omitzero"`
+	FreeAt         time.Time `json:"free_at,omitzero"`
+}
+
+// Standing is a budget's place in the fair-share order and why.
+type Standing struct {
+	Metric       Ratio       `json:"metric"`        // (N - place) / N over N leaves, higher = more owed
+	LeafPosition int         `json:"leaf_position"` // 1-based place of the budget in the order
+	ServedRatio  Ratio       `json:"served_ratio"`  // usage_share / effective_share
+	UsageShare   Ratio       `json:"usage_share"`   // the budget's share of the window's usage
+	Effective    Ratio       `json:"effective_share"`
+	Parts        []LevelPart `json:"parts"` // from the root's child down to the budget
+}
+
+// LevelPart is one level of a budget's path: Slurm's level fairshare.
+type LevelPart struct {
+	Path          string `json:"path"`
+	Share         Ratio  `json:"share"`           // S: normalized among its siblings
+	UsageFraction Ratio  `json:"usage_fraction"`  // U: its usage over its siblings'
+	Level         Ratio  `json:"level_fairshare"` // LF = S/U, "inf" when U is 0
 }
 
 // Queue is the answer of GET /v1/queue: pending jobs in order, then the rest.

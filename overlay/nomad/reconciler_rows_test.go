@@ -2,12 +2,14 @@ package nomad
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/allot-sched/allot/budgets"
 	"github.com/allot-sched/allot/overlay/contract"
 	"github.com/allot-sched/allot/overlay/policy"
 	"github.com/allot-sched/allot/overlay/state"
@@ -328,5 +330,61 @@ func TestQueueRows(t *testing.T) {
 	f.in.plan = &policy.Plan{}
 	if empty := queueRows(f.in); empty == nil || len(empty) != 0 {
 		t.Fatalf("empty plan: %#v, want an empty non-nil queue", empty)
+	}
+}
+
+// Each queue row carries its leaf's fair-share standing: the sort metric,
+// served ratio and the level fairshare of each level, an idle sibling's
+// level +Inf, with the job's protected window and free-at time.
+func TestQueueRowsRecordStanding(t *testing.T) {
+	tree, err := budgets.NewTree([]budgets.Spec{{Path: "lab", Share: 1}, {Path: "lab/ops", Share: 1},
+		{Path: "lab/x", Share: 1}, {Path: "lab/x/a", Share: 3}, {Path: "lab/x/b", Share: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := tree.Lookup("lab/x/a")
+	b, _ := tree.Lookup("lab/x/b")
+	usage := make([]int64, len(tree.Leaves()))
+	usage[a.LeafIndex] = 3600
+	fs := budgets.ComputeFairShare(tree, usage)
+	free := rowsT0.Add(30 * time.Minute)
+	f := newRowsFixture(storedState(t, nil, nil, nil, nil))
+	f.in.plan = &policy.Plan{Explanations: []policy.Explanation{
+		{Job: "default/a1", Band: policy.BandRunning, Priority: 60, Budget: "lab/x/a", Rank: fs.Rank(a.LeafIndex),
+			ProtectedUntil: rowsT0.Add(time.Hour), Reason: policy.Reason{Code: policy.ReasonRunning}},
+		{Job: "default/b1", Band: policy.BandPending, Priority: 70, Position: 1, Budget: "lab/x/b", Rank: fs.Rank(b.LeafIndex),
+			Wait: policy.WaitWindows, FreeAt: free, Reason: policy.Reason{Code: policy.ReasonPending, N: 1}},
+	}}
+	q := queueRows(f.in)
+	if len(q) != 2 || q[0].Standing == nil || q[1].Standing == nil {
+		t.Fatalf("queue %+v, want two rows with a standing", q)
+	}
+	sa, sb := q[0].Standing, q[1].Standing
+	// lab/ops (no jobs) used nothing and comes first; then lab/b, which used
+	// nothing under lab/x (LF +Inf at its level), then lab/a.
+	if sb.LeafPosition != 2 || sb.Metric != budgets.Ratio(2.0/3) || sa.LeafPosition != 3 || sa.Metric != budgets.Ratio(1.0/3) {
+		t.Errorf("positions/metrics a=%+v b=%+v, want b 2nd (2/3), a 3rd (1/3)", sa, sb)
+	}
+	lab := state.StandingPart{Path: "lab/x", Share: 0.5, UsageFraction: 1, Level: 0.5}
+	if len(sb.Parts) != 2 || sb.Parts[0] != lab || sa.Parts[0] != lab || sb.Parts[1].Path != "lab/x/b" || !math.IsInf(float64(sb.Parts[1].Level), 1) ||
+		sb.Parts[1].Share != 0.25 || sb.Parts[1].UsageFraction != 0 {
+		t.Errorf("lab/x/b parts %+v, want lab/x/b share 0.25, usage 0, LF +Inf", sb.Parts)
+	}
+	// lab/a used all of the window on 75% of lab/x's half: LF 0.75, served 1/0.375.
+	if len(sa.Parts) != 2 || sa.Parts[1].Share != 0.75 || sa.Parts[1].UsageFraction != 1 || sa.Parts[1].Level != 0.75 ||
+		sa.UsageShare != 1 || sa.Effective != 0.375 || sa.ServedRatio != 2.6667 {
+		t.Errorf("lab/x/a standing %+v parts %+v", sa, sa.Parts)
+	}
+	if !q[0].ProtectedUntil.Equal(rowsT0.Add(time.Hour)) || !q[1].FreeAt.Equal(free) || !q[1].ProtectedUntil.IsZero() {
+		t.Errorf("times: a protected %v, b free %v protected %v", q[0].ProtectedUntil, q[1].FreeAt, q[1].ProtectedUntil)
+	}
+	// The rows encode (LF "inf") and, stored, are not recorded again.
+	f.in.view = storedState(t, nil, nil, nil, q)
+	if again := queueRows(f.in); again != nil {
+		t.Fatalf("unchanged standing recorded again: %+v", again)
+	}
+	stored := f.in.view.QueueEntry("default/b1")
+	if stored == nil || stored.Standing == nil || !math.IsInf(float64(stored.Standing.Parts[1].Level), 1) {
+		t.Fatalf("stored b1 %+v, want its standing with LF +Inf", stored)
 	}
 }

@@ -51,8 +51,19 @@ func (s *Server) putBudgets(_ *http.Request, body []byte) (any, error) {
 }
 
 func queueJob(q *state.QueueEntry) client.QueueJob {
-	return client.QueueJob{JobID: q.JobID, Budget: q.Leaf, Band: q.Band, Priority: q.Priority,
-		SortMetric: client.Ratio(q.SortMetric), Position: q.Position, Explanation: q.Explanation}
+	out := client.QueueJob{JobID: q.JobID, Budget: q.Leaf, Band: q.Band, Priority: q.Priority,
+		SortMetric: client.Ratio(q.SortMetric), Position: q.Position, Explanation: q.Explanation,
+		ProtectedUntil: q.ProtectedUntil, FreeAt: q.FreeAt}
+	if st := q.Standing; st != nil {
+		out.Standing = &client.Standing{Metric: st.Metric, LeafPosition: st.LeafPosition,
+			ServedRatio: st.ServedRatio, UsageShare: st.UsageShare, Effective: st.Effective,
+			Parts: make([]client.LevelPart, len(st.Parts))}
+		for i, p := range st.Parts {
+			out.Standing.Parts[i] = client.LevelPart{Path: p.Path, Share: p.Share,
+				UsageFraction: p.UsageFraction, Level: p.Level}
+		}
+	}
+	return out
 }
 
 func (s *Server) getQueue(_ *http.Request, v *state.View) (any, error) {

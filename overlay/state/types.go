@@ -116,6 +116,33 @@ type QueueEntry struct {
 	Position    int           // 1-based place among pending jobs; 0 for running ones
 	Explanation string
 	PlannedAt   time.Time
+	// Standing is the leaf's fair-share standing behind SortMetric (nil
+	// when the job is unallocated, and in entries written before it).
+	Standing *Standing `json:",omitempty"`
+	// ProtectedUntil ends the job's protected window, FreeAt is when the
+	// GPUs a pending job needs free up; zero when unknown.
+	ProtectedUntil time.Time `json:",omitzero"`
+	FreeAt         time.Time `json:",omitzero"`
+}
+
+// Standing is a leaf's place in the fair-share order when the plan was
+// made, with the parts of its sort metric. Fractions are rounded to 1e-4
+// so that usage creeping on does not rewrite the queue every pass.
+type Standing struct {
+	Metric       budgets.Ratio
+	LeafPosition int           // 1-based place of the leaf in the fair-share order
+	ServedRatio  budgets.Ratio // UsageShare / Effective; "inf" when Effective is 0
+	UsageShare   budgets.Ratio // the leaf's share of the window's usage
+	Effective    budgets.Ratio // the leaf's effective share of the cluster
+	Parts        []StandingPart
+}
+
+// StandingPart is one level of a leaf's path, from the root's child down.
+type StandingPart struct {
+	Path          string
+	Share         budgets.Ratio // S: the node's share normalized among its siblings
+	UsageFraction budgets.Ratio // U: its window usage over its siblings' total
+	Level         budgets.Ratio // LF = S/U; "inf" when U is 0
 }
 
 // Server is one allot server, as registered by itself when it led.
