@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math"
 	"testing"
 	"time"
 
@@ -66,7 +67,14 @@ func (g *entryGen) next() []byte {
 	case PrioritiesType:
 		req = PrioritiesRequest{Priorities: []Priority{{JobID: g.pick(fuzzJobs...), Priority: int(g.byte()), WrittenAt: g.at()}}}
 	case PlanRecordType:
-		req = PlanRecordRequest{At: g.at(), Queue: []QueueEntry{{JobID: g.pick(fuzzJobs...), Position: int(g.byte() % 3)}}}
+		q := QueueEntry{JobID: g.pick(fuzzJobs...), Position: int(g.byte() % 3)}
+		if g.byte()%2 == 0 { // a standing whose level may be +Inf (an idle sibling)
+			level := []budgets.Ratio{0.5, 1, budgets.Ratio(math.Inf(1))}[g.byte()%3]
+			q.Standing = &Standing{Metric: level, LeafPosition: 1, ServedRatio: level,
+				Parts: []StandingPart{{Path: g.pick(fuzzLeaves...), Share: 0.5, Level: level}}}
+			q.FreeAt = g.at()
+		}
+		req = PlanRecordRequest{At: g.at(), Queue: []QueueEntry{q}}
 	case ServerUpsertType:
 		req = ServerUpsertRequest{Server: Server{ID: g.pick("s1", "s2", ""), HTTPAddr: g.pick("h1", "h2")}}
 	case DrainObserveType:
@@ -163,7 +171,12 @@ func dumpString(f *FSM) string {
 		fmt.Fprintf(&b, "%+v\n", *x)
 	}
 	for _, x := range v.Queue() {
-		fmt.Fprintf(&b, "%+v\n", *x)
+		row, st := *x, x.Standing
+		row.Standing = nil // print what it points to, not its address
+		fmt.Fprintf(&b, "%+v\n", row)
+		if st != nil {
+			fmt.Fprintf(&b, "  %+v\n", *st)
+		}
 	}
 	return b.String()
 }
