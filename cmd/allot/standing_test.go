@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"net"
 	"strings"
@@ -33,17 +34,33 @@ func TestExplainShowsStanding(t *testing.T) {
 	cl, _ := client.New(s.HTTPAddr(), cliToken, nil)
 	waitUntil(t, "the dev server to lead", func() bool { _, err := cl.Budgets(ctx, false); return err == nil })
 
+	if _, err := cl.ApplyBudgets(ctx, &client.BudgetsApply{Revision: "r1", Budgets: []client.BudgetSpec{
+		{Path: "ai2", Share: 1}, {Path: "ai2/prior", Share: 2}, {Path: "ai2/mosaic", Share: 1},
+		{Path: "ai2/prior/olmo", Share: 3}, {Path: "ai2/prior/molmo", Share: 2},
+		{Path: "ai2/prior/olmo/pretrain", Share: 3}, {Path: "ai2/prior/olmo/eval", Share: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	// GPU-hours over the window: pretrain 40, molmo 30, mosaic 50, eval none.
+	tree := s.FSM().Read().Budgets().Tree()
+	usage := make([]int64, len(tree.Leaves()))
+	for path, hours := range map[string]int64{"ai2/prior/olmo/pretrain": 40, "ai2/prior/molmo": 30, "ai2/mosaic": 50} {
+		n, _ := tree.Lookup(path)
+		usage[n.LeafIndex] = hours * 3600
+	}
+	fs := budgets.ComputeFairShare(tree, usage)
+	rank := func(path string) *budgets.LeafRank { n, _ := tree.Lookup(path); return fs.Rank(n.LeafIndex) }
 	free := time.Date(2026, 6, 1, 14, 5, 0, 0, time.UTC)
-	job := state.Job{ID: "default/train-7", Namespace: "default", Name: "train-7", GPUs: 8,
-		Contract: state.Contract{Budget: "ai2/prior/olmo", MinRuntime: time.Hour}, SubmittedAt: time.Now()}
-	rec.SetJob(job)
-	rec.SetQueue([]state.QueueEntry{{JobID: job.ID, Leaf: "ai2/prior/olmo", Band: "pending", Priority: 87, Position: 3,
-		SortMetric: 0.8, Explanation: "pending, 3rd in the fair-share order", FreeAt: free,
-		Standing: &state.Standing{Metric: 0.8, LeafPosition: 4, ServedRatio: 0.4091, UsageShare: 0.054, Effective: 0.132,
-			Parts: []state.StandingPart{
-				{Path: "ai2/prior", Share: 0.4, UsageFraction: 0.221, Level: 1.81},
-				{Path: "ai2/prior/olmo", Share: 0.55, UsageFraction: 0, Level: budgets.Ratio(math.Inf(1))},
-			}}}})
+	var queue []state.QueueEntry
+	for i, name := range []string{"eval-1", "train-7"} {
+		leaf := map[string]string{"eval-1": "ai2/prior/olmo/eval", "train-7": "ai2/prior/olmo/pretrain"}[name]
+		job := state.Job{ID: "default/" + name, Namespace: "default", Name: name, GPUs: 8,
+			Contract: state.Contract{Budget: leaf, MinRuntime: time.Hour}, SubmittedAt: time.Now()}
+		rec.SetJob(job)
+		queue = append(queue, state.QueueEntry{JobID: job.ID, Leaf: leaf, Band: "pending", Priority: 88 - i, Position: i + 1,
+			SortMetric: budgets.Ratio(rank(leaf).Metric), Standing: state.NewStanding(rank(leaf)), FreeAt: free,
+			Explanation: fmt.Sprintf("pending, %d in the fair-share order; waiting for protected windows", i+1)})
+	}
+	rec.SetQueue(queue)
 	if err := s.ReconcileOnce(ctx); err != nil {
 		t.Fatalf("recording the queue: %v", err)
 	}
@@ -53,28 +70,35 @@ func TestExplainShowsStanding(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("explain: %d %q", code, errOut)
 	}
+	// pretrain: 2nd of 4 leaves (eval, idle, comes first): metric 3/4.
+	// Usage 40 of 120 h = 33.3%; share 2/3 * 3/5 * 3/4 = 30%: served 1.11.
+	// Levels: prior S 2/3, U 70/120; olmo S 3/5, U 40/70; pretrain S 3/4, U 40/40.
 	for _, want := range []string{
-		"Position:     3 in line\n" +
-			"Fair share:   budget ai2/prior/olmo is #4 in the fair-share order (sort metric 0.8000); served 0.41 (usage 5.4% of the window, share 13.2%)\n" +
-			"  LEVEL           SHARE  USAGE  LEVEL FAIRSHARE\n" +
-			"  ai2/prior       40.0%  22.1%  1.81\n" +
-			"  ai2/prior/olmo  55.0%  0.0%   inf\n" +
+		"Position:     2 in line\n" +
+			"Fair share:   budget ai2/prior/olmo/pretrain is #2 in the fair-share order (sort metric 0.7500); served 1.11 (usage 33.3% of the window, share 30.0%)\n" +
+			"  LEVEL                    SHARE  USAGE   LEVEL FAIRSHARE\n" +
+			"  ai2/prior                66.7%  58.3%   1.14\n" +
+			"  ai2/prior/olmo           60.0%  57.1%   1.05\n" +
+			"  ai2/prior/olmo/pretrain  75.0%  100.0%  0.75\n" +
 			"GPUs free at: 2026-06-01T14:05:00Z\n" +
-			"Why:          pending, 3rd in the fair-share order\n",
+			"Why:          pending, 2 in the fair-share order; waiting for protected windows\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("explain text lacks %q:\n%s", want, out)
 		}
 	}
 
-	code, out, errOut = runCLI(t, "explain", "job", "-json", "default/train-7")
+	// eval used nothing: first in the order, LF "inf" at its own level.
+	code, out, errOut = runCLI(t, "explain", "job", "-json", "default/eval-1")
 	var ex client.Explain
-	if code != exitOK || json.Unmarshal([]byte(out), &ex) != nil {
+	if code != exitOK || json.Unmarshal([]byte(out), &ex) != nil || ex.Queue == nil {
 		t.Fatalf("explain -json: %d %q %q", code, out, errOut)
 	}
 	st := ex.Queue.Standing
-	if st == nil || st.LeafPosition != 4 || st.ServedRatio != 0.4091 || st.Effective != 0.132 || len(st.Parts) != 2 ||
-		st.Parts[0].Level != 1.81 || !math.IsInf(float64(st.Parts[1].Level), 1) || !ex.Queue.FreeAt.Equal(free) {
+	if st == nil || st.LeafPosition != 1 || st.Metric != 1 || st.ServedRatio != 0 || st.UsageShare != 0 || st.Effective != 0.1 ||
+		len(st.Parts) != 3 || st.Parts[0].Path != "ai2/prior" || st.Parts[0].Level != 1.1429 ||
+		st.Parts[2].Share != 0.25 || st.Parts[2].UsageFraction != 0 || !math.IsInf(float64(st.Parts[2].Level), 1) ||
+		!ex.Queue.FreeAt.Equal(free) {
 		t.Errorf("explain -json standing %+v, free at %v", st, ex.Queue.FreeAt)
 	}
 	if !strings.Contains(out, `"level_fairshare": "inf"`) || !strings.Contains(out, `"free_at": "2026-06-01T14:05:00Z"`) ||
@@ -83,13 +107,14 @@ func TestExplainShowsStanding(t *testing.T) {
 	}
 
 	code, out, errOut = runCLI(t, "queue")
-	if code != exitOK || !strings.Contains(out, "SERVED  LEVEL FAIRSHARE") || !strings.Contains(out, "0.41    1.81 > inf") {
-		t.Errorf("queue text: %d %q %q, want served 0.41 and levels 1.81 > inf", code, out, errOut)
+	if code != exitOK || !strings.Contains(out, "SERVED  LEVEL FAIRSHARE") ||
+		!strings.Contains(out, "0.00    1.14 > 1.05 > inf") || !strings.Contains(out, "1.11    1.14 > 1.05 > 0.75") {
+		t.Errorf("queue text: %d %q %q, want eval served 0.00, LF 1.14 > 1.05 > inf and train served 1.11, LF ... > 0.75", code, out, errOut)
 	}
 	code, out, _ = runCLI(t, "queue", "-json")
 	var q client.Queue
-	if code != exitOK || json.Unmarshal([]byte(out), &q) != nil || len(q.Jobs) != 1 || q.Jobs[0].Standing == nil ||
-		len(q.Jobs[0].Standing.Parts) != 2 || !math.IsInf(float64(q.Jobs[0].Standing.Parts[1].Level), 1) {
+	if code != exitOK || json.Unmarshal([]byte(out), &q) != nil || len(q.Jobs) != 2 || q.Jobs[0].Standing == nil ||
+		!math.IsInf(float64(q.Jobs[0].Standing.Parts[2].Level), 1) || q.Jobs[1].Standing == nil || q.Jobs[1].Standing.Parts[2].Level != 0.75 {
 		t.Errorf("queue -json: %d %s", code, out)
 	}
 }

@@ -3,7 +3,6 @@ package nomad
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"sort"
 	"strings"
 	"time"
@@ -355,7 +354,7 @@ func queueRows(in rowsInput) []state.QueueEntry {
 			Position: e.Position, Explanation: explanationText(e)}
 		if e.Rank != nil {
 			row.SortMetric = budgets.Ratio(e.Rank.Metric)
-			row.Standing = standing(e.Rank)
+			row.Standing = state.NewStanding(e.Rank)
 		}
 		row.ProtectedUntil, row.FreeAt = e.ProtectedUntil.UTC(), e.FreeAt.UTC()
 		q = append(q, row)
@@ -385,27 +384,6 @@ func queueRows(in rowsInput) []state.QueueEntry {
 		}
 	}
 	return q
-}
-
-// standing copies a leaf's fair-share standing into a queue row, its
-// fractions rounded (see state.Standing).
-func standing(r *budgets.LeafRank) *state.Standing {
-	st := &state.Standing{Metric: budgets.Ratio(r.Metric), LeafPosition: r.Position + 1,
-		ServedRatio: roundRatio(r.ServedRatio()), UsageShare: roundRatio(r.UsageShare),
-		Effective: roundRatio(r.Effective), Parts: make([]state.StandingPart, len(r.Parts))}
-	for i, p := range r.Parts {
-		st.Parts[i] = state.StandingPart{Path: p.Path, Share: roundRatio(p.Share),
-			UsageFraction: roundRatio(p.UsageFraction), Level: roundRatio(p.Level)}
-	}
-	return st
-}
-
-// roundRatio rounds x to 1e-4, keeping infinities and NaN as they are.
-func roundRatio(x float64) budgets.Ratio {
-	if math.IsInf(x, 0) || math.IsNaN(x) {
-		return budgets.Ratio(x)
-	}
-	return budgets.Ratio(math.Round(x*1e4) / 1e4)
 }
 
 // explanationText is what `allot queue` and `allot explain` print.

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"math"
 	"time"
 
 	"github.com/allot-sched/allot/budgets"
@@ -143,6 +144,27 @@ type StandingPart struct {
 	Share         budgets.Ratio // S: the node's share normalized among its siblings
 	UsageFraction budgets.Ratio // U: its window usage over its siblings' total
 	Level         budgets.Ratio // LF = S/U; "inf" when U is 0
+}
+
+// NewStanding copies a leaf's fair-share standing for a queue row, its
+// fractions rounded (see Standing).
+func NewStanding(r *budgets.LeafRank) *Standing {
+	st := &Standing{Metric: budgets.Ratio(r.Metric), LeafPosition: r.Position + 1,
+		ServedRatio: roundRatio(r.ServedRatio()), UsageShare: roundRatio(r.UsageShare),
+		Effective: roundRatio(r.Effective), Parts: make([]StandingPart, len(r.Parts))}
+	for i, p := range r.Parts {
+		st.Parts[i] = StandingPart{Path: p.Path, Share: roundRatio(p.Share),
+			UsageFraction: roundRatio(p.UsageFraction), Level: roundRatio(p.Level)}
+	}
+	return st
+}
+
+// roundRatio rounds x to 1e-4, keeping infinities and NaN as they are.
+func roundRatio(x float64) budgets.Ratio {
+	if math.IsInf(x, 0) || math.IsNaN(x) {
+		return budgets.Ratio(x)
+	}
+	return budgets.Ratio(math.Round(x*1e4) / 1e4)
 }
 
 // Server is one allot server, as registered by itself when it led.
