@@ -96,7 +96,7 @@ func TestExplainShowsStanding(t *testing.T) {
 	}
 	st := ex.Queue.Standing
 	if st == nil || st.LeafPosition != 1 || st.Metric != 1 || st.ServedRatio != 0 || st.UsageShare != 0 || st.Effective != 0.1 ||
-		len(st.Parts) != 3 || st.Parts[0].Path != "ai2/prior" || st.Parts[0].Level != 1.1429 ||
+		len(st.Parts) != 3 || st.Parts[0].Path != "ai2/prior" || st.Parts[0].Level != 1.143 ||
 		st.Parts[2].Share != 0.25 || st.Parts[2].UsageFraction != 0 || !math.IsInf(float64(st.Parts[2].Level), 1) ||
 		!ex.Queue.FreeAt.Equal(free) {
 		t.Errorf("explain -json standing %+v, free at %v", st, ex.Queue.FreeAt)

@@ -372,7 +372,7 @@ func TestQueueRowsRecordStanding(t *testing.T) {
 	}
 	// lab/a used all of the window on 75% of lab/x's half: LF 0.75, served 1/0.375.
 	if len(sa.Parts) != 2 || sa.Parts[1].Share != 0.75 || sa.Parts[1].UsageFraction != 1 || sa.Parts[1].Level != 0.75 ||
-		sa.UsageShare != 1 || sa.Effective != 0.375 || sa.ServedRatio != 2.6667 {
+		sa.UsageShare != 1 || sa.Effective != 0.375 || sa.ServedRatio != 2.667 {
 		t.Errorf("lab/x/a standing %+v parts %+v", sa, sa.Parts)
 	}
 	if !q[0].ProtectedUntil.Equal(rowsT0.Add(time.Hour)) || !q[1].FreeAt.Equal(free) || !q[1].ProtectedUntil.IsZero() {

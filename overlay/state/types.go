@@ -127,8 +127,10 @@ type QueueEntry struct {
 }
 
 // Standing is a leaf's place in the fair-share order when the plan was
-// made, with the parts of its sort metric. Fractions are rounded to 1e-4
-// so that usage creeping on does not rewrite the queue every pass.
+// made, with the parts of its sort metric. Fractions are rounded to 1e-3,
+// the 0.1% that `allot explain` prints: the whole queue is one raft entry,
+// rewritten whenever a row changes, so a finer rounding would let usage
+// creeping on minute by minute rewrite it on nearly every pass.
 type Standing struct {
 	Metric       budgets.Ratio
 	LeafPosition int           // 1-based place of the leaf in the fair-share order
@@ -159,12 +161,12 @@ func NewStanding(r *budgets.LeafRank) *Standing {
 	return st
 }
 
-// roundRatio rounds x to 1e-4, keeping infinities and NaN as they are.
+// roundRatio rounds x to 1e-3, keeping infinities and NaN as they are.
 func roundRatio(x float64) budgets.Ratio {
 	if math.IsInf(x, 0) || math.IsNaN(x) {
 		return budgets.Ratio(x)
 	}
-	return budgets.Ratio(math.Round(x*1e4) / 1e4)
+	return budgets.Ratio(math.Round(x*1e3) / 1e3)
 }
 
 // Server is one allot server, as registered by itself when it led.
