@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -53,6 +54,11 @@ type agent struct {
 	cmd  *exec.Cmd
 	out  *lockedBuffer
 	done chan struct{}
+	// left are the agent's descendants (logmon, task executors and the tasks
+	// they run) seen when it was stopped. Nomad leaves tasks running when a
+	// client stops, by design (they survive an agent restart), so they are
+	// killed when the test ends, not when the agent stops.
+	left []int
 }
 
 // freePorts returns n TCP ports free on 127.0.0.1 at the time of the call.
@@ -138,6 +144,11 @@ func runAgent(t *testing.T, mode, dataDir string, httpPort int, hcl string) *age
 		t.Fatalf("start nomad agent %s: %v", mode, err)
 	}
 	go func() { a.cmd.Wait(); close(a.done) }()
+	t.Cleanup(func() { // runs after Stop (cleanups run last registered first)
+		for _, pid := range a.left {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
 	t.Cleanup(a.Stop)
 	waitFor(t, 60*time.Second, "nomad agent "+mode+" HTTP API", func() (bool, error) {
 		select {
@@ -159,6 +170,7 @@ func (a *agent) Stop() {
 		return
 	default:
 	}
+	a.left = append(a.left, descendants(a.cmd.Process.Pid)...)
 	a.cmd.Process.Signal(os.Interrupt)
 	select {
 	case <-a.done:
@@ -256,4 +268,35 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// descendants lists every process below pid, read from /proc (Linux).
+func descendants(pid int) []int {
+	entries, _ := os.ReadDir("/proc")
+	children := map[int][]int{}
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// The command name may hold spaces; the parent PID is the second
+		// field after its closing parenthesis.
+		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(f) < 2 {
+			continue
+		}
+		if pp, err := strconv.Atoi(f[1]); err == nil {
+			children[pp] = append(children[pp], p)
+		}
+	}
+	var out []int
+	for queue := children[pid]; len(queue) > 0; queue = queue[1:] {
+		out = append(out, queue[0])
+		queue = append(queue, children[queue[0]]...)
+	}
+	return out
 }
