@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -14,19 +13,9 @@ import (
 // TestNodesLifecycleAndReturn lists a cordoned node with the allocation
 // left on it and when it leaves, then returns it by hand.
 func TestNodesLifecycleAndReturn(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	now := time.Now().UTC().Truncate(time.Second)
 	rec := server.NewInmemReconciler()
-	s, err := server.New(server.Config{Dev: true, Token: cliToken, HTTPListener: ln, ReconcileInterval: time.Hour,
-		Reconciler: rec, Clock: func() time.Time { return now }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Shutdown() })
-	waitUntil(t, "the dev server to lead", s.IsLeader)
+	s := devServer(t, server.Config{Reconciler: rec, Clock: func() time.Time { return now }})
 	rec.SetNode(state.Node{ID: "9f0c1e2d-node", Name: "gpu-7", Drain: state.NodeDraining, TotalGPUs: 8, HealthyGPUs: 7, Since: now})
 	leaves := now.Add(40 * time.Minute)
 	rec.SetDrains([]state.NodeObservation{{NodeID: "9f0c1e2d-node", Name: "gpu-7", HealthyGPUs: 7,

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -21,19 +20,10 @@ import (
 // +Inf. An infinite float anywhere on the way (raft entry, HTTP answer,
 // -json) used to fail the whole encoding; it must come out as "inf".
 func TestInfiniteFloatsReachJSON(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	rec := server.NewInmemReconciler()
-	s, err := server.New(server.Config{Dev: true, Token: cliToken, HTTPListener: ln, ReconcileInterval: time.Hour, Reconciler: rec})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Shutdown() })
+	s := devServer(t, server.Config{Reconciler: rec})
 	ctx := context.Background()
 	cl, _ := client.New(s.HTTPAddr(), cliToken, nil)
-	waitUntil(t, "the dev server to lead", func() bool { _, err := cl.Budgets(ctx, false); return err == nil })
 	if _, err := cl.ApplyBudgets(ctx, &client.BudgetsApply{Revision: "r1", Budgets: []client.BudgetSpec{
 		{Path: "lab", Share: 1}, {Path: "lab/a", Share: 1}, {Path: "lab/b", Share: 1}}}); err != nil {
 		t.Fatal(err)

@@ -29,14 +29,17 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// devAPI starts an in-process -dev server and returns its address.
-func devAPI(t *testing.T) string {
+// devServer starts an in-process -dev server from cfg (Dev, Token, the
+// listener and an hour-long ReconcileInterval are filled in), stops it when
+// the test ends, and waits until it leads.
+func devServer(t *testing.T, cfg server.Config) *server.Server {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := server.New(server.Config{Dev: true, Token: cliToken, HTTPListener: ln, ReconcileInterval: time.Hour})
+	cfg.Dev, cfg.Token, cfg.HTTPListener, cfg.ReconcileInterval = true, cliToken, ln, time.Hour
+	s, err := server.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +49,13 @@ func devAPI(t *testing.T) string {
 		_, err := cl.Budgets(context.Background(), false)
 		return err == nil
 	})
-	return s.HTTPAddr()
+	return s
+}
+
+// devAPI starts an in-process -dev server and returns its address.
+func devAPI(t *testing.T) string {
+	t.Helper()
+	return devServer(t, server.Config{}).HTTPAddr()
 }
 
 func TestCLIAgainstDevServer(t *testing.T) {

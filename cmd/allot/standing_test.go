@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -20,19 +19,10 @@ import (
 // with its parts: the served ratio and each level's share, usage and level
 // fairshare, where a level whose usage is zero has LF "inf".
 func TestExplainShowsStanding(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	rec := server.NewInmemReconciler()
-	s, err := server.New(server.Config{Dev: true, Token: cliToken, HTTPListener: ln, ReconcileInterval: time.Hour, Reconciler: rec})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Shutdown() })
+	s := devServer(t, server.Config{Reconciler: rec})
 	ctx := context.Background()
 	cl, _ := client.New(s.HTTPAddr(), cliToken, nil)
-	waitUntil(t, "the dev server to lead", func() bool { _, err := cl.Budgets(ctx, false); return err == nil })
 
 	if _, err := cl.ApplyBudgets(ctx, &client.BudgetsApply{Revision: "r1", Budgets: []client.BudgetSpec{
 		{Path: "ai2", Share: 1}, {Path: "ai2/prior", Share: 2}, {Path: "ai2/mosaic", Share: 1},
