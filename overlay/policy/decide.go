@@ -152,32 +152,19 @@ func (d *Decider) wakeAt(t time.Time) {
 // items[start[r]:start[r+1]].
 type csr struct {
 	start, items, pos []int32
+	keys              []int32 // build's scratch: each item's row
 }
 
 func (c *csr) row(r int32) []int32 { return c.items[c.start[r]:c.start[r+1]] }
 
 // build fills the index from key(i) for i in [0, n): the row of item i, or -1.
-// Items keep their order within a row.
+// Items keep their order within a row. key is called once per item.
 func (c *csr) build(rows, n int, key func(i int) int32) {
-	c.start = resize(c.start, rows+1)
-	clear(c.start)
-	for i := 0; i < n; i++ {
-		if r := key(i); r >= 0 {
-			c.start[r+1]++
-		}
+	c.keys = resize(c.keys, n)
+	for i := range c.keys {
+		c.keys[i] = key(i)
 	}
-	for r := 0; r < rows; r++ {
-		c.start[r+1] += c.start[r]
-	}
-	c.items = resize(c.items, int(c.start[rows]))
-	c.pos = resize(c.pos, rows)
-	copy(c.pos, c.start[:rows])
-	for i := 0; i < n; i++ {
-		if r := key(i); r >= 0 {
-			c.items[c.pos[r]] = int32(i)
-			c.pos[r]++
-		}
-	}
+	c.buildKeys(rows, c.keys)
 }
 
 // buildKeys fills the index with item i in row keys[i] (none when -1), as
