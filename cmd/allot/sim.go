@@ -323,6 +323,8 @@ func simGenerateCommand() *cli.Command {
 			&cli.Float64Flag{Name: "demand", Value: d.Demand, Usage: "all work submitted (allocated and unallocated) as a multiple of capacity"},
 			&cli.Float64Flag{Name: "allocated", Value: d.Allocated, Usage: "allocated work submitted as a multiple of capacity; the rest of -demand is unallocated filler"},
 			&cli.Float64Flag{Name: "debug-per-day", Value: d.DebugPerDay},
+			&cli.Float64Flag{Name: "team-spread", Value: d.TeamSpread, Usage: "each team's training demand is drawn from [1-x, 1+x] times its share, in [0, 1)"},
+			&cli.Float64Flag{Name: "train-cap", Value: d.TrainCap, Usage: "largest training job as a multiple of its team's share of the GPUs; 0: every size for every team"},
 			&cli.IntFlag{Name: "failures", Value: d.Failures, Usage: "node faults (GPU XIDs) in the period"},
 		},
 		Action: func(_ context.Context, c *cli.Command) error {
@@ -333,6 +335,7 @@ func simGenerateCommand() *cli.Command {
 			g := d
 			g.Seed, g.Days, g.Demand = c.Uint64("seed"), c.Float64("days"), c.Float64("demand")
 			g.Allocated, g.DebugPerDay, g.Failures = c.Float64("allocated"), c.Float64("debug-per-day"), c.Int("failures")
+			g.TeamSpread, g.TrainCap = c.Float64("team-spread"), c.Float64("train-cap")
 			g.Nodes, g.GPUs = c.Int("nodes"), c.Int("nodes")*c.Int("gpus-per-node")
 			tr, err := sim.Generate(tree, g)
 			if err != nil {

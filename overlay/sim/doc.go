@@ -87,8 +87,16 @@
 //     no room for a large job, as Nomad does not). A job waits when nothing
 //     of it runs: an overflow job preempted and queued again is admitted
 //     like a new one; a running overflow job keeps its tier.
-//   - Every team submits training of every size (8-256 GPUs): a job larger
-//     than its team's limit can only ever run as overflow in the baseline.
-//     On the example this is most of the training volume of the smaller
-//     teams, and why the baseline delivers few budgets their owed time.
+//   - A team sizes its training to its share: no training job asks for
+//     more GPUs than its team's effective share of the cluster (whole
+//     8-GPU nodes, at least one; GenConfig.TrainCap 1). Nobody submits a
+//     job that could never run within the team's own share; with TrainCap 0
+//     every team submits every size, and most of a small team's training
+//     can then only ever run as the baseline's overflow.
+//   - Team demand is uneven (TeamSpread 0.9: a team's training demand is
+//     0.1-1.9 times its share, normalized), and allocated work is 0.78 of
+//     capacity, so that allot's occupancy splits like the published one
+//     (about 80% allocated, 18% unallocated). Teams above their share are
+//     what budgets are for: in the baseline they sit at their limit, and
+//     their debug jobs run as overflow behind the overflow backlog.
 package sim

@@ -26,6 +26,7 @@ type genConfigJSON struct {
 	TrainWeights      []float64 `json:"train_weights"`
 	TrainWorkMin      string    `json:"train_work_min"`
 	TrainWorkMax      string    `json:"train_work_max"`
+	TrainCap          float64   `json:"train_cap"`
 	Failures          int       `json:"failures"`
 	Nodes             int       `json:"nodes"`
 	RepairMin         string    `json:"repair_min"`
@@ -39,7 +40,7 @@ func (g GenConfig) MarshalJSON() ([]byte, error) {
 		TeamSpread: g.TeamSpread, DebugPerDay: g.DebugPerDay, InteractivePerDay: g.InteractivePerDay,
 		Resumable: g.Resumable, HighInflation: g.HighInflation,
 		DebugPriority: g.DebugPriority, TrainPriority: g.TrainPriority, TrainSizes: g.TrainSizes,
-		TrainWeights: g.TrainWeights, TrainWorkMin: g.TrainWorkMin.String(), TrainWorkMax: g.TrainWorkMax.String(),
+		TrainWeights: g.TrainWeights, TrainWorkMin: g.TrainWorkMin.String(), TrainWorkMax: g.TrainWorkMax.String(), TrainCap: g.TrainCap,
 		Failures: g.Failures, Nodes: g.Nodes, RepairMin: g.RepairMin.String(), RepairMax: g.RepairMax.String()})
 }
 
@@ -52,7 +53,7 @@ func (g *GenConfig) UnmarshalJSON(b []byte) error {
 		DebugPerDay: g.DebugPerDay, InteractivePerDay: g.InteractivePerDay,
 		Resumable: g.Resumable, HighInflation: g.HighInflation, DebugPriority: g.DebugPriority,
 		TrainPriority: g.TrainPriority, TrainSizes: g.TrainSizes, TrainWeights: g.TrainWeights,
-		TrainWorkMin: g.TrainWorkMin.String(), TrainWorkMax: g.TrainWorkMax.String(), Failures: g.Failures,
+		TrainWorkMin: g.TrainWorkMin.String(), TrainWorkMax: g.TrainWorkMax.String(), TrainCap: g.TrainCap, Failures: g.Failures,
 		Nodes: g.Nodes, RepairMin: g.RepairMin.String(), RepairMax: g.RepairMax.String()}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
@@ -72,7 +73,7 @@ func (g *GenConfig) UnmarshalJSON(b []byte) error {
 		DebugPerDay: cur.DebugPerDay, InteractivePerDay: cur.InteractivePerDay,
 		Resumable: cur.Resumable, HighInflation: cur.HighInflation, DebugPriority: cur.DebugPriority,
 		TrainPriority: cur.TrainPriority, TrainSizes: cur.TrainSizes, TrainWeights: cur.TrainWeights,
-		TrainWorkMin: durs[0], TrainWorkMax: durs[1], Failures: cur.Failures, Nodes: cur.Nodes,
+		TrainWorkMin: durs[0], TrainWorkMax: durs[1], TrainCap: cur.TrainCap, Failures: cur.Failures, Nodes: cur.Nodes,
 		RepairMin: durs[2], RepairMax: durs[3]}
 	return nil
 }

@@ -56,6 +56,12 @@ type GenConfig struct {
 	DebugPriority, TrainPriority [2]int
 	// TrainWork bounds the work of a training job (log-uniform).
 	TrainWorkMin, TrainWorkMax time.Duration
+	// TrainCap bounds a team's training jobs by its concurrent share of the
+	// cluster: no job asks for more than TrainCap × effective share × GPUs
+	// (rounded down to whole 8-GPU nodes, at least the smallest size). A
+	// team does not submit work it could never run within its own share.
+	// Zero: every team submits every size.
+	TrainCap float64
 	// Failures is the number of node faults; each node is repaired after a
 	// time drawn from [RepairMin, RepairMax].
 	Failures             int
@@ -65,11 +71,11 @@ type GenConfig struct {
 
 // DefaultGenConfig is the scenario of examples/sim: 1,024 GPUs, 30 days.
 func DefaultGenConfig() GenConfig {
-	return GenConfig{Seed: 1, Days: 30, GPUs: 1024, Demand: 2.5, Allocated: 0.85, TeamSpread: 0.5, DebugPerDay: 3000,
+	return GenConfig{Seed: 1, Days: 30, GPUs: 1024, Demand: 2.5, Allocated: 0.78, TeamSpread: 0.9, DebugPerDay: 2000,
 		InteractivePerDay: 40, Resumable: 0.85, HighInflation: 0.7,
 		DebugPriority: [2]int{80, 100}, TrainPriority: [2]int{20, 79},
 		TrainSizes: []int{8, 16, 32, 64, 128, 256}, TrainWeights: []float64{30, 22, 20, 14, 9, 5},
-		TrainWorkMin: 2 * time.Hour, TrainWorkMax: 72 * time.Hour,
+		TrainWorkMin: 2 * time.Hour, TrainWorkMax: 72 * time.Hour, TrainCap: 1,
 		Failures: 12, Nodes: 128, RepairMin: 4 * time.Hour, RepairMax: 48 * time.Hour}
 }
 
@@ -83,6 +89,8 @@ func (g GenConfig) Validate() error {
 	case g.Allocated < 0 || g.Demand < g.Allocated || g.DebugPerDay < 0 || g.InteractivePerDay < 0:
 		return fmt.Errorf("allocated %v must be >= 0 and demand %v >= allocated (demand counts allocated and unallocated work), debug and interactive rates >= 0",
 			g.Allocated, g.Demand)
+	case g.TrainCap < 0 || math.IsNaN(g.TrainCap):
+		return fmt.Errorf("train cap %v must be >= 0 (0: no cap)", g.TrainCap)
 	case g.TeamSpread < 0 || g.TeamSpread >= 1:
 		return fmt.Errorf("team spread %v must be in [0, 1)", g.TeamSpread)
 	case len(g.TrainSizes) == 0 || len(g.TrainSizes) != len(g.TrainWeights):
@@ -173,6 +181,7 @@ func (g *generator) logUniform(lo, hi time.Duration) time.Duration {
 const (
 	debugWorkMin, debugWorkMax             = 2 * time.Minute, 45 * time.Minute
 	interactiveWorkMin, interactiveWorkMax = 30 * time.Minute, 4 * time.Hour
+	fillerWorkMin, fillerWorkMax           = 2 * time.Hour, 24 * time.Hour
 )
 
 func debugSizes() [5]int { return [5]int{1, 1, 2, 4, 8} }
@@ -219,16 +228,17 @@ func (g *generator) keepLast(left, h float64) bool {
 
 // train adds training jobs until the leaf's demand reaches gpuHours.
 func (g *generator) train(leaf *budgets.Node, gpuHours float64) {
+	sizes, weights := g.trainSizes(leaf)
 	var total float64
-	for _, w := range g.cfg.TrainWeights {
+	for _, w := range weights {
 		total += w
 	}
 	for left := gpuHours; left > 0; {
 		x := g.rng.Float64() * total
-		size := g.cfg.TrainSizes[len(g.cfg.TrainSizes)-1]
-		for k, w := range g.cfg.TrainWeights {
+		size := sizes[len(sizes)-1]
+		for k, w := range weights {
 			if x < w {
-				size = g.cfg.TrainSizes[k]
+				size = sizes[k]
 				break
 			}
 			x -= w
@@ -249,6 +259,30 @@ func (g *generator) train(leaf *budgets.Node, gpuHours float64) {
 	}
 }
 
+// trainSizes are the training sizes and weights a leaf submits: those
+// within TrainCap of its share, or the smallest size when none is.
+func (g *generator) trainSizes(leaf *budgets.Node) ([]int, []float64) {
+	if g.cfg.TrainCap <= 0 {
+		return g.cfg.TrainSizes, g.cfg.TrainWeights
+	}
+	limit := int(g.cfg.TrainCap*leaf.Effective*float64(g.cfg.GPUs)) / 8 * 8
+	var sizes []int
+	var weights []float64
+	small := 0
+	for k, s := range g.cfg.TrainSizes {
+		if s <= limit {
+			sizes, weights = append(sizes, s), append(weights, g.cfg.TrainWeights[k])
+		}
+		if s < g.cfg.TrainSizes[small] {
+			small = k
+		}
+	}
+	if len(sizes) == 0 {
+		return []int{g.cfg.TrainSizes[small]}, []float64{1}
+	}
+	return sizes, weights
+}
+
 // filler adds unallocated work (min_runtime 0) of the teams, each team's
 // part in proportion to its share. The team is named (meta budget) because
 // in the world before allot the same evaluation sweeps and data jobs were
@@ -267,7 +301,7 @@ func (g *generator) filler(tree *budgets.Tree, gpuHours float64) {
 			x -= l.Effective
 		}
 		gpus := []int{1, 2, 4, 8}[g.rng.IntN(4)]
-		work := g.logUniform(time.Hour, 12*time.Hour)
+		work := g.logUniform(fillerWorkMin, fillerWorkMax)
 		if !g.keepLast(left, float64(gpus)*work.Hours()) {
 			break
 		}

@@ -106,3 +106,40 @@ func TestGenerateDemandSplitsAllocatedAndFiller(t *testing.T) {
 		t.Errorf("allocated above demand: error %v, want one naming demand", err)
 	}
 }
+
+// TrainCap keeps every training job within its team's share of the cluster
+// (whole nodes, at least the smallest size); without it every size appears.
+func TestGenerateTrainCapBoundsJobsByShare(t *testing.T) {
+	tree := exampleTree(t)
+	g := DefaultGenConfig()
+	g.Days, g.Failures = 10, 0
+	for _, cap := range []float64{0, 1} {
+		g.TrainCap = cap
+		tr, err := Generate(tree, g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		largest, over := map[string]int{}, 0
+		for _, j := range tr.Jobs {
+			if j.Class == ClassTrain {
+				largest[j.Budget] = max(largest[j.Budget], j.TotalGPUs())
+			}
+		}
+		for _, leaf := range tree.Leaves() {
+			limit := max(int(leaf.Effective*float64(g.GPUs))/8*8, 8)
+			got := largest[leaf.Path]
+			if got == 0 {
+				t.Fatalf("cap %v: %s submitted no training", cap, leaf.Path)
+			}
+			if got > limit {
+				over++
+			}
+			if cap == 1 && got > limit {
+				t.Errorf("cap 1: %s (share %.1f%% = %d GPUs) submitted a %d-GPU job", leaf.Path, 100*leaf.Effective, limit, got)
+			}
+		}
+		if cap == 0 && over == 0 {
+			t.Errorf("no cap: no team submitted training larger than its share: %v", largest)
+		}
+	}
+}
