@@ -110,6 +110,12 @@ type Options struct {
 	Seed uint64
 	// ReactionDelay is how long after a change the policy reconciles (the
 	// server's event-to-decision latency). Changes within it are coalesced.
+	// A change is what the cluster does: a submission, a placement, a stop,
+	// a finish, a health change. A policy's own writes (priorities,
+	// eligibility) wake it only through what Nomad does with them: the
+	// model applies them at once, so the policy has already seen them, and
+	// a pass that would only read them back is left out. Wake-ups the policy
+	// asks for (its NextWake) run at their exact time.
 	ReactionDelay time.Duration
 	// CheckpointLoss is the work a resumable job loses when interrupted.
 	CheckpointLoss time.Duration
@@ -383,7 +389,6 @@ func (s *State) SetPriority(i int32, p int) {
 	s.dequeue(i)
 	j.prio = p
 	j.modifyIndex++
-	s.changed = true
 	if j.placed < len(j.slots) {
 		s.enqueue(i)
 	}
@@ -488,7 +493,6 @@ func (s *State) SetEligible(n int32, v bool) {
 		s.index(nd, 1)
 		s.wakeClass()
 	}
-	s.changed = true
 	s.checkDrained(n)
 }
 
