@@ -177,8 +177,10 @@ func (s *State) loop(tr *Trace, p Policy, horizon int64) {
 			case evFinish:
 				s.finish(e.job, e.gen)
 			case evReconcile:
-				reconcileAt = -1
-				runPolicy = true
+				if e.t == reconcileAt {
+					reconcileAt = -1
+					runPolicy = true
+				}
 			case evWake:
 				if e.t == wakeAt {
 					wakeAt = -1
@@ -188,6 +190,9 @@ func (s *State) loop(tr *Trace, p Policy, horizon int64) {
 		}
 		s.schedule()
 		if runPolicy {
+			// This pass sees every change so far: a reconcile still due for
+			// them would only read the same state again.
+			reconcileAt = -1
 			s.changed = false
 			s.reconciles++
 			next := int64(p.Reconcile(s) / time.Second)
