@@ -83,7 +83,7 @@ func BenchmarkIncremental(b *testing.B) {
 		}
 		p = x.Decide(tree, fs, now, cfg)
 	}
-	b.ReportMetric(float64(len(x.view.Jobs)), "jobs-read")
+	b.ReportMetric(float64(len(x.tl.jp)), "jobs-read")
 	b.ReportMetric(float64(len(snap.Jobs)), "jobs")
 	b.ReportMetric(float64(len(p.SetPriorities)), "writes/op")
 }

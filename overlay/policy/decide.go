@@ -21,7 +21,13 @@ func Decide(snap *Snapshot, tree *budgets.Tree, fs *budgets.FairShare, now time.
 // returns is valid until its next call. A Decider is not safe for concurrent
 // use; its zero value is ready.
 type Decider struct {
-	snap *Snapshot
+	snap *Snapshot // nodes and memory; jobs and allocations through jp and ap
+	// jp and ap are the jobs and allocations read, by index: pointers into
+	// the snapshot (a full Decide) or into an Incremental's own records,
+	// so that a decision copies no Job or Alloc. An allocation settle
+	// takes as stopping points at a changed copy in allocBuf.
+	jp []*Job
+	ap []*Alloc
 	tree *budgets.Tree
 	fs   *budgets.FairShare
 	now  time.Time
@@ -65,8 +71,8 @@ type Decider struct {
 	// Memory (memory.go) and pending levels (tier.go).
 	stopping   map[string]int32 // allocation ID -> Issued stop taking it
 	unobserved []bool           // by Snapshot.Issued: a stop the snapshot does not show yet
-	view       Snapshot         // the snapshot read when some allocations are taken as stopping
-	allocBuf   []Alloc
+	taken      []int32          // allocations settle takes as stopping
+	allocBuf   []Alloc          // their copies, read as stopping
 	lv         levelScratch
 	// tl is what an Incremental left out of snap (nil for a full Decide).
 	tl *tail
@@ -87,7 +93,13 @@ func (d *Decider) Decide(snap *Snapshot, tree *budgets.Tree, fs *budgets.FairSha
 		d.plan.reuse(&d.bufs)
 	}
 	d.evals, d.wake = 0, time.Time{}
-	d.snap = d.settle(snap) // memory.go: issued stops not seen yet count as stopping
+	d.snap = snap
+	if d.tl == nil {
+		d.pointAt(snap)
+	} else {
+		d.jp, d.ap = d.tl.jp, d.tl.ap
+	}
+	d.settle() // memory.go: issued stops not seen yet count as stopping
 
 	d.index()             // index.go: who runs where, each job's state
 	d.keepVictims()       // memory.go: victims held below the job they made room for
@@ -112,6 +124,18 @@ func (d *Decider) Decide(snap *Snapshot, tree *budgets.Tree, fs *budgets.FairSha
 	}
 	p := d.plan
 	return &p
+}
+
+// pointAt points jp and ap at the jobs and allocations of snap.
+func (d *Decider) pointAt(snap *Snapshot) {
+	d.jp = resize(d.jp, len(snap.Jobs))
+	for i := range snap.Jobs {
+		d.jp[i] = &snap.Jobs[i]
+	}
+	d.ap = resize(d.ap, len(snap.Allocs))
+	for i := range snap.Allocs {
+		d.ap[i] = &snap.Allocs[i]
+	}
 }
 
 // reuse starts the plan's lists empty in the backing arrays of b.

@@ -70,7 +70,7 @@ func (d *Decider) returnNode(i int32) {
 // this plan stops as still there (they leave before the next decision).
 func (d *Decider) empty(i int32) bool {
 	for _, ai := range d.nodeAlloc.row(i) {
-		if d.snap.Allocs[ai].holds() {
+		if d.ap[ai].holds() {
 			return false
 		}
 	}
@@ -94,10 +94,10 @@ func (d *Decider) moveOff(i int32) {
 	}
 	for _, ai := range d.nodeAlloc.row(i) {
 		j := d.allocJob[ai]
-		if j < 0 || !d.snap.Allocs[ai].live() {
+		if j < 0 || !d.ap[ai].live() {
 			continue
 		}
-		info, job := &d.jobs[j], &d.snap.Jobs[j]
+		info, job := &d.jobs[j], d.jp[j]
 		if info.state == jsUnmanaged || info.movedOn == i+1 {
 			continue
 		}

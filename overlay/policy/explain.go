@@ -43,7 +43,7 @@ func (d *Decider) explain() {
 		ex = make([]Explanation, 0, n)
 	}
 	for j := range d.jobs {
-		info, job := &d.jobs[j], &d.snap.Jobs[j]
+		info, job := &d.jobs[j], d.jp[j]
 		if info.state == jsUnmanaged {
 			continue
 		}
@@ -64,7 +64,7 @@ func (d *Decider) explain() {
 			e.Band = BandUnallocated
 		}
 		if b := info.victimOf(); b >= 0 {
-			e.Band, e.ProtectedUntil, e.VictimOf = BandPending, time.Time{}, d.snap.Jobs[b].ID
+			e.Band, e.ProtectedUntil, e.VictimOf = BandPending, time.Time{}, d.jp[b].ID
 			if info.heldFor >= 0 {
 				e.Wait = WaitHeld
 			}

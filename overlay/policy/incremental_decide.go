@@ -156,12 +156,12 @@ func (x *Incremental) read(h int) {
 	v := &x.view
 	v.Nodes = x.nodes
 	v.Reservations, v.Victims, v.Issued, v.LastDecision = x.Reservations, x.Victims, x.Issued, x.LastDecision
-	v.Jobs = v.Jobs[:0]
+	x.tl.jp = x.tl.jp[:0]
 	x.tl.rank, x.tl.leaf = x.tl.rank[:0], x.tl.leaf[:0]
 	extra := x.extra[:0]
 	for k, s := range inc {
 		x.viewAt[s] = int32(k)
-		v.Jobs = append(v.Jobs, x.jobs[s].Job)
+		x.tl.jp = append(x.tl.jp, &x.jobs[s].Job)
 		x.tl.leaf = append(x.tl.leaf, x.jobs[s].leaf)
 		r := int32(0)
 		if x.jobs[s].kind == kindQueued {
@@ -183,14 +183,14 @@ func (x *Incremental) read(h int) {
 		x.tl.queuedOrder = append(x.tl.queuedOrder, x.viewAt[s])
 	}
 	x.tl.queuedOrder = append(x.tl.queuedOrder, extra...)
-	v.Allocs = v.Allocs[:0]
+	x.tl.ap = x.tl.ap[:0]
 	x.tl.allocJob, x.tl.allocNode = x.tl.allocJob[:0], x.tl.allocNode[:0]
 	for i := range x.allocs {
 		a := &x.allocs[i]
 		if !a.live {
 			continue
 		}
-		v.Allocs = append(v.Allocs, a.Alloc)
+		x.tl.ap = append(x.tl.ap, &a.Alloc)
 		j := x.allocJobSlot(a)
 		if j >= 0 {
 			j = x.viewAt[j] // every job with allocations is read
@@ -275,7 +275,7 @@ func (x *Incremental) firstLeftOut(h int) int32 {
 // queuedBefore counts the queued jobs sorting before job v of the snapshot
 // read, a pending job that is not queued.
 func (x *Incremental) queuedBefore(v int32) int32 {
-	job := &x.view.Jobs[v]
+	job := x.tl.jp[v]
 	n, _ := x.tree.Lookup(job.Contract.Budget)
 	leaf := n.LeafIndex
 	i, _ := slices.BinarySearchFunc(x.leaves[leaf], job, func(s int32, j *Job) int { return compareQueued(&x.jobs[s].Job, j) })
@@ -348,7 +348,7 @@ func (x *Incremental) othersBefore(s int32) int {
 			continue
 		}
 		lr, ls := x.leafRank[d.jobs[k.job].leaf], x.leafRank[j.leaf]
-		if lr < ls || lr == ls && compareQueued(&d.snap.Jobs[k.job], &j.Job) < 0 {
+		if lr < ls || lr == ls && compareQueued(d.jp[k.job], &j.Job) < 0 {
 			n++
 		}
 	}

@@ -59,7 +59,7 @@ func (w *incWorld) decide(t *testing.T, step int) {
 	if w.inc.tl.first > 0 {
 		w.leftOut++
 	}
-	if len(w.inc.view.Jobs) < len(snap.Jobs) {
+	if len(w.inc.tl.jp) < len(snap.Jobs) {
 		w.smaller++
 	}
 	w.apply(got)

@@ -103,28 +103,27 @@ func (d *Decider) index() {
 		}
 		d.nodes[i] = ni
 	}
-	d.allocJob = resize(d.allocJob, len(s.Allocs))
-	d.allocNode = resize(d.allocNode, len(s.Allocs))
+	d.allocJob = resize(d.allocJob, len(d.ap))
+	d.allocNode = resize(d.allocNode, len(d.ap))
 	if d.tl != nil {
 		copy(d.allocJob, d.tl.allocJob)
 		copy(d.allocNode, d.tl.allocNode)
 	} else {
 		d.indexIDs()
 	}
-	d.jobAllocs.buildKeys(len(s.Jobs), d.allocJob)
+	d.jobAllocs.buildKeys(len(d.jp), d.allocJob)
 	d.nodeAlloc.buildKeys(len(s.Nodes), d.allocNode)
 
 	d.indexLeaves()
-	d.jobs = resize(d.jobs, len(s.Jobs))
-	for j := range s.Jobs {
+	d.jobs = resize(d.jobs, len(d.jp))
+	for j := range d.jp {
 		d.jobState(int32(j), &d.jobs[j])
 	}
 	// Nomad counts a stopped or evicted allocation's GPUs free at once and
 	// places new work there (it starts once the task has exited), so only
 	// live allocations hold GPUs here; keepVictims adds back those of held
 	// victims, which count for the job they made room for alone.
-	for i := range s.Allocs {
-		a := &s.Allocs[i]
+	for i, a := range d.ap {
 		n := d.allocNode[i]
 		if n < 0 || !a.live() {
 			continue
@@ -153,19 +152,18 @@ func (d *Decider) classOf(pool, model string) int32 {
 func (d *Decider) indexIDs() {
 	s := d.snap
 	if d.jobIdx == nil {
-		d.jobIdx = make(map[string]int32, len(s.Jobs))
+		d.jobIdx = make(map[string]int32, len(d.jp))
 		d.nodeIdx = make(map[string]int32, len(s.Nodes))
 	}
 	clear(d.jobIdx)
 	clear(d.nodeIdx)
-	for i := range s.Jobs {
-		d.jobIdx[s.Jobs[i].ID] = int32(i)
+	for i, job := range d.jp {
+		d.jobIdx[job.ID] = int32(i)
 	}
 	for i := range s.Nodes {
 		d.nodeIdx[s.Nodes[i].ID] = int32(i)
 	}
-	for i := range s.Allocs {
-		a := &s.Allocs[i]
+	for i, a := range d.ap {
 		d.allocJob[i], d.allocNode[i] = -1, -1
 		if j, ok := d.jobIdx[a.Job]; ok {
 			d.allocJob[i] = j
@@ -227,7 +225,7 @@ func managedBy(cfg *Config, job *Job) bool {
 // jobState classifies one job from its allocations into info (filled in
 // place: the record is large, and this runs for every job read).
 func (d *Decider) jobState(j int32, info *jobInfo) {
-	job := &d.snap.Jobs[j]
+	job := d.jp[j]
 	*info = jobInfo{leaf: -1, victimFor: -1, heldFor: -1, released: -1, reserved: -1}
 	if d.tl != nil && d.tl.rank[j] != 0 {
 		// Queued (managed, allocated to a leaf, no allocation): the
@@ -248,7 +246,7 @@ func (d *Decider) jobState(j int32, info *jobInfo) {
 		wanted += int32(max(g.Count, 0))
 	}
 	for _, ai := range d.jobAllocs.row(j) {
-		a := &d.snap.Allocs[ai]
+		a := d.ap[ai]
 		switch {
 		case a.live():
 			live++
@@ -343,14 +341,14 @@ type ask struct {
 // jobAsks lists job j's missing allocations, largest first.
 func (d *Decider) jobAsks(j int32, dst []ask) []ask {
 	dst = dst[:0]
-	job := &d.snap.Jobs[j]
+	job := d.jp[j]
 	for _, g := range job.Groups {
 		if g.GPUs <= 0 {
 			continue
 		}
 		have := 0
 		for _, ai := range d.jobAllocs.row(j) {
-			a := &d.snap.Allocs[ai]
+			a := d.ap[ai]
 			if (a.live() || a.done()) && (a.Group == g.Name || len(job.Groups) == 1) {
 				have++
 			}

@@ -121,7 +121,7 @@ func (d *Decider) levels() {
 			if len(d.gaps) > 0 && d.gapAfter(k.job) {
 				g = int32(d.cfg.PreemptionGap)
 			}
-			ents = append(ents, levelEntry{job: k.job, n: 1, t: int32(info.target), cur: int32(d.snap.Jobs[k.job].Priority), gap: g})
+			ents = append(ents, levelEntry{job: k.job, n: 1, t: int32(info.target), cur: int32(d.jp[k.job].Priority), gap: g})
 		}
 	}
 	if d.tl != nil {

@@ -9,13 +9,14 @@ package policy
 // allocations the snapshot still shows running is taken as under way: the
 // decision reads those allocations as stopping (DesiredStatus stop, as the
 // view will show them), so it neither stops them again nor counts them as
-// live. It returns the snapshot the decision reads: snap itself, or a
-// shallow copy with its own allocations when some are taken as stopping
-// (snap is never modified). Stop records still unobserved, and evaluation
-// records, are carried into Plan.Issued while they settle.
-func (d *Decider) settle(snap *Snapshot) *Snapshot {
+// live. Those allocations are read from copies (ap points at them in
+// allocBuf): the snapshot is never modified. Stop records still
+// unobserved, and evaluation records, are carried into Plan.Issued while
+// they settle.
+func (d *Decider) settle() {
+	snap := d.snap
 	if d.cfg.Settle <= 0 || len(snap.Issued) == 0 {
-		return snap
+		return
 	}
 	if d.stopping == nil {
 		d.stopping = make(map[string]int32)
@@ -32,22 +33,21 @@ func (d *Decider) settle(snap *Snapshot) *Snapshot {
 			d.stopping[id] = int32(r)
 		}
 	}
-	out := snap
 	if len(d.stopping) > 0 {
-		for i := range snap.Allocs {
-			a := &snap.Allocs[i]
-			r, ok := d.stopping[a.ID]
-			if !ok || !a.live() {
-				continue
+		taken := d.taken[:0]
+		for i, a := range d.ap {
+			if r, ok := d.stopping[a.ID]; ok && a.live() {
+				d.unobserved[r] = true
+				taken = append(taken, int32(i))
 			}
-			if out == snap {
-				d.view = *snap
-				d.allocBuf = append(d.allocBuf[:0], snap.Allocs...)
-				d.view.Allocs = d.allocBuf
-				out = &d.view
-			}
-			d.unobserved[r] = true
-			d.allocBuf[i].DesiredStatus = DesiredStop
+		}
+		d.taken = taken
+		// Sized once, so that the pointers into it stay valid.
+		d.allocBuf = resize(d.allocBuf, len(taken))
+		for k, i := range taken {
+			d.allocBuf[k] = *d.ap[i]
+			d.allocBuf[k].DesiredStatus = DesiredStop
+			d.ap[i] = &d.allocBuf[k]
 		}
 	}
 	for r := range snap.Issued {
@@ -61,7 +61,6 @@ func (d *Decider) settle(snap *Snapshot) *Snapshot {
 			d.wakeAt(is.At.Add(d.cfg.Settle)) // a stop never seen is then issued again
 		}
 	}
-	return out
 }
 
 // settling reports whether an issued action is less than Settle old.
@@ -74,7 +73,7 @@ func (d *Decider) settling(is *Issued) bool {
 // it is still under way, and the plan would only repeat it. Either way the
 // job counts as evaluated in this decision.
 func (d *Decider) evaluate(j int32, r Reason) {
-	job := &d.snap.Jobs[j]
+	job := d.jp[j]
 	d.jobs[j].evaluated = true
 	if d.cfg.Settle > 0 {
 		for i := range d.snap.Issued {
@@ -136,7 +135,7 @@ func (d *Decider) keepVictims() {
 		d.wakeAt(until)
 		d.plan.Victims = append(d.plan.Victims, v)
 		for _, ai := range d.jobAllocs.row(vj) { // its stopping GPUs are bj's (creditHeld), not free for all
-			if a := &d.snap.Allocs[ai]; a.holds() && !a.live() && d.allocNode[ai] >= 0 {
+			if a := d.ap[ai]; a.holds() && !a.live() && d.allocNode[ai] >= 0 {
 				d.nodes[d.allocNode[ai]].held += int32(a.GPUs)
 			}
 		}
@@ -156,7 +155,7 @@ func (d *Decider) creditHeld(j int32) {
 			continue
 		}
 		for _, ai := range d.jobAllocs.row(vj) {
-			if a := &d.snap.Allocs[ai]; a.holds() && d.allocNode[ai] >= 0 {
+			if a := d.ap[ai]; a.holds() && d.allocNode[ai] >= 0 {
 				d.cap.change(d.allocNode[ai], int32(a.GPUs))
 			}
 		}
@@ -178,7 +177,7 @@ func (d *Decider) evaluateHeld() {
 			if info.landed {
 				code = ReasonLanded
 			}
-			d.evaluate(info.heldFor, Reason{Code: code, Job: d.snap.Jobs[j].ID})
+			d.evaluate(info.heldFor, Reason{Code: code, Job: d.jp[j].ID})
 		}
 	}
 }
@@ -186,7 +185,7 @@ func (d *Decider) evaluateHeld() {
 func (d *Decider) liveCount(j int32) int {
 	n := 0
 	for _, ai := range d.jobAllocs.row(j) {
-		if d.snap.Allocs[ai].live() {
+		if d.ap[ai].live() {
 			n++
 		}
 	}
@@ -224,7 +223,7 @@ func (d *Decider) recordVictims() {
 	for j := range d.jobs {
 		if b := d.jobs[j].victimFor; b >= 0 {
 			d.wakeAt(d.now.Add(d.cfg.VictimHold))
-			d.plan.Victims = append(d.plan.Victims, Victim{Job: d.snap.Jobs[j].ID, For: d.snap.Jobs[b].ID, Since: d.now})
+			d.plan.Victims = append(d.plan.Victims, Victim{Job: d.jp[j].ID, For: d.jp[b].ID, Since: d.now})
 		}
 	}
 }

@@ -35,11 +35,11 @@ func (d *Decider) compareKeys(a, b pendingKey) int {
 		}
 		return 1
 	}
-	return strings.Compare(d.snap.Jobs[a.job].ID, d.snap.Jobs[b.job].ID)
+	return strings.Compare(d.jp[a.job].ID, d.jp[b.job].ID)
 }
 
 func (d *Decider) keyOf(j int32, partial bool) pendingKey {
-	job := &d.snap.Jobs[j]
+	job := d.jp[j]
 	rank := uint64(d.leafPos[d.jobs[j].leaf])<<32 | uint64(uint32(contract.MaxPriority-job.Contract.Priority))
 	if !partial {
 		rank |= 1 << 63

@@ -148,7 +148,7 @@ func (d *Decider) keepRecord(r Reservation, nodes []int32) {
 // it plans those stops now; otherwise it waits for windows to end.
 func (d *Decider) hold(j int32, r Reservation, nodes []int32) {
 	info := &d.jobs[j]
-	job := &d.snap.Jobs[j]
+	job := d.jp[j]
 	kept := Reservation{Job: r.Job, Since: r.Since}
 	for _, n := range nodes {
 		kept.Nodes = append(kept.Nodes, d.snap.Nodes[n].ID)
@@ -160,7 +160,7 @@ func (d *Decider) hold(j int32, r Reservation, nodes []int32) {
 	d.wakeAt(r.Since.Add(d.cfg.ReservationMaxAge))
 	if d.assign(j, nodes, true) {
 		for _, v := range d.scratch.added {
-			vi, vj := &d.jobs[v], &d.snap.Jobs[v]
+			vi, vj := &d.jobs[v], d.jp[v]
 			d.plan.Stops = append(d.plan.Stops, StopJob{Job: vj.ID, Namespace: vj.Namespace,
 				Allocs: d.liveAllocs(v, -1),
 				Reason: Reason{Code: ReasonReservationStop, Job: job.ID, Node: d.snap.Nodes[vi.victimNode].ID}})
@@ -183,7 +183,7 @@ func (d *Decider) assign(j int32, nodes []int32, stops bool) bool {
 		room = append(room, d.nodeAvail(n)+d.heldOn(n, j))
 	}
 	d.room = room
-	job := &d.snap.Jobs[j]
+	job := d.jp[j]
 	for i := range d.asks {
 		a := &d.asks[i]
 		best := -1
@@ -235,8 +235,8 @@ func (d *Decider) heldOn(n, j int32) int32 {
 	}
 	var g int32
 	for _, ai := range d.nodeAlloc.row(n) {
-		if v := d.allocJob[ai]; v >= 0 && d.jobs[v].heldFor == j && d.snap.Allocs[ai].holds() {
-			g += int32(d.snap.Allocs[ai].GPUs)
+		if v := d.allocJob[ai]; v >= 0 && d.jobs[v].heldFor == j && d.ap[ai].holds() {
+			g += int32(d.ap[ai].GPUs)
 		}
 	}
 	return g
@@ -248,7 +248,7 @@ func (d *Decider) heldOn(n, j int32) int32 {
 // already issued within Settle is not repeated.
 func (d *Decider) placeReady() {
 	for _, j := range d.ready {
-		job := &d.snap.Jobs[j]
+		job := d.jp[j]
 		d.asks = d.jobAsks(j, d.asks)
 		mark := d.cap.mark()
 		if d.jobs[j].holding > 0 {
@@ -261,7 +261,7 @@ func (d *Decider) placeReady() {
 		d.jobs[j].fits, d.jobs[j].wait = true, WaitPlacement
 		r := Reason{Code: ReasonReservationReady, Job: job.ID}
 		if v := d.liveLander(j); v >= 0 {
-			r = Reason{Code: ReasonLanded, Job: d.snap.Jobs[v].ID} // a new cause: evaluated at once
+			r = Reason{Code: ReasonLanded, Job: d.jp[v].ID} // a new cause: evaluated at once
 		}
 		d.evaluate(j, r)
 	}
@@ -291,7 +291,7 @@ func (d *Decider) newReservation(j int32) {
 		len(d.asks) > d.cfg.ReservationNodes {
 		return
 	}
-	job := &d.snap.Jobs[j]
+	job := d.jp[j]
 	nodes, at := d.soonest(j)
 	until := d.now.Add(d.cfg.ReservationMaxAge)
 	if nodes == nil || at.After(until) {
@@ -317,7 +317,7 @@ func (d *Decider) newReservation(j int32) {
 // yet picked whose GPUs free up soonest, and returns the nodes and the time
 // the last of them is free; nil when some ask has no node that ever frees.
 func (d *Decider) soonest(j int32) ([]int32, time.Time) {
-	job := &d.snap.Jobs[j]
+	job := d.jp[j]
 	var picked []int32
 	var last time.Time
 	for i := range d.asks {
@@ -361,7 +361,7 @@ func (d *Decider) freedForOther(n, j int32) bool {
 // freeAt is when job j's asks could all be free on nodes, or zero if never.
 func (d *Decider) freeAt(j int32, nodes []int32) time.Time {
 	var last time.Time
-	job := &d.snap.Jobs[j]
+	job := d.jp[j]
 	for i := range d.asks {
 		a := &d.asks[i]
 		var best time.Time
@@ -394,7 +394,7 @@ func (d *Decider) earliest(n, gpus, j int32) (time.Time, bool) {
 	have := int32(d.snap.Nodes[n].GPUs) - d.nodes[n].held
 	ev := d.events[:0]
 	for _, ai := range d.nodeAlloc.row(n) {
-		al := &d.snap.Allocs[ai]
+		al := d.ap[ai]
 		v := d.allocJob[ai]
 		if !al.holds() || v < 0 {
 			continue
@@ -470,7 +470,7 @@ func (d *Decider) holdLanders() {
 				continue
 			}
 			for _, ai := range d.nodeAlloc.row(n) {
-				if v := d.allocJob[ai]; v >= 0 && v != x && d.landed(&d.snap.Allocs[ai], r.Released) {
+				if v := d.allocJob[ai]; v >= 0 && v != x && d.landed(d.ap[ai], r.Released) {
 					d.holdLander(v, x, r.Released)
 				}
 			}
@@ -499,14 +499,14 @@ func (d *Decider) holdLander(v, x int32, released time.Time) {
 		return
 	}
 	for _, ai := range d.jobAllocs.row(v) {
-		if a := &d.snap.Allocs[ai]; a.live() && !d.landed(a, released) {
+		if a := d.ap[ai]; a.live() && !d.landed(a, released) {
 			return // it ran before the release: not a job that slipped in
 		}
 	}
 	vi.heldFor, vi.heldSince, vi.landed = x, d.now, true
 	d.jobs[x].holding++
 	d.wakeAt(d.now.Add(d.cfg.VictimHold))
-	d.plan.Victims = append(d.plan.Victims, Victim{Job: d.snap.Jobs[v].ID, For: d.snap.Jobs[x].ID, Since: d.now})
+	d.plan.Victims = append(d.plan.Victims, Victim{Job: d.jp[v].ID, For: d.jp[x].ID, Since: d.now})
 }
 
 // gapHolders lists the jobs holding a reservation, held or released, that

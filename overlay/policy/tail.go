@@ -29,6 +29,10 @@ type tail struct {
 	// Incremental resolves them from its own slots, so index builds no
 	// maps); job and node look an ID up in the snapshot read.
 	allocJob, allocNode []int32
+	// jp and ap are the jobs and allocations read, as the Decider reads
+	// them (pointers into the Incremental's records).
+	jp []*Job
+	ap []*Alloc
 	job, node           func(id string) (int32, bool)
 	queued              int32 // queued jobs in all, left out or not
 	first               int32 // rank of the first queued job left out; 0 when none is

@@ -44,12 +44,12 @@ func (d *Decider) target(j int32) {
 	c := &d.cfg
 	if b := info.victimOf(); b >= 0 {
 		info.target = d.victimLevel(j, b)
-		info.reason = Reason{Code: ReasonVictimLowered, Job: d.snap.Jobs[b].ID}
+		info.reason = Reason{Code: ReasonVictimLowered, Job: d.jp[b].ID}
 		if info.victimFor < 0 {
-			info.reason = Reason{Code: ReasonVictimHeld, Job: d.snap.Jobs[b].ID, At: info.heldSince}
+			info.reason = Reason{Code: ReasonVictimHeld, Job: d.jp[b].ID, At: info.heldSince}
 		}
 		if info.landed {
-			info.reason = Reason{Code: ReasonReservationLanded, Job: d.snap.Jobs[b].ID, At: info.heldSince}
+			info.reason = Reason{Code: ReasonReservationLanded, Job: d.jp[b].ID, At: info.heldSince}
 		}
 		return
 	}
@@ -67,25 +67,25 @@ func (d *Decider) target(j int32) {
 	case jsPending:
 		info.target, info.reason = d.pendingLevel(d.gapPosition(info.position)), Reason{Code: ReasonPending, N: int(info.position)}
 		if info.target != d.pendingLevel(info.position) { // moved down by a reservation (not at the bottom anyway)
-			info.reason = Reason{Code: ReasonPendingReserved, N: int(info.position), Job: d.snap.Jobs[d.gapAbove(info.position)].ID}
+			info.reason = Reason{Code: ReasonPendingReserved, N: int(info.position), Job: d.jp[d.gapAbove(info.position)].ID}
 		}
 	case jsUnallocated:
 		info.target, info.reason = c.Unallocated.High, Reason{Code: ReasonUnallocated}
 		if info.gone {
-			info.reason = Reason{Code: ReasonBudgetGone, Detail: d.snap.Jobs[j].Contract.Budget}
+			info.reason = Reason{Code: ReasonBudgetGone, Detail: d.jp[j].Contract.Budget}
 		}
 	case jsRunning:
 		info.target, info.reason = c.Running, Reason{Code: ReasonRunning, At: info.windowEnd}
 	}
 	if info.released >= 0 {
-		info.reason = Reason{Code: ReasonVictimReleased, Job: d.snap.Jobs[info.released].ID, At: info.heldSince}
+		info.reason = Reason{Code: ReasonVictimReleased, Job: d.jp[info.released].ID, At: info.heldSince}
 	}
 }
 
 // write plans the SetPriority for job j if its priority must change, and
 // records the priority it has once the plan is applied.
 func (d *Decider) write(j int32) {
-	info, job := &d.jobs[j], &d.snap.Jobs[j]
+	info, job := &d.jobs[j], d.jp[j]
 	c := &d.cfg
 	cur, to := job.Priority, info.target
 	change := cur != to

@@ -31,7 +31,7 @@ func (d *Decider) place() {
 		if info.fits {
 			continue // placed on its released reservation
 		}
-		job := &d.snap.Jobs[j]
+		job := d.jp[j]
 		d.asks = d.jobAsks(j, d.asks)
 		if info.reserved >= 0 {
 			info.wait = WaitReserved
@@ -84,7 +84,7 @@ func (d *Decider) smallestAsks() {
 		least = d.tl.minAsk // the left-out jobs sort below every job examined (tail.go)
 	}
 	for i := len(d.order) - 1; i >= 0; i-- {
-		for _, g := range d.snap.Jobs[d.order[i].job].Groups {
+		for _, g := range d.jp[d.order[i].job].Groups {
 			if g.GPUs > 0 && g.Count > 0 {
 				least = min(least, int32(g.GPUs))
 			}
@@ -129,7 +129,7 @@ type candidate struct {
 // last started (it restarts from zero); for a resumable one, what it ran
 // since then up to ResumeLoss (what it has not checkpointed yet).
 func (d *Decider) lostWork(v int32) int64 {
-	info, job := &d.jobs[v], &d.snap.Jobs[v]
+	info, job := &d.jobs[v], d.jp[v]
 	if info.lostSet {
 		return info.lost
 	}
@@ -155,7 +155,7 @@ type victimScratch struct {
 // 5). On success it plans the stops and the evaluation; on failure it leaves
 // the placement model as it was and says what the job waits for.
 func (d *Decider) sliceFor(j int32, asks []ask) bool {
-	job := &d.snap.Jobs[j]
+	job := d.jp[j]
 	info := &d.jobs[j]
 	mark := d.cap.mark()
 	sc := &d.scratch
@@ -194,7 +194,7 @@ func (d *Decider) sliceFor(j int32, asks []ask) bool {
 	var node string
 	for _, v := range sc.added {
 		vi := &d.jobs[v]
-		vj := &d.snap.Jobs[v]
+		vj := d.jp[v]
 		node = d.snap.Nodes[vi.victimNode].ID
 		d.plan.Stops = append(d.plan.Stops, StopJob{Job: vj.ID, Namespace: vj.Namespace,
 			Allocs: d.liveAllocs(v, -1),
@@ -209,7 +209,7 @@ func (d *Decider) sliceFor(j int32, asks []ask) bool {
 func (d *Decider) liveAllocs(j, n int32) []string {
 	var ids []string
 	for _, ai := range d.jobAllocs.row(j) {
-		a := &d.snap.Allocs[ai]
+		a := d.ap[ai]
 		if a.live() && (n < 0 || d.allocNode[ai] == n) {
 			ids = append(ids, a.ID)
 		}
@@ -241,11 +241,11 @@ func (d *Decider) indexVictims() {
 	d.vGPUs = resize(d.vGPUs, len(d.nodes))
 	clear(d.vGPUs)
 	d.vServed = -1
-	d.vKey = resize(d.vKey, len(d.snap.Allocs))
+	d.vKey = resize(d.vKey, len(d.ap))
 	for i := range d.vKey {
 		n, v := d.allocNode[i], d.allocJob[i]
 		d.vKey[i] = -1
-		if n < 0 || v < 0 || !d.snap.Allocs[i].live() {
+		if n < 0 || v < 0 || !d.ap[i].live() {
 			continue
 		}
 		if vi := &d.jobs[v]; vi.state != jsRunning || vi.moving || vi.heldFor >= 0 {
@@ -260,7 +260,7 @@ func (d *Decider) indexVictims() {
 	}
 	for _, ai := range d.vAlloc.items {
 		n, sv := d.allocNode[ai], d.served[d.jobs[d.allocJob[ai]].leaf]
-		d.vGPUs[n] += int32(d.snap.Allocs[ai].GPUs)
+		d.vGPUs[n] += int32(d.ap[ai].GPUs)
 		d.vMost[n] = max(d.vMost[n], sv)
 		d.vServed = max(d.vServed, sv)
 	}
@@ -271,7 +271,7 @@ func (d *Decider) indexVictims() {
 // the most over-served victim) and returns it, or -1. It marks
 // the victims, returns their GPUs to the model and takes the ask.
 func (d *Decider) chooseVictims(j int32, a *ask) (node int32, margin, lossy bool) {
-	job := &d.snap.Jobs[j]
+	job := d.jp[j]
 	sc := &d.scratch
 	best := int32(-1)
 	var bestScore victimScore
@@ -316,7 +316,7 @@ func (d *Decider) chooseVictims(j int32, a *ask) (node int32, margin, lossy bool
 		vi.victimFor, vi.victimNode, vi.victimGPUs = j, best, a.gpus
 		sc.added = append(sc.added, v.job)
 		for _, ai := range d.jobAllocs.row(v.job) {
-			if al := &d.snap.Allocs[ai]; al.live() && d.allocNode[ai] >= 0 {
+			if al := d.ap[ai]; al.live() && d.allocNode[ai] >= 0 {
 				d.cap.change(d.allocNode[ai], int32(al.GPUs))
 			}
 		}
@@ -338,7 +338,7 @@ func (d *Decider) sliceLossLimit(j int32) int64 {
 	for _, a := range d.asks {
 		gpus += int64(a.gpus)
 	}
-	w := min(d.snap.Jobs[j].Contract.Protected, d.cfg.RuntimeCap)
+	w := min(d.jp[j].Contract.Protected, d.cfg.RuntimeCap)
 	return int64(d.cfg.MaxSliceLoss * float64(gpus) * w.Seconds())
 }
 
@@ -359,7 +359,7 @@ func (d *Decider) nodeCandidates(n, j int32) (margin bool) {
 	sc := &d.scratch
 	sc.cands = sc.cands[:0]
 	for _, ai := range d.vAlloc.row(n) {
-		al := &d.snap.Allocs[ai]
+		al := d.ap[ai]
 		v := d.allocJob[ai]
 		ok, m := d.victimOK(v, j)
 		margin = margin || m
