@@ -26,8 +26,8 @@ type Decider struct {
 	// the snapshot (a full Decide) or into an Incremental's own records,
 	// so that a decision copies no Job or Alloc. An allocation settle
 	// takes as stopping points at a changed copy in allocBuf.
-	jp []*Job
-	ap []*Alloc
+	jp   []*Job
+	ap   []*Alloc
 	tree *budgets.Tree
 	fs   *budgets.FairShare
 	now  time.Time

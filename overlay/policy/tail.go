@@ -31,12 +31,12 @@ type tail struct {
 	allocJob, allocNode []int32
 	// jp and ap are the jobs and allocations read, as the Decider reads
 	// them (pointers into the Incremental's records).
-	jp []*Job
-	ap []*Alloc
-	job, node           func(id string) (int32, bool)
-	queued              int32 // queued jobs in all, left out or not
-	first               int32 // rank of the first queued job left out; 0 when none is
-	minAsk              int32 // smallest per-allocation GPU ask of the jobs left out
+	jp        []*Job
+	ap        []*Alloc
+	job, node func(id string) (int32, bool)
+	queued    int32 // queued jobs in all, left out or not
+	first     int32 // rank of the first queued job left out; 0 when none is
+	minAsk    int32 // smallest per-allocation GPU ask of the jobs left out
 	// Set by orderPending: by job index, the queued jobs sorting before a
 	// pending job; the pending jobs in all.
 	qb      []int32
