@@ -292,7 +292,7 @@ func (s *State) pickPreemption(i int32, g int) (int32, []int32) {
 func (s *State) victims(i int32, n int32, g int) []int32 {
 	nd := &s.nodes[n]
 	j := &s.jobs[i]
-	if !nd.eligible || nd.healthyTotal() < g {
+	if !nd.eligible || nd.healthyTotal() < g || nd.lowPrio > j.prio-preemptionGap {
 		return nil
 	}
 	free := nd.free()

@@ -192,7 +192,7 @@ func newState(c ClusterSpec, nLeaves int, leafShares []float64, opts Options) *S
 			id := p.Name + "-" + itoa(i)
 			s.nodeBy[id] = int32(len(s.nodes))
 			s.nodes = append(s.nodes, node{id: id, pool: p.Name, model: p.Model, total: p.GPUsPerNode,
-				eligible: true, sickSince: -1})
+				eligible: true, sickSince: -1, lowPrio: noAllocPrio})
 		}
 	}
 	for i := range s.nodes {
@@ -242,6 +242,15 @@ func (s *State) maxHealthy() int {
 		}
 	}
 	return 0
+}
+
+// lowPrio recomputes node n's lowest running priority.
+func (s *State) lowPrio(n int32) {
+	nd := &s.nodes[n]
+	nd.lowPrio = noAllocPrio
+	for _, a := range nd.allocs {
+		nd.lowPrio = min(nd.lowPrio, s.jobs[s.allocs[a].job].prio)
+	}
 }
 
 // preemptibleBelow is the GPUs held by running allocations of priority <= p.
@@ -388,6 +397,11 @@ func (s *State) SetPriority(i int32, p int) {
 	}
 	s.dequeue(i)
 	j.prio = p
+	for _, a := range j.slots {
+		if a >= 0 {
+			s.lowPrio(s.allocs[a].node)
+		}
+	}
 	j.modifyIndex++
 	if j.placed < len(j.slots) {
 		s.enqueue(i)
@@ -619,6 +633,7 @@ func (s *State) startAlloc(i int32, slot int, n int32, mask uint64) {
 	nd.held |= mask
 	s.index(nd, 1)
 	nd.allocs = append(nd.allocs, a)
+	nd.lowPrio = min(nd.lowPrio, j.prio)
 	s.addPrioGPUs(j.prio, int64(g))
 	j.slots[slot] = a
 	j.placed++
@@ -647,6 +662,7 @@ func (s *State) stopAlloc(a int32, why StopReason, by int32) {
 	if k := slices.Index(nd.allocs, a); k >= 0 {
 		nd.allocs = slices.Delete(nd.allocs, k, k+1)
 	}
+	s.lowPrio(al.node)
 	s.addPrioGPUs(j.prio, -int64(al.gpus))
 	j.slots[al.slot] = -1
 	j.placed--
