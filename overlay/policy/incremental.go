@@ -19,8 +19,9 @@ import (
 //
 // It keeps the waiting allocated jobs without allocations per leaf, in
 // pending order, and reads only what a decision can depend on: jobs with
-// allocations, the first pending jobs in order, jobs whose priority is not
-// where the policy keeps them, and jobs its memory names. The pending jobs
+// allocations (running free work on plain nodes only as GPUs held per
+// node), the first pending jobs in order, jobs whose priority is not where
+// the policy keeps them, and jobs its memory names. The pending jobs
 // deep in the order at the band's bottom are left out (tail.go); when the
 // decision finds they might have mattered it decides again with more of
 // them. It is a plain value the caller owns: no goroutines, no clock, not
@@ -61,6 +62,8 @@ type Incremental struct {
 	view     Snapshot
 	tl       tail
 	mark     []uint32
+	pin      []uint32 // by job slot: epoch when it has an allocation on a node that is not plain
+	runs     []uint32 // by job slot: epoch when it has a live allocation on a plain node
 	epoch    uint32
 	viewAt   []int32 // by job slot: its index in view, when marked this epoch
 	rankAt   []int32 // by job slot: its queued rank, when read in the top; else 0

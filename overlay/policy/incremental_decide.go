@@ -75,7 +75,8 @@ func (x *Incremental) queuedRank(s int32) int32 {
 	return x.prefix[x.leafRank[j.leaf]] + int32(i) + 1
 }
 
-// read builds the snapshot a decision reads: every job with allocations,
+// read builds the snapshot a decision reads: every job with allocations
+// but the running free work leftOutRunning leaves out (counted per node),
 // the first h queued jobs in pending order, the jobs whose priority is not
 // where an idle job stays, and the jobs the memory names; every node and
 // allocation. The other jobs are described by x.tl.
@@ -97,8 +98,11 @@ func (x *Incremental) read(h int) {
 			add(s)
 		}
 	}
+	x.pinFreeWork()
 	for _, s := range x.active.items {
-		add(s)
+		if !x.leftOutRunning(s) {
+			add(s)
+		}
 	}
 	for _, s := range x.dirty.items {
 		add(s)
@@ -185,15 +189,25 @@ func (x *Incremental) read(h int) {
 	x.tl.queuedOrder = append(x.tl.queuedOrder, extra...)
 	x.tl.ap = x.tl.ap[:0]
 	x.tl.allocJob, x.tl.allocNode = x.tl.allocJob[:0], x.tl.allocNode[:0]
+	x.tl.outFree = resize(x.tl.outFree, len(x.nodes))
+	clear(x.tl.outFree)
 	for i := range x.allocs {
 		a := &x.allocs[i]
 		if !a.live {
 			continue
 		}
-		x.tl.ap = append(x.tl.ap, &a.Alloc)
 		j := x.allocJobSlot(a)
+		if j >= 0 && x.mark[j] != x.epoch {
+			// Running free work left out (pinFreeWork): its live
+			// allocations hold GPUs Nomad may preempt, on plain nodes.
+			if a.Alloc.live() {
+				x.tl.outFree[x.allocNodeIndex(a)] += int32(a.GPUs)
+			}
+			continue
+		}
+		x.tl.ap = append(x.tl.ap, &a.Alloc)
 		if j >= 0 {
-			j = x.viewAt[j] // every job with allocations is read
+			j = x.viewAt[j] // every job with allocations read is
 		}
 		x.tl.allocJob = append(x.tl.allocJob, j)
 		x.tl.allocNode = append(x.tl.allocNode, x.allocNodeIndex(a))
@@ -202,6 +216,48 @@ func (x *Incremental) read(h int) {
 	if x.tl.job == nil {
 		x.tl.job, x.tl.node = x.viewJob, x.viewNode
 	}
+}
+
+// pinFreeWork marks (pin) the jobs with an allocation on a node that is
+// not plain: unknown, unhealthy, under a Nomad drain, or in a drain or
+// reservation state. Those are always read (drains and reservations stop
+// or count allocations one by one); see leftOutRunning.
+func (x *Incremental) pinFreeWork() {
+	x.pin = resize(x.pin, len(x.jobs))
+	x.runs = resize(x.runs, len(x.jobs))
+	for i := range x.allocs {
+		a := &x.allocs[i]
+		if !a.live {
+			continue
+		}
+		j := x.allocJobSlot(a)
+		if j < 0 {
+			continue
+		}
+		if n := x.allocNodeIndex(a); n >= 0 {
+			if nd := &x.nodes[n]; nd.Healthy && nd.Drain == nil && nd.State == NodeNormal {
+				if a.Alloc.live() {
+					x.runs[j] = x.epoch
+				}
+				continue
+			}
+		}
+		x.pin[j] = x.epoch
+	}
+}
+
+// leftOutRunning reports whether job slot s, which has allocations, is
+// running free work a decision need not read: managed, of no leaf
+// (unallocated, or its budget left the tree), its priority inside the
+// unallocated band (nothing to write), a live allocation (not finished)
+// and no allocation on a node that is not plain. All a decision does with such a job is count its live
+// allocations' GPUs as held and preemptible by Nomad on their nodes
+// (tail.outFree); it is never a victim, never moved, never written, and
+// its explanation is that of an idle unallocated job.
+func (x *Incremental) leftOutRunning(s int32) bool {
+	j := &x.jobs[s]
+	return j.managed && j.leaf < 0 && x.cfg.Unallocated.contains(j.Priority) && x.runs[s] == x.epoch &&
+		x.pin[s] != x.epoch
 }
 
 // allocJobSlot is the slot of a's job, -1 when it has none.

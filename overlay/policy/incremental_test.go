@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -23,8 +24,10 @@ type incWorld struct {
 	seq   int
 	steps map[string]int // deltas applied, by kind
 	// leftOut counts decisions that left queued jobs out; smaller those
-	// that read fewer jobs than the Snapshot holds.
-	leftOut, smaller int
+	// that read fewer jobs than the Snapshot holds; freeOut those that left
+	// running free work out (Incremental.leftOutRunning), and pinned those
+	// that read running free work because of a node that is not plain.
+	leftOut, smaller, freeOut, pinned int
 }
 
 func newIncWorld(seed int64, cfg Config, pending int) *incWorld {
@@ -61,6 +64,15 @@ func (w *incWorld) decide(t *testing.T, step int) {
 	}
 	if len(w.inc.tl.jp) < len(snap.Jobs) {
 		w.smaller++
+	}
+	if slices.ContainsFunc(w.inc.tl.outFree, func(g int32) bool { return g > 0 }) {
+		w.freeOut++
+	}
+	for _, j := range w.inc.tl.jp {
+		if s := w.inc.jobAt[j.ID]; w.inc.jobs[s].leaf < 0 && w.inc.jobs[s].managed && w.inc.pin[s] == w.inc.epoch {
+			w.pinned++
+			break
+		}
 	}
 	w.apply(got)
 }
@@ -259,7 +271,7 @@ func TestIncrementalMatchesDecide(t *testing.T) {
 	cfgs := map[string]Config{"default": DefaultConfig(), "narrow band, few evaluations": narrow}
 	for name, cfg := range cfgs {
 		t.Run(name, func(t *testing.T) {
-			leftOut, smaller, decisions := 0, 0, 0
+			leftOut, smaller, freeOut, pinned, decisions := 0, 0, 0, 0, 0
 			for seed := int64(1); seed <= 12; seed++ {
 				w := newIncWorld(seed, cfg, 150+int(seed)*20)
 				for step := 0; step < 60; step++ {
@@ -271,8 +283,14 @@ func TestIncrementalMatchesDecide(t *testing.T) {
 				}
 				leftOut += w.leftOut
 				smaller += w.smaller
+				freeOut += w.freeOut
+				pinned += w.pinned
 			}
-			t.Logf("%d decisions: %d left queued jobs out, %d read fewer jobs than the snapshot", decisions, leftOut, smaller)
+			t.Logf("%d decisions: %d left queued jobs out, %d read fewer jobs than the snapshot, %d left running free work out, %d read free work pinned by a node",
+				decisions, leftOut, smaller, freeOut, pinned)
+			if freeOut < decisions/2 || pinned < decisions/10 {
+				t.Errorf("%d of %d decisions left running free work out and %d read some pinned by a node: the test does not exercise both", freeOut, decisions, pinned)
+			}
 			if leftOut < decisions/2 {
 				t.Errorf("only %d of %d decisions left queued jobs out: the test does not exercise the tail", leftOut, decisions)
 			}

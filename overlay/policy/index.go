@@ -133,6 +133,12 @@ func (d *Decider) index() {
 			d.nodes[n].heldFree += int32(a.GPUs)
 		}
 	}
+	if d.tl != nil {
+		for n, g := range d.tl.outFree {
+			d.nodes[n].held += g
+			d.nodes[n].heldFree += g
+		}
+	}
 }
 
 // classOf is the index of class (pool, model), added when new: classes

@@ -392,6 +392,9 @@ func (d *Decider) earliest(n, gpus, j int32) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	have := int32(d.snap.Nodes[n].GPUs) - d.nodes[n].held
+	if d.tl != nil {
+		have += d.tl.outFree[n] // running free work left out of the read
+	}
 	ev := d.events[:0]
 	for _, ai := range d.nodeAlloc.row(n) {
 		al := d.ap[ai]

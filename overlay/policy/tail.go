@@ -31,8 +31,12 @@ type tail struct {
 	allocJob, allocNode []int32
 	// jp and ap are the jobs and allocations read, as the Decider reads
 	// them (pointers into the Incremental's records).
-	jp        []*Job
-	ap        []*Alloc
+	jp []*Job
+	ap []*Alloc
+	// outFree is by node: the GPUs held by the live allocations of the
+	// running free work left out (Incremental.leftOutRunning), which the
+	// decision counts as held and as preemptible by Nomad.
+	outFree   []int32
 	job, node func(id string) (int32, bool)
 	queued    int32 // queued jobs in all, left out or not
 	first     int32 // rank of the first queued job left out; 0 when none is
