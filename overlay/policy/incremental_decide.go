@@ -78,8 +78,9 @@ func (x *Incremental) queuedRank(s int32) int32 {
 // read builds the snapshot a decision reads: every job with allocations
 // but the running free work leftOutRunning leaves out (counted per node),
 // the first h queued jobs in pending order, the jobs whose priority is not
-// where an idle job stays, and the jobs the memory names; every node and
-// allocation. The other jobs are described by x.tl.
+// where an idle job stays, and the jobs the memory names; every node, and
+// the allocations of the jobs read and of none. The other jobs are
+// described by x.tl.
 func (x *Incremental) read(h int) {
 	x.epoch++
 	x.mark = resize(x.mark, len(x.jobs))
