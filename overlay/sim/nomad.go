@@ -124,13 +124,7 @@ func (s *State) block(i int32) {
 	}
 }
 
-func (s *State) freeTotal() int {
-	n := 0
-	for k := 1; k <= 64; k++ {
-		n += k * int(s.freeHist[k])
-	}
-	return n
-}
+func (s *State) freeTotal() int { return s.freeGPUs }
 
 // place tries every unplaced slot of job i; each allocation is placed on its
 // own (no gang placement). It reports whether all slots are placed.
@@ -189,8 +183,8 @@ func (s *State) fits(n int32, g int) bool {
 // pickNode chooses a node with g free healthy GPUs without preemption.
 func (s *State) pickNode(g int) int32 {
 	feasible := 0
-	for k := g; k <= 64; k++ {
-		feasible += int(s.freeHist[k])
+	for m := s.freeSet >> uint(g-1); m != 0; m &= m - 1 {
+		feasible += int(s.freeHist[g+bits.TrailingZeros64(m)])
 	}
 	if feasible == 0 {
 		return -1

@@ -165,9 +165,14 @@ type State struct {
 
 	freeHist    [65]int32 // eligible nodes by free healthy GPUs
 	healthyHist [65]int32 // eligible nodes by healthy GPUs
-	prioGPUs    [256]int64
-	prioSet     [4]uint64 // bit p: prioGPUs[p] != 0
-	maxPrio     int
+	// freeSet and healthySet have bit k-1 set while freeHist[k] (or
+	// healthyHist[k]) is non-zero, and freeGPUs is the sum of freeHist:
+	// the scheduler reads them about ten times per eval tried.
+	freeSet, healthySet uint64
+	freeGPUs            int
+	prioGPUs            [256]int64
+	prioSet             [4]uint64 // bit p: prioGPUs[p] != 0
+	maxPrio             int
 
 	tree       *budgets.Tree
 	changed    bool
@@ -221,28 +226,29 @@ func (s *State) index(n *node, d int32) {
 	if !n.eligible {
 		return
 	}
-	s.freeHist[n.free()] += d
-	s.healthyHist[n.healthyTotal()] += d
+	f, h := n.free(), n.healthyTotal()
+	s.freeHist[f] += d
+	s.healthyHist[h] += d
+	s.freeGPUs += int(d) * f
+	s.freeSet = setBit(s.freeSet, f, s.freeHist[f] != 0)
+	s.healthySet = setBit(s.healthySet, h, s.healthyHist[h] != 0)
+}
+
+// setBit sets (v) or clears bit k-1 of m; k = 0 has no bit.
+func setBit(m uint64, k int, v bool) uint64 {
+	if k == 0 {
+		return m
+	}
+	if v {
+		return m | 1<<uint(k-1)
+	}
+	return m &^ (1 << uint(k-1))
 }
 
 // maxFree is the most free healthy GPUs on one eligible node.
-func (s *State) maxFree() int {
-	for k := 64; k > 0; k-- {
-		if s.freeHist[k] > 0 {
-			return k
-		}
-	}
-	return 0
-}
+func (s *State) maxFree() int { return 64 - bits.LeadingZeros64(s.freeSet) }
 
-func (s *State) maxHealthy() int {
-	for k := 64; k > 0; k-- {
-		if s.healthyHist[k] > 0 {
-			return k
-		}
-	}
-	return 0
-}
+func (s *State) maxHealthy() int { return 64 - bits.LeadingZeros64(s.healthySet) }
 
 // lowPrio recomputes node n's lowest running priority.
 func (s *State) lowPrio(n int32) {
