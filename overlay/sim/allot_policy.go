@@ -33,6 +33,7 @@ type Allot struct {
 	inc policy.Incremental
 
 	contracts  []contract.Contract
+	groups     []policy.TaskGroup // by job: its one task group, shared by every PutJob of it
 	jobIndex   map[string]int32
 	allocIDs   []string
 	nodeState  []policy.NodeState
@@ -73,6 +74,7 @@ func (a *Allot) Init(s *State, tree *budgets.Tree) error {
 	a.fs = budgets.ComputeFairShare(tree, nil)
 	a.jobIndex = make(map[string]int32, s.NumJobs())
 	a.contracts = make([]contract.Contract, s.NumJobs())
+	a.groups = make([]policy.TaskGroup, s.NumJobs())
 	ccfg := contract.Config{RuntimeCap: a.cfg.RuntimeCap}
 	leaf := func(p string) (bool, bool) {
 		n, ok := tree.Lookup(p)
@@ -90,6 +92,7 @@ func (a *Allot) Init(s *State, tree *budgets.Tree) error {
 			meta[contract.KeyBudget] = sp.Budget
 		}
 		a.contracts[i] = contract.Parse(sp.ID, meta, ccfg, leaf)
+		a.groups[i] = policy.TaskGroup{Name: "main", Count: sp.Count, GPUs: sp.GPUs}
 	}
 	a.nodeState = make([]policy.NodeState, len(s.nodes))
 	a.healthyAt = make([]time.Time, len(s.nodes))
@@ -141,9 +144,26 @@ func (a *Allot) Reconcile(s *State) time.Duration {
 	return plan.NextWake.Sub(Epoch)
 }
 
+// allocIDChunk is how many allocation IDs allocID makes at once.
+const allocIDChunk = 1024
+
+// allocID is allocation id's ID for the policy: "a" and its index. IDs are
+// made a chunk at a time as substrings of one string, one allocation per
+// chunk instead of two per ID.
 func (a *Allot) allocID(id int32) string {
 	for int(id) >= len(a.allocIDs) {
-		a.allocIDs = append(a.allocIDs, "a"+itoa(len(a.allocIDs)))
+		first := len(a.allocIDs)
+		buf := make([]byte, 0, allocIDChunk*8)
+		ends := make([]int, 0, allocIDChunk)
+		for k := first; k < first+allocIDChunk; k++ {
+			buf = strconv.AppendInt(append(buf, 'a'), int64(k), 10)
+			ends = append(ends, len(buf))
+		}
+		all, start := string(buf), 0
+		for _, e := range ends {
+			a.allocIDs = append(a.allocIDs, all[start:e])
+			start = e
+		}
 	}
 	return a.allocIDs[id]
 }

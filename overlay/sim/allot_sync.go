@@ -75,7 +75,7 @@ func (a *Allot) putJob(s *State, i int32) {
 	sp := j.spec
 	a.inc.PutJob(policy.Job{ID: sp.ID, Namespace: "default", Type: "batch", Contract: a.contracts[i],
 		SubmitTime: at(int64(sp.Submit / time.Second)), Priority: j.prio, LastWrittenPriority: j.lastWritten,
-		ModifyIndex: j.modifyIndex, Groups: []policy.TaskGroup{{Name: "main", Count: sp.Count, GPUs: sp.GPUs}}})
+		ModifyIndex: j.modifyIndex, Groups: a.groups[i : i+1 : i+1]})
 }
 
 // syncNodes puts every node whose health, eligibility or state changed
