@@ -62,6 +62,11 @@ type Incremental struct {
 	view     Snapshot
 	tl       tail
 	mark     []uint32
+	slotGen  []uint32 // by job slot: bumped when its job is removed
+	jobEra   uint32   // bumped when job slots are renumbered (compact)
+	nodeEra  uint32   // bumped when node indexes shift (RemoveNode)
+	plain    []bool   // by node: healthy, no Nomad drain, in service (read)
+	aj, an   []int32  // by allocation record: its job slot and node index (read)
 	pin      []uint32 // by job slot: epoch when it has an allocation on a node that is not plain
 	runs     []uint32 // by job slot: epoch when it has a live allocation on a plain node
 	epoch    uint32
@@ -98,9 +103,14 @@ type incJob struct {
 type incAlloc struct {
 	Alloc
 	live bool
+	// running is Alloc.live(): placed and meant to keep running.
+	running bool
 	// job and node cache the slot of its job and the index of its node,
-	// checked against the IDs before use (either may come and go).
-	job, node int32
+	// valid while the slot's generation and the eras they were read in
+	// last (either may come and go).
+	job, node      int32
+	jobGen, jobEra uint32
+	nodeEra        uint32
 }
 
 // slotSet is a set of job slots with O(1) add and remove.
@@ -158,6 +168,7 @@ func (x *Incremental) RemoveNode(id string) {
 		return
 	}
 	x.nodes = slices.Delete(x.nodes, int(i), int(i)+1)
+	x.nodeEra++
 	delete(x.nodeAt, id)
 	for k := int(i); k < len(x.nodes); k++ {
 		x.nodeAt[x.nodes[k].ID] = int32(k)
@@ -225,6 +236,10 @@ func (x *Incremental) RemoveJob(id string) {
 	}
 	x.unclassify(s)
 	x.jobs[s] = incJob{}
+	if int(s) >= len(x.slotGen) {
+		x.slotGen = slices.Grow(x.slotGen, int(s)+1-len(x.slotGen))[:s+1]
+	}
+	x.slotGen[s]++
 	delete(x.jobAt, id)
 	x.holes++
 	if x.holes > 64 && x.holes > len(x.jobs)/2 {
@@ -239,8 +254,9 @@ func (x *Incremental) PutAlloc(a Alloc) {
 		x.allocAt = make(map[string]int32)
 	}
 	if i, ok := x.allocAt[a.ID]; ok {
-		old := x.allocs[i].Job
-		x.allocs[i].Alloc = a
+		r := &x.allocs[i]
+		old := r.Job
+		r.Alloc, r.running, r.job, r.node = a, a.live(), -1, -1
 		if old != a.Job {
 			x.countAlloc(old, -1)
 			x.countAlloc(a.Job, 1)
@@ -248,7 +264,7 @@ func (x *Incremental) PutAlloc(a Alloc) {
 		return
 	}
 	x.allocAt[a.ID] = int32(len(x.allocs))
-	x.allocs = append(x.allocs, incAlloc{Alloc: a, live: true, job: -1, node: -1})
+	x.allocs = append(x.allocs, incAlloc{Alloc: a, live: true, running: a.live(), job: -1, node: -1})
 	x.countAlloc(a.Job, 1)
 }
 
@@ -335,6 +351,7 @@ func (x *Incremental) compact() {
 	}
 	clear(x.jobs[k:])
 	x.jobs, x.holes = x.jobs[:k], 0
+	x.jobEra++   // every cached slot is stale
 	x.tree = nil // slots moved: classify again at the next decision
 }
 

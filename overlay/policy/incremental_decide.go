@@ -197,12 +197,12 @@ func (x *Incremental) read(h int) {
 		if !a.live {
 			continue
 		}
-		j := x.allocJobSlot(a)
+		j, n := x.aj[i], x.an[i] // resolved by pinFreeWork
 		if j >= 0 && x.mark[j] != x.epoch {
 			// Running free work left out (pinFreeWork): its live
 			// allocations hold GPUs Nomad may preempt, on plain nodes.
-			if a.Alloc.live() {
-				x.tl.outFree[x.allocNodeIndex(a)] += int32(a.GPUs)
+			if a.running {
+				x.tl.outFree[n] += int32(a.GPUs)
 			}
 			continue
 		}
@@ -211,7 +211,7 @@ func (x *Incremental) read(h int) {
 			j = x.viewAt[j] // every job with allocations read is
 		}
 		x.tl.allocJob = append(x.tl.allocJob, j)
-		x.tl.allocNode = append(x.tl.allocNode, x.allocNodeIndex(a))
+		x.tl.allocNode = append(x.tl.allocNode, n)
 	}
 	x.tl.before = x.queuedBefore
 	if x.tl.job == nil {
@@ -223,27 +223,33 @@ func (x *Incremental) read(h int) {
 // not plain: unknown, unhealthy, under a Nomad drain, or in a drain or
 // reservation state. Those are always read (drains and reservations stop
 // or count allocations one by one); see leftOutRunning.
+// It resolves each allocation's job slot and node index for read (aj, an).
 func (x *Incremental) pinFreeWork() {
 	x.pin = resize(x.pin, len(x.jobs))
 	x.runs = resize(x.runs, len(x.jobs))
+	x.plain = resize(x.plain, len(x.nodes))
+	for n := range x.nodes {
+		nd := &x.nodes[n]
+		x.plain[n] = nd.Healthy && nd.Drain == nil && nd.State == NodeNormal
+	}
+	x.aj = resize(x.aj, len(x.allocs))
+	x.an = resize(x.an, len(x.allocs))
 	for i := range x.allocs {
 		a := &x.allocs[i]
 		if !a.live {
 			continue
 		}
-		j := x.allocJobSlot(a)
-		if j < 0 {
-			continue
-		}
-		if n := x.allocNodeIndex(a); n >= 0 {
-			if nd := &x.nodes[n]; nd.Healthy && nd.Drain == nil && nd.State == NodeNormal {
-				if a.Alloc.live() {
-					x.runs[j] = x.epoch
-				}
-				continue
+		j, n := x.allocJobSlot(a), x.allocNodeIndex(a)
+		x.aj[i], x.an[i] = j, n
+		switch {
+		case j < 0:
+		case n >= 0 && x.plain[n]:
+			if a.running {
+				x.runs[j] = x.epoch
 			}
+		default:
+			x.pin[j] = x.epoch
 		}
-		x.pin[j] = x.epoch
 	}
 }
 
@@ -261,29 +267,41 @@ func (x *Incremental) leftOutRunning(s int32) bool {
 		x.pin[s] != x.epoch
 }
 
-// allocJobSlot is the slot of a's job, -1 when it has none.
+// allocJobSlot is the slot of a's job, -1 when it has none. The slot
+// cached in a holds while no compaction renumbered the slots (jobEra) and
+// the job in it was not removed (slotGen); PutAlloc clears it.
 func (x *Incremental) allocJobSlot(a *incAlloc) int32 {
-	if s := a.job; s >= 0 && int(s) < len(x.jobs) && x.jobs[s].live && x.jobs[s].ID == a.Job {
+	if s := a.job; s >= 0 && a.jobEra == x.jobEra && a.jobGen == x.gen(s) {
 		return s
 	}
 	s, ok := x.jobAt[a.Job]
 	if !ok {
-		s = -1
+		a.job = -1
+		return -1
 	}
-	a.job = s
+	a.job, a.jobEra, a.jobGen = s, x.jobEra, x.gen(s)
 	return s
 }
 
-// allocNodeIndex is the index of a's node, -1 when it is not known.
+// gen is job slot s's generation.
+func (x *Incremental) gen(s int32) uint32 {
+	if int(s) < len(x.slotGen) {
+		return x.slotGen[s]
+	}
+	return 0
+}
+
+// allocNodeIndex is the index of a's node, -1 when it is not known. The
+// index cached in a holds while no node was removed (nodeEra).
 func (x *Incremental) allocNodeIndex(a *incAlloc) int32 {
-	if n := a.node; n >= 0 && int(n) < len(x.nodes) && x.nodes[n].ID == a.Node {
+	if n := a.node; n >= 0 && a.nodeEra == x.nodeEra {
 		return n
 	}
 	n, ok := x.nodeAt[a.Node]
 	if !ok {
 		n = -1
 	}
-	a.node = n
+	a.node, a.nodeEra = n, x.nodeEra
 	return n
 }
 

@@ -28,6 +28,7 @@ type incWorld struct {
 	// running free work out (Incremental.leftOutRunning), and pinned those
 	// that read running free work because of a node that is not plain.
 	leftOut, smaller, freeOut, pinned int
+	gone                              []Node // removed nodes, to come back
 }
 
 func newIncWorld(seed int64, cfg Config, pending int) *incWorld {
@@ -157,7 +158,7 @@ func (w *incWorld) delta() {
 			live[a.Job]++
 		}
 	}
-	kind := r.Intn(11)
+	kind := r.Intn(12)
 	w.steps[fmt.Sprint(kind)]++
 	switch kind {
 	case 0, 1: // submit
@@ -202,11 +203,11 @@ func (w *incWorld) delta() {
 			a.ClientStatus = ClientComplete
 			w.inc.PutAlloc(a)
 		}
-	case 4: // a job finishes and leaves
+	case 4: // a job finishes and leaves (sometimes purged before its allocations)
 		if j := pick(func(*Job) bool { return true }); j != nil {
 			w.inc.RemoveJob(j.ID)
 			for _, a := range snap.Allocs {
-				if a.Job == j.ID {
+				if a.Job == j.ID && r.Intn(4) > 0 {
 					w.inc.RemoveAlloc(a.ID)
 				}
 			}
@@ -255,6 +256,15 @@ func (w *incWorld) delta() {
 		default:
 			w.inc.Reservations = nil
 		}
+	case 11: // a node leaves the cluster, or one that left comes back
+		if len(w.gone) > 0 && r.Intn(2) == 0 {
+			w.inc.PutNode(w.gone[len(w.gone)-1])
+			w.gone = w.gone[:len(w.gone)-1]
+		} else if len(snap.Nodes) > 2 {
+			n := snap.Nodes[r.Intn(len(snap.Nodes))]
+			w.inc.RemoveNode(n.ID)
+			w.gone = append(w.gone, n)
+		}
 	default: // time advances
 		w.now = w.now.Add(time.Duration(1+r.Intn(40)) * time.Minute)
 	}
@@ -296,4 +306,37 @@ func TestIncrementalMatchesDecide(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestIncrementalCompaction purges most jobs while some of their
+// allocations stay, so that the Incremental compacts its job slots (and
+// every slot its allocations cached goes stale), and compares each plan
+// with Decide's.
+func TestIncrementalCompaction(t *testing.T) {
+	w := newIncWorld(7, DefaultConfig(), 300)
+	compactions := 0
+	for step := 0; step < 40; step++ {
+		snap := w.inc.Snapshot()
+		before := w.inc.jobEra
+		for k := 0; k < len(snap.Jobs)/8; k++ {
+			j := snap.Jobs[w.r.Intn(len(snap.Jobs))]
+			w.inc.RemoveJob(j.ID)
+			for _, a := range snap.Allocs {
+				if a.Job == j.ID && w.r.Intn(2) == 0 {
+					w.inc.RemoveAlloc(a.ID)
+				}
+			}
+		}
+		for k := 0; k < 30; k++ {
+			w.delta()
+		}
+		if w.inc.jobEra != before {
+			compactions++
+		}
+		w.decide(t, step)
+	}
+	if compactions == 0 {
+		t.Fatal("no compaction happened: the test does not exercise stale slots")
+	}
+	t.Logf("%d compactions in 40 decisions", compactions)
 }

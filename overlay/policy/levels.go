@@ -20,6 +20,8 @@ type levelScratch struct {
 	memoOut  []int32      // the levels of its job entries, in order
 	memoH    int
 	memoBand Range
+	memoRun  bool // a run of its entries was raised above the band's bottom (checkRun)
+	raised   bool // checkRun found a run raised in this computation
 }
 
 // repeat reports whether ents (with hysteresis window h and band) are the
@@ -43,6 +45,9 @@ func (ls *levelScratch) repeat(d *Decider, ents []levelEntry, h int, band Range)
 			k++
 		}
 	}
+	if ls.memoRun {
+		d.tl.unsound = true
+	}
 	return true
 }
 
@@ -59,6 +64,7 @@ func (ls *levelScratch) remember(d *Decider, ents []levelEntry, h int, band Rang
 		ls.memo = append(ls.memo, m)
 	}
 	ls.memoH, ls.memoBand = h, band
+	ls.memoRun = ls.raised
 }
 
 // levelEntry is one pending job in levels, or a run of n pending jobs an
@@ -135,6 +141,7 @@ func (d *Decider) levels() {
 		return
 	}
 	h := max(d.cfg.Hysteresis-1, 0)
+	ls.raised = false
 	if ls.repeat(d, ents, h, band) {
 		return
 	}
@@ -175,6 +182,8 @@ func (d *Decider) levels() {
 		e := &ents[i]
 		if e.job >= 0 {
 			d.jobs[e.job].level = f
+		} else {
+			d.checkRun(f, band)
 		}
 		s := start(int(e.t))
 		step := func(q int32, f int) int { return int(ls.back[int(e.back)+int(q)*w+f-s]) }
@@ -191,6 +200,19 @@ func (d *Decider) levels() {
 	}
 	if e := &ents[m-1]; e.job >= 0 {
 		d.jobs[e.job].level = f
+	} else {
+		d.checkRun(f, band)
+	}
+}
+
+// checkRun checks the level f chosen for the first job of a run an
+// Incremental left out: levels never rise down the order, so the run stays
+// at the band's bottom, where its jobs sit, only when f does. Otherwise
+// (the jobs after the run keep higher levels) Decide would rewrite jobs of
+// the run: leaving them out changed the plan.
+func (d *Decider) checkRun(f int, band Range) {
+	if f != band.Low {
+		d.tl.unsound, d.lv.raised = true, true
 	}
 }
 
