@@ -104,6 +104,15 @@ func Run(tr *Trace, c ClusterSpec, tree *budgets.Tree, p Policy, opts Options) (
 	s := newState(c, len(shares), shares, opts)
 	s.tree = tree
 	s.jobs = make([]job, len(tr.Jobs))
+	slots := 0
+	for i := range tr.Jobs {
+		slots += max(tr.Jobs[i].Count, 0)
+	}
+	// Every job's slots share one array. Slots are placed about twice each
+	// on the example (a preempted or moved allocation is placed again), so
+	// the allocation table starts at twice the slots and rarely grows.
+	slotBuf := make([]int32, slots)
+	s.allocs = make([]alloc, 0, 2*slots)
 	for i := range tr.Jobs {
 		sp := &tr.Jobs[i]
 		if err := sp.Validate(); err != nil {
@@ -118,8 +127,9 @@ func Run(tr *Trace, c ClusterSpec, tree *budgets.Tree, p Policy, opts Options) (
 				leaf = int32(n.LeafIndex)
 			}
 		}
-		s.jobs[i] = job{spec: sp, leaf: leaf, slots: make([]int32, sp.Count), runStart: -1, firstStart: -1,
+		s.jobs[i] = job{spec: sp, leaf: leaf, slots: slotBuf[:sp.Count:sp.Count], runStart: -1, firstStart: -1,
 			requeuedAt: -1, activeIdx: -1}
+		slotBuf = slotBuf[sp.Count:]
 		for k := range s.jobs[i].slots {
 			s.jobs[i].slots[k] = -1
 		}
