@@ -42,3 +42,21 @@ func BenchmarkSimAllot1d1024GPUs(b *testing.B) {
 		return p
 	}, 1, 1024)
 }
+
+// BenchmarkSimAllot3d6496GPUs is the shape of the run published with
+// Alibaba's GPU cluster trace simulator (3 days, 6,496 GPUs on 812 nodes ×
+// 8), on the example scenario's generator with debug work scaled to the
+// cluster: what the README's scale comparison times.
+func BenchmarkSimAllot3d6496GPUs(b *testing.B) {
+	benchRun(b, func() Policy {
+		p, err := NewAllot(policyDefault())
+		if err != nil {
+			b.Fatal(err)
+		}
+		return p
+	}, 3, 6496)
+}
+
+func BenchmarkSimBaseline3d6496GPUs(b *testing.B) {
+	benchRun(b, func() Policy { return NewBaseline(DefaultBaselineConfig()) }, 3, 6496)
+}
