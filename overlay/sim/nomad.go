@@ -175,10 +175,7 @@ func lowBits(m uint64, n int) uint64 {
 	return out
 }
 
-func (s *State) fits(n int32, g int) bool {
-	nd := &s.nodes[n]
-	return nd.eligible && nd.free() >= g
-}
+func (s *State) fits(n int32, g int) bool { return int(s.freeOn[n]) >= g }
 
 // pickNode chooses a node with g free healthy GPUs without preemption.
 func (s *State) pickNode(g int) int32 {
@@ -191,15 +188,15 @@ func (s *State) pickNode(g int) int32 {
 	}
 	if s.opts.Placement == PlacementBestFit {
 		best, bestFree := int32(-1), 65
-		for n := range s.nodes {
-			if f := s.nodes[n].free(); s.nodes[n].eligible && f >= g && f < bestFree {
-				best, bestFree = int32(n), f
+		for n, f := range s.freeOn {
+			if int(f) >= g && int(f) < bestFree {
+				best, bestFree = int32(n), int(f)
 			}
 		}
 		return best
 	}
 	a, b := s.drawTwo(g, feasible)
-	if b >= 0 && s.nodes[b].free() < s.nodes[a].free() {
+	if b >= 0 && s.freeOn[b] < s.freeOn[a] {
 		return b
 	}
 	return a
@@ -227,8 +224,8 @@ func (s *State) drawTwo(g, feasible int) (int32, int32) {
 		}
 	}
 	f := s.buf.feasible[:0]
-	for n := range s.nodes {
-		if s.fits(int32(n), g) {
+	for n, free := range s.freeOn {
+		if int(free) >= g {
 			f = append(f, int32(n))
 		}
 	}

@@ -170,9 +170,12 @@ type State struct {
 	// the scheduler reads them about ten times per eval tried.
 	freeSet, healthySet uint64
 	freeGPUs            int
-	prioGPUs            [256]int64
-	prioSet             [4]uint64 // bit p: prioGPUs[p] != 0
-	maxPrio             int
+	// freeOn is by node: its free healthy GPUs when eligible, else 0. Node
+	// choice scans it (a byte per node) instead of the nodes themselves.
+	freeOn   []uint8
+	prioGPUs [256]int64
+	prioSet  [4]uint64 // bit p: prioGPUs[p] != 0
+	maxPrio  int
 
 	tree       *budgets.Tree
 	changed    bool
@@ -200,8 +203,9 @@ func newState(c ClusterSpec, nLeaves int, leafShares []float64, opts Options) *S
 				eligible: true, sickSince: -1, lowPrio: noAllocPrio})
 		}
 	}
+	s.freeOn = make([]uint8, len(s.nodes))
 	for i := range s.nodes {
-		s.index(&s.nodes[i], 1)
+		s.index(int32(i), 1)
 	}
 	s.m = newMetrics(c.GPUs(), nLeaves, leafShares, int64(opts.Warmup/time.Second))
 	return s
@@ -221,12 +225,16 @@ func itoa(i int) string {
 	return string(b[n:])
 }
 
-// index adds (d=1) or removes (d=-1) a node from the capacity histograms.
-func (s *State) index(n *node, d int32) {
+// index adds (d=1) or removes (d=-1) node i from the capacity histograms,
+// and sets its freeOn entry to what the node has now.
+func (s *State) index(i int32, d int32) {
+	n := &s.nodes[i]
 	if !n.eligible {
+		s.freeOn[i] = 0
 		return
 	}
 	f, h := n.free(), n.healthyTotal()
+	s.freeOn[i] = uint8(f)
 	s.freeHist[f] += d
 	s.healthyHist[h] += d
 	s.freeGPUs += int(d) * f
@@ -506,11 +514,11 @@ func (s *State) SetEligible(n int32, v bool) {
 	if nd.eligible == v {
 		return
 	}
-	s.index(nd, -1)
+	s.index(n, -1)
 	nd.eligible = v
 	s.nodeGen++
+	s.index(n, 1) // only freeOn when the node is now ineligible
 	if v {
-		s.index(nd, 1)
 		s.wakeClass()
 	}
 	s.checkDrained(n)
@@ -535,14 +543,14 @@ func (s *State) setHealth(n int32, gpu int, healthy bool, reason string) {
 		}
 		mask = 1 << uint(gpu)
 	}
-	s.index(nd, -1)
+	s.index(n, -1)
 	if healthy {
 		nd.sick &^= mask
 	} else {
 		nd.sick |= mask
 		nd.reason = reason
 	}
-	s.index(nd, 1)
+	s.index(n, 1)
 	s.nodeGen++
 	switch {
 	case nd.sick != 0 && nd.sickSince < 0:
@@ -635,9 +643,9 @@ func (s *State) startAlloc(i int32, slot int, n int32, mask uint64) {
 	}
 	s.allocs = append(s.allocs, alloc{job: i, node: n, slot: int32(slot), gpus: int16(g), mask: mask,
 		start: s.now, end: -1, preemptAt: pa, preemptedBy: -1})
-	s.index(nd, -1)
+	s.index(n, -1)
 	nd.held |= mask
-	s.index(nd, 1)
+	s.index(n, 1)
 	nd.allocs = append(nd.allocs, a)
 	nd.lowPrio = min(nd.lowPrio, j.prio)
 	s.addPrioGPUs(j.prio, int64(g))
@@ -662,9 +670,9 @@ func (s *State) stopAlloc(a int32, why StopReason, by int32) {
 		s.interrupt(al.job, why)
 	}
 	al.end, al.endReason, al.preemptedBy = s.now, why, by
-	s.index(nd, -1)
+	s.index(al.node, -1)
 	nd.held &^= al.mask
-	s.index(nd, 1)
+	s.index(al.node, 1)
 	if k := slices.Index(nd.allocs, a); k >= 0 {
 		nd.allocs = slices.Delete(nd.allocs, k, k+1)
 	}
