@@ -5,10 +5,12 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -29,9 +31,12 @@ const defaultWarmup = 24 * time.Hour
 // scenarioFile is the optional SCENARIO argument of `allot sim`: a JSON
 // file naming the budgets, the cluster and the trace (or the generator's
 // settings), paths relative to the file. Flags given on the command line win.
+// The cluster comes from the first of: Cluster (an HCL file of node pools),
+// Pools, and Nodes × GPUsPerNode.
 type scenarioFile struct {
 	Budgets     string `json:"budgets"`
 	Trace       string `json:"trace"`
+	Cluster     string `json:"cluster"`
 	Nodes       int    `json:"nodes"`
 	GPUsPerNode int    `json:"gpus_per_node"`
 	// Generate overrides keys of sim.DefaultGenConfig (snake_case keys,
@@ -44,7 +49,8 @@ func simFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "budgets", Usage: "directory of budget HCL files"},
 		&cli.StringFlag{Name: "trace", Usage: "trace file: .csv or .jsonl (optionally .gz); without one, a trace is generated"},
-		&cli.IntFlag{Name: "nodes", Value: 128, Usage: "GPU nodes in the cluster"},
+		&cli.StringFlag{Name: "cluster", Usage: "HCL file of the cluster's node pools, instead of -nodes and -gpus-per-node (e.g. examples/sim/cluster.hcl)"},
+		&cli.IntFlag{Name: "nodes", Value: 128, Usage: "GPU nodes in the cluster (one pool, \"default\")"},
 		&cli.IntFlag{Name: "gpus-per-node", Value: 8, Usage: "GPUs per node"},
 		&cli.StringFlag{Name: "policies", Value: "allot,baseline", Usage: "comma-separated policies to compare: allot, baseline"},
 		&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the model's random choices and of a generated trace"},
@@ -94,7 +100,7 @@ func loadScenario(c *cli.Command) (*scenarioFile, string, error) {
 	dec := json.NewDecoder(strings.NewReader(string(b)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(sc); err != nil {
-		return nil, "", fmt.Errorf("%s: %v (valid keys: budgets, trace, nodes, gpus_per_node, pools, generate)", path, err)
+		return nil, "", fmt.Errorf("%s: %v (valid keys: budgets, trace, cluster, pools, nodes, gpus_per_node, generate)", path, err)
 	}
 	return sc, filepath.Dir(path), nil
 }
@@ -121,19 +127,8 @@ func simInputsFrom(c *cli.Command) (*simInputs, error) {
 			return nil, fmt.Errorf("budgets %s: %w", budgetsDir, err)
 		}
 	}
-	nodes, gpus := c.Int("nodes"), c.Int("gpus-per-node")
-	if sc.Nodes > 0 && !c.IsSet("nodes") {
-		nodes = sc.Nodes
-	}
-	if sc.GPUsPerNode > 0 && !c.IsSet("gpus-per-node") {
-		gpus = sc.GPUsPerNode
-	}
-	in.cluster = sim.UniformCluster(nodes, gpus)
-	if len(sc.Pools) > 0 && !c.IsSet("nodes") && !c.IsSet("gpus-per-node") {
-		in.cluster = sim.ClusterSpec{Pools: sc.Pools}
-	}
-	if err := in.cluster.Validate(); err != nil {
-		return nil, usagef("%v", err)
+	if in.cluster, err = simCluster(c, sc, base); err != nil {
+		return nil, err
 	}
 	in.opts.Seed = c.Uint64("seed")
 	in.opts.ReactionDelay = c.Duration("reaction-delay")
@@ -162,8 +157,10 @@ func simInputsFrom(c *cli.Command) (*simInputs, error) {
 		if c.IsSet("seed") || sc.Generate == nil {
 			g.Seed = in.opts.Seed
 		}
-		g.GPUs, g.Nodes = in.cluster.GPUs(), in.cluster.Pools[0].Nodes
-		in.trace, err = sim.Generate(in.tree, g)
+		g.GPUs, g.Nodes = in.cluster.GPUs(), clusterNodes(in.cluster)
+		if in.trace, err = sim.Generate(in.tree, g); err == nil {
+			nameFaultNodes(in.trace, in.cluster)
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -181,6 +178,103 @@ func simInputsFrom(c *cli.Command) (*simInputs, error) {
 		fmt.Fprintf(c.Root().ErrWriter, "skipped %d invalid trace rows\n", in.trace.Skipped)
 	}
 	return in, nil
+}
+
+// simCluster resolves the cluster's shape. The -cluster flag comes first;
+// -nodes and -gpus-per-node, when set, win over the scenario file; in the
+// scenario, "cluster" (a file) comes before "pools", and "pools" before
+// "nodes" and "gpus_per_node".
+func simCluster(c *cli.Command, sc *scenarioFile, base string) (sim.ClusterSpec, error) {
+	flagNodes := c.IsSet("nodes") || c.IsSet("gpus-per-node")
+	path := rel(base, sc.Cluster)
+	switch {
+	case c.IsSet("cluster") && flagNodes:
+		return sim.ClusterSpec{}, usagef("-cluster and -nodes/-gpus-per-node both give the cluster's shape; " +
+			"use either a cluster file or -nodes and -gpus-per-node, not both")
+	case c.IsSet("cluster"):
+		path = c.String("cluster")
+	case flagNodes:
+		path = ""
+	}
+	if path != "" {
+		return loadCluster(c, path)
+	}
+	nodes, gpus := c.Int("nodes"), c.Int("gpus-per-node")
+	if sc.Nodes > 0 && !c.IsSet("nodes") {
+		nodes = sc.Nodes
+	}
+	if sc.GPUsPerNode > 0 && !c.IsSet("gpus-per-node") {
+		gpus = sc.GPUsPerNode
+	}
+	spec := sim.UniformCluster(nodes, gpus)
+	if len(sc.Pools) > 0 && !flagNodes {
+		spec = sim.ClusterSpec{Pools: sc.Pools}
+	}
+	if err := spec.Validate(); err != nil {
+		return sim.ClusterSpec{}, usagef("%v", err)
+	}
+	return spec, nil
+}
+
+// loadCluster reads a cluster HCL file, printing its problems to stderr one
+// per line, as allot budgets validate does.
+func loadCluster(c *cli.Command, path string) (sim.ClusterSpec, error) {
+	file, err := hcl.LoadCluster(path)
+	var ds hcl.Diagnostics
+	if errors.As(err, &ds) {
+		n := printLoadError(c.Root().ErrWriter, err)
+		return sim.ClusterSpec{}, fmt.Errorf("%s is not a valid cluster file (%s)", path, plural(n, "problem"))
+	}
+	if err != nil {
+		return sim.ClusterSpec{}, err
+	}
+	spec := sim.ClusterSpec{Pools: make([]sim.Pool, len(file.Pools))}
+	for i, p := range file.Pools {
+		spec.Pools[i] = sim.Pool{Name: p.Name, Nodes: p.Nodes, GPUsPerNode: p.GPUsPerNode, Model: p.Model}
+	}
+	// The file's checks include the model's; this catches a drift between them.
+	if err := spec.Validate(); err != nil {
+		return sim.ClusterSpec{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return spec, nil
+}
+
+// clusterNodes is the cluster's node count over all its pools.
+func clusterNodes(spec sim.ClusterSpec) int {
+	n := 0
+	for _, p := range spec.Pools {
+		n += p.Nodes
+	}
+	return n
+}
+
+// generatedFaultPrefix is how sim.Generate names the node of a fault:
+// default-<k>, k drawn below GenConfig.Nodes.
+const generatedFaultPrefix = "default-"
+
+// nameFaultNodes points the generator's faults at the cluster's nodes. The
+// generator draws default-<k> for k below every node of the cluster; the
+// model names nodes <pool>-<i> pool by pool, so k becomes the k-th node in
+// pool order. For one pool named "default" (the flags' cluster) nothing
+// changes.
+func nameFaultNodes(tr *sim.Trace, spec sim.ClusterSpec) {
+	if len(spec.Pools) == 1 && spec.Pools[0].Name == "default" {
+		return
+	}
+	for i := range tr.Health {
+		h := &tr.Health[i]
+		k, err := strconv.Atoi(strings.TrimPrefix(h.Node, generatedFaultPrefix))
+		if err != nil || !strings.HasPrefix(h.Node, generatedFaultPrefix) || k < 0 {
+			continue
+		}
+		for _, p := range spec.Pools {
+			if k < p.Nodes {
+				h.Node = p.Name + "-" + strconv.Itoa(k)
+				break
+			}
+			k -= p.Nodes
+		}
+	}
 }
 
 func readTrace(path string, skip bool) (*sim.Trace, error) {
