@@ -68,6 +68,10 @@ type Ledger struct {
 	floor     int64 // oldest retained bucket
 	written   bool
 	leaves    map[string]*leafSeries
+	// leavesGen counts the entries added to or deleted from leaves, so
+	// that byLeaf knows when it is stale.
+	leavesGen uint64
+	byLeaf    leafCache
 
 	dropped        int64
 	droppedSeconds int64
@@ -75,6 +79,16 @@ type Ledger struct {
 
 type leafSeries struct {
 	charged, demand series
+}
+
+// leafCache is, for the tree UsageByLeaf last read, each leaf's series by
+// leaf index (nil while the leaf has none), valid while the ledger's
+// leavesGen is gen: UsageByLeaf runs at every decision, and looking each
+// leaf's path up in the map was most of its cost.
+type leafCache struct {
+	tree   *Tree
+	gen    uint64
+	series []*leafSeries
 }
 
 // NewLedger returns an empty ledger. Out-of-range settings are normalized as
@@ -160,18 +174,17 @@ func (l *Ledger) write(leaf string, at time.Time, v int64, demand bool) error {
 		l.droppedSeconds += v
 		return nil
 	}
-	if v > maxBucketValue || !l.series(leaf, demand).canAdd(j, v, l.nb) {
+	ls := l.leaves[leaf]
+	if v > maxBucketValue || !ls.pick(demand).canAdd(j, v, l.nb) {
 		return fmt.Errorf("%w: %s of %d GPU-seconds for %q at %s: a leaf's bucket holds at most %d",
 			ErrBucketOverflow, what, v, leaf, at.UTC().Format(time.RFC3339), int64(maxBucketValue))
 	}
-	l.writeBucket(leaf, j, v, demand)
+	l.writeSeries(leaf, ls, j, v, demand)
 	return nil
 }
 
-// series returns leaf's charged or demand series for reading, nil if the
-// leaf has none (a nil series reads as all zeros).
-func (l *Ledger) series(leaf string, demand bool) *series {
-	ls := l.leaves[leaf]
+// pick returns ls's charged or demand series, nil for a nil ls.
+func (ls *leafSeries) pick(demand bool) *series {
 	switch {
 	case ls == nil:
 		return nil
@@ -181,17 +194,26 @@ func (l *Ledger) series(leaf string, demand bool) *series {
 	return &ls.charged
 }
 
+// series returns leaf's charged or demand series for reading, nil if the
+// leaf has none (a nil series reads as all zeros).
+func (l *Ledger) series(leaf string, demand bool) *series {
+	return l.leaves[leaf].pick(demand)
+}
+
 // writeBucket adds v > 0 to bucket j >= floor of leaf, which has room for it.
 func (l *Ledger) writeBucket(leaf string, j, v int64, demand bool) {
-	ls := l.leaves[leaf]
+	l.writeSeries(leaf, l.leaves[leaf], j, v, demand)
+}
+
+// writeSeries is writeBucket with leaf's entry already looked up (ls, nil
+// when it has none).
+func (l *Ledger) writeSeries(leaf string, ls *leafSeries, j, v int64, demand bool) {
 	if ls == nil {
 		ls = &leafSeries{}
 		l.leaves[leaf] = ls
+		l.leavesGen++
 	}
-	s := &ls.charged
-	if demand {
-		s = &ls.demand
-	}
+	s := ls.pick(demand)
 	if !l.written || j > l.head {
 		l.head, l.written = j, true
 		l.floor = max(l.floor, j-l.span+1)
@@ -252,8 +274,19 @@ func (l *Ledger) UsageByLeaf(t *Tree, from, to time.Time, dst []int64) []int64 {
 	leaves := t.Leaves()
 	dst = slices.Grow(dst[:0], len(leaves))[:len(leaves)]
 	a, b := l.window(from, to)
-	for i, leaf := range leaves {
-		dst[i] = l.sumBuckets(leaf.Path, a, b, false)
+	c := &l.byLeaf
+	if c.tree != t || c.gen != l.leavesGen || len(c.series) != len(leaves) {
+		c.tree, c.gen = t, l.leavesGen
+		c.series = slices.Grow(c.series[:0], len(leaves))[:len(leaves)]
+		for i, leaf := range leaves {
+			c.series[i] = l.leaves[leaf.Path]
+		}
+	}
+	for i, ls := range c.series {
+		dst[i] = 0
+		if ls != nil && a < b {
+			dst[i] = ls.charged.sum(a, b, l.nb)
+		}
 	}
 	return dst
 }
@@ -263,7 +296,9 @@ func (l *Ledger) UsageByLeaf(t *Tree, from, to time.Time, dst []int64) []int64 {
 // horizon back.
 func (l *Ledger) Prune(before time.Time) {
 	l.floor = max(l.floor, l.firstBucketFrom(before))
+	n := len(l.leaves)
 	maps.DeleteFunc(l.leaves, func(_ string, ls *leafSeries) bool { return !l.retained(ls) })
+	l.leavesGen += uint64(n - len(l.leaves))
 }
 
 func (l *Ledger) retained(ls *leafSeries) bool {

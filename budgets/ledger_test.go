@@ -309,6 +309,49 @@ func TestSubtreeUsageAndUsageByLeaf(t *testing.T) {
 	}
 }
 
+// TestUsageByLeafFollowsLeaves: UsageByLeaf keeps each leaf's series from
+// one call to the next; a leaf charged for the first time, a prune that
+// forgets a leaf, another tree and an unmarshalled ledger must all be seen.
+func TestUsageByLeafFollowsLeaves(t *testing.T) {
+	tr := publishedTree(t)
+	l := NewLedger(LedgerConfig{})
+	from, to := t0, t0.Add(time.Hour)
+	check := func(l *Ledger, tr *Tree, want []int64) {
+		t.Helper()
+		if got := l.UsageByLeaf(tr, from, to, nil); !slices.Equal(got, want) {
+			t.Errorf("UsageByLeaf = %v, want %v", got, want)
+		}
+	}
+	check(l, tr, []int64{0, 0, 0})
+	mustWrite(t, l.Charge("ai2/prior/olmo", t0, 100))
+	check(l, tr, []int64{100, 0, 0})
+	mustWrite(t, l.Charge("ai2/robotics", t0, 7))
+	mustWrite(t, l.Charge("ai2/prior/olmo", t0, 1))
+	check(l, tr, []int64{101, 0, 7})
+	mustWrite(t, l.Charge("ai2/prior/vision", t0.Add(2*time.Hour), 30))
+	l.Prune(t0.Add(2 * time.Hour))
+	check(l, tr, []int64{0, 0, 0})
+	mustWrite(t, l.Charge("ai2/robotics", t0.Add(2*time.Hour), 5))
+	from, to = t0.Add(2*time.Hour), t0.Add(3*time.Hour)
+	check(l, tr, []int64{0, 30, 5})
+	other, err := NewTree([]Spec{{Path: "ai2"}, {Path: "ai2/robotics", Share: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(l, other, []int64{5})
+	data, err := l.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Ledger
+	if err := back.UnmarshalBinary(data); err != nil {
+		t.Fatal(err)
+	}
+	check(&back, tr, []int64{0, 30, 5})
+	mustWrite(t, back.Charge("ai2/prior/olmo", t0.Add(2*time.Hour), 9))
+	check(&back, tr, []int64{9, 30, 5})
+}
+
 func TestLedgerSpans(t *testing.T) {
 	l := NewLedger(LedgerConfig{Bucket: time.Second, Retention: time.Hour})
 	// 3 GPUs over [0.5 s, 2.5 s): 6 GPU-seconds, split 1, 3, 2 by the
