@@ -58,18 +58,15 @@ type node struct {
 	sick     uint64 // unhealthy instances
 	eligible bool
 	allocs   []int32 // running allocations on the node
-	// lowPrio is the lowest job priority among allocs (noAllocPrio when
-	// none): preemption skips, without reading its allocations, a node
-	// where nothing is far enough below the placing job.
-	lowPrio int
-	reason  string // last health reason
+	reason   string  // last health reason
 	// sickSince is when the node last turned unhealthy (-1 when healthy);
 	// drainedAt records the first time it was then empty and ineligible.
 	sickSince int64
 	drained   bool
 }
 
-// noAllocPrio is node.lowPrio of an empty node: above every priority.
+// noAllocPrio is State.lowOn of a node without allocations: above every
+// priority.
 const noAllocPrio = 1 << 30
 
 func (n *node) all() uint64 {

@@ -251,8 +251,14 @@ func (s *State) pickPreemption(i int32, g int) (int32, []int32) {
 	best := int32(-1)
 	var bestScore, bestGPUs int
 	found := 0
-	for k := 0; k < nn && found < 2; k++ {
-		n := int32((start + k) % nn)
+	low := int32(s.jobs[i].prio - preemptionGap)
+	for k, n := 0, int32(start); k < nn && found < 2; k, n = k+1, n+1 {
+		if int(n) == nn {
+			n = 0
+		}
+		if s.lowOn[n] > low {
+			continue // no candidate on the node: victims would find none
+		}
 		v := s.victims(i, n, g)
 		if v == nil {
 			continue
@@ -283,7 +289,7 @@ func (s *State) pickPreemption(i int32, g int) (int32, []int32) {
 func (s *State) victims(i int32, n int32, g int) []int32 {
 	nd := &s.nodes[n]
 	j := &s.jobs[i]
-	if !nd.eligible || nd.healthyTotal() < g || nd.lowPrio > j.prio-preemptionGap {
+	if !nd.eligible || nd.healthyTotal() < g {
 		return nil
 	}
 	free := nd.free()

@@ -172,7 +172,11 @@ type State struct {
 	freeGPUs            int
 	// freeOn is by node: its free healthy GPUs when eligible, else 0. Node
 	// choice scans it (a byte per node) instead of the nodes themselves.
-	freeOn   []uint8
+	freeOn []uint8
+	// lowOn is by node: the lowest job priority among its allocations
+	// (noAllocPrio when none). Preemption passes over, without reading
+	// them, the nodes where nothing is far enough below the placing job.
+	lowOn    []int32
 	prioGPUs [256]int64
 	prioSet  [4]uint64 // bit p: prioGPUs[p] != 0
 	maxPrio  int
@@ -200,10 +204,14 @@ func newState(c ClusterSpec, nLeaves int, leafShares []float64, opts Options) *S
 			id := p.Name + "-" + itoa(i)
 			s.nodeBy[id] = int32(len(s.nodes))
 			s.nodes = append(s.nodes, node{id: id, pool: p.Name, model: p.Model, total: p.GPUsPerNode,
-				eligible: true, sickSince: -1, lowPrio: noAllocPrio})
+				eligible: true, sickSince: -1})
 		}
 	}
 	s.freeOn = make([]uint8, len(s.nodes))
+	s.lowOn = make([]int32, len(s.nodes))
+	for i := range s.lowOn {
+		s.lowOn[i] = noAllocPrio
+	}
 	for i := range s.nodes {
 		s.index(int32(i), 1)
 	}
@@ -260,11 +268,11 @@ func (s *State) maxHealthy() int { return 64 - bits.LeadingZeros64(s.healthySet)
 
 // lowPrio recomputes node n's lowest running priority.
 func (s *State) lowPrio(n int32) {
-	nd := &s.nodes[n]
-	nd.lowPrio = noAllocPrio
-	for _, a := range nd.allocs {
-		nd.lowPrio = min(nd.lowPrio, s.jobs[s.allocs[a].job].prio)
+	low := noAllocPrio
+	for _, a := range s.nodes[n].allocs {
+		low = min(low, s.jobs[s.allocs[a].job].prio)
 	}
+	s.lowOn[n] = int32(low)
 }
 
 // preemptibleBelow is the GPUs held by running allocations of priority <= p.
@@ -647,7 +655,7 @@ func (s *State) startAlloc(i int32, slot int, n int32, mask uint64) {
 	nd.held |= mask
 	s.index(n, 1)
 	nd.allocs = append(nd.allocs, a)
-	nd.lowPrio = min(nd.lowPrio, j.prio)
+	s.lowOn[n] = min(s.lowOn[n], int32(j.prio))
 	s.addPrioGPUs(j.prio, int64(g))
 	j.slots[slot] = a
 	j.placed++
