@@ -80,20 +80,38 @@ func (a *Allot) Init(s *State, tree *budgets.Tree) error {
 		n, ok := tree.Lookup(p)
 		return ok, ok && n.IsLeaf()
 	}
+	// contract.Parse is pure and names the job only in warnings, so jobs
+	// with the same meta share one parse unless it warned.
+	type metaKey struct {
+		minRuntime time.Duration
+		resumable  bool
+		priority   int
+		budget     string
+	}
+	parsed := make(map[metaKey]contract.Contract)
+	meta := make(map[string]string, 4)
 	for i := range s.jobs {
 		sp := s.jobs[i].spec
 		a.jobIndex[sp.ID] = int32(i)
-		meta := map[string]string{
-			contract.KeyMinRuntime: sp.MinRuntime.String(),
-			contract.KeyResumable:  strconv.FormatBool(sp.Resumable),
-			contract.KeyPriority:   strconv.Itoa(sp.Priority),
+		a.groups[i] = policy.TaskGroup{Name: "main", Count: sp.Count, GPUs: sp.GPUs}
+		k := metaKey{sp.MinRuntime, sp.Resumable, sp.Priority, sp.Budget}
+		if c, ok := parsed[k]; ok {
+			a.contracts[i] = c
+			continue
 		}
+		clear(meta)
+		meta[contract.KeyMinRuntime] = sp.MinRuntime.String()
+		meta[contract.KeyResumable] = strconv.FormatBool(sp.Resumable)
+		meta[contract.KeyPriority] = strconv.Itoa(sp.Priority)
 		if sp.Budget != "" {
 			meta[contract.KeyBudget] = sp.Budget
 		}
 		a.contracts[i] = contract.Parse(sp.ID, meta, ccfg, leaf)
-		a.groups[i] = policy.TaskGroup{Name: "main", Count: sp.Count, GPUs: sp.GPUs}
+		if len(a.contracts[i].Warnings) == 0 {
+			parsed[k] = a.contracts[i]
+		}
 	}
+	a.allocIDs = make([]string, 0, cap(s.allocs))
 	a.nodeState = make([]policy.NodeState, len(s.nodes))
 	a.healthyAt = make([]time.Time, len(s.nodes))
 	a.wasHealthy = make([]bool, len(s.nodes))
