@@ -270,6 +270,11 @@ func nameFaultNodes(tr *sim.Trace, spec sim.ClusterSpec) {
 		for _, p := range spec.Pools {
 			if k < p.Nodes {
 				h.Node = p.Name + "-" + strconv.Itoa(k)
+				if p.GPUsPerNode > 0 && h.GPU >= p.GPUsPerNode { // drawn for the cluster's mean node: fold it onto this one's GPUs
+					old := " on GPU " + strconv.Itoa(h.GPU)
+					h.GPU %= p.GPUsPerNode
+					h.Reason = strings.TrimSuffix(h.Reason, old) + " on GPU " + strconv.Itoa(h.GPU)
+				}
 				break
 			}
 			k -= p.Nodes

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -224,5 +225,20 @@ func TestNameFaultNodes(t *testing.T) {
 	}
 	if want := "a-0 a-7 b-0 b-3 x-3 default-z"; strings.Join(got, " ") != want {
 		t.Errorf("got %v, want %s", got, want)
+	}
+	// A GPU drawn for the cluster's mean node folds onto the node's own GPUs.
+	spec = sim.ClusterSpec{Pools: []sim.Pool{{Name: "big", Nodes: 1, GPUsPerNode: 8}, {Name: "small", Nodes: 1, GPUsPerNode: 4}}}
+	tr = &sim.Trace{Health: []sim.HealthEvent{
+		{Node: "default-0", GPU: 6, Reason: "XID 79 on GPU 6"},
+		{Node: "default-1", GPU: 6, Reason: "XID 79 on GPU 6"},
+		{Node: "default-1", GPU: 2, Reason: "XID 79 on GPU 2"},
+	}}
+	nameFaultNodes(tr, spec)
+	got = got[:0]
+	for _, h := range tr.Health {
+		got = append(got, fmt.Sprintf("%s/%d/%s", h.Node, h.GPU, h.Reason))
+	}
+	if want := "big-0/6/XID 79 on GPU 6 small-0/2/XID 79 on GPU 2 small-0/2/XID 79 on GPU 2"; strings.Join(got, " ") != want {
+		t.Errorf("got %q, want %s", strings.Join(got, " "), want)
 	}
 }

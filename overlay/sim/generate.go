@@ -312,11 +312,17 @@ func (g *generator) filler(tree *budgets.Tree, gpuHours float64) {
 	}
 }
 
+// gpusPerNode is the GPUs of a node the faults are drawn from: the
+// cluster's GPUs spread over Nodes (1 to 64).
+func (g *generator) gpusPerNode() int {
+	return min(max(g.cfg.GPUs/max(g.cfg.Nodes, 1), 1), 64)
+}
+
 func (g *generator) faults() {
 	for k := 0; k < g.cfg.Failures; k++ {
 		node := fmt.Sprintf("default-%d", g.rng.IntN(g.cfg.Nodes))
 		at := g.at()
-		gpu := g.rng.IntN(8)
+		gpu := g.rng.IntN(g.gpusPerNode())
 		xid := []int{48, 63, 64, 74, 79, 94, 95}[g.rng.IntN(7)]
 		repair := g.cfg.RepairMin + time.Duration(g.rng.Int64N(int64(g.cfg.RepairMax-g.cfg.RepairMin)+1))
 		repair = repair.Round(time.Second)

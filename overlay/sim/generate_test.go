@@ -143,3 +143,24 @@ func TestGenerateTrainCapBoundsJobsByShare(t *testing.T) {
 		}
 	}
 }
+
+// Faults name a GPU the node has: drawn below the cluster's GPUs per node.
+func TestGenerateFaultsOnExistingGPUs(t *testing.T) {
+	tree := exampleTree(t)
+	g := DefaultGenConfig()
+	g.Days, g.Failures, g.Nodes, g.GPUs, g.DebugPerDay = 2, 400, 16, 64, 10
+	tr, err := Generate(tree, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int]bool{}
+	for _, h := range tr.Health {
+		if h.GPU < 0 || h.GPU >= 4 {
+			t.Fatalf("fault on GPU %d of a 4-GPU node: %+v", h.GPU, h)
+		}
+		seen[h.GPU] = true
+	}
+	if len(seen) != 4 {
+		t.Fatalf("400 faults hit GPUs %v, want all 4", seen)
+	}
+}
