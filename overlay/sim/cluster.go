@@ -37,8 +37,15 @@ func (c ClusterSpec) Validate() error {
 	if len(c.Pools) == 0 {
 		return fmt.Errorf("cluster has no node pools; give at least one pool with nodes and GPUs per node")
 	}
+	seen := map[string]int{}
 	for i, p := range c.Pools {
+		first, dup := seen[p.Name]
+		seen[p.Name] = i
 		switch {
+		case !validPoolName(p.Name):
+			return fmt.Errorf("pool %d: name %q must be 1 to 128 of a-z, A-Z, 0-9, '_' and '-' (its nodes are named <pool>-0, <pool>-1, ...)", i, p.Name)
+		case dup:
+			return fmt.Errorf("pool %d: name %q is also pool %d's; give each pool its own name (node names would collide)", i, p.Name, first)
 		case p.Nodes < 1 || p.Nodes > 100000:
 			return fmt.Errorf("pool %d (%q): nodes %d must be between 1 and 100000", i, p.Name, p.Nodes)
 		case p.GPUsPerNode < 1 || p.GPUsPerNode > 64:
@@ -46,6 +53,19 @@ func (c ClusterSpec) Validate() error {
 		}
 	}
 	return nil
+}
+
+// validPoolName is Nomad's rule for node pool names.
+func validPoolName(s string) bool {
+	if len(s) < 1 || len(s) > 128 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // node is one Nomad client of the model. GPU instances are bits of masks.

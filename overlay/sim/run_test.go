@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -55,5 +56,28 @@ func TestRunAllotExample(t *testing.T) {
 	t.Logf("%+v", r.Preemptions)
 	for _, b := range r.Budgets {
 		t.Logf("%s %.2f", b.Budget, b.Ratio)
+	}
+}
+
+func TestClusterSpecValidate(t *testing.T) {
+	ok := ClusterSpec{Pools: []Pool{{Name: "h100", Nodes: 2, GPUsPerNode: 8}, {Name: "a100_x-2", Nodes: 1, GPUsPerNode: 64}}}
+	if err := ok.Validate(); err != nil {
+		t.Fatalf("valid cluster: %v", err)
+	}
+	for _, c := range []struct {
+		spec ClusterSpec
+		want string
+	}{
+		{ClusterSpec{}, "no node pools"},
+		{ClusterSpec{Pools: []Pool{{Name: "a", Nodes: 1, GPUsPerNode: 8}, {Name: "a", Nodes: 1, GPUsPerNode: 8}}}, `pool 1: name "a" is also pool 0's`},
+		{ClusterSpec{Pools: []Pool{{Name: "gpu pool", Nodes: 1, GPUsPerNode: 8}}}, `pool 0: name "gpu pool" must be 1 to 128`},
+		{ClusterSpec{Pools: []Pool{{Name: "", Nodes: 1, GPUsPerNode: 8}}}, `pool 0: name "" must be`},
+		{ClusterSpec{Pools: []Pool{{Name: "a", Nodes: 0, GPUsPerNode: 8}}}, "nodes 0 must be between 1 and 100000"},
+		{ClusterSpec{Pools: []Pool{{Name: "a", Nodes: 1, GPUsPerNode: 65}}}, "gpus per node 65 must be between 1 and 64"},
+	} {
+		err := c.spec.Validate()
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: error %v, want one containing %q", c.spec, err, c.want)
+		}
 	}
 }
