@@ -139,6 +139,10 @@ func Generate(tree *budgets.Tree, cfg GenConfig) (*Trace, error) {
 	// Training is what the allocated volume leaves after the expected debug
 	// and interactive work.
 	train := max(cfg.Allocated*capHours-cfg.Days*(cfg.DebugPerDay*debugGPUHours()+cfg.InteractivePerDay*interactiveGPUHours()), 0)
+	// Room for the jobs expected (training counted generously), so that
+	// appending does not copy the records again and again.
+	filler := (cfg.Demand - cfg.Allocated) * capHours / (logUniformMean(fillerWorkMin, fillerWorkMax) * (1 + 2 + 4 + 8) / 4)
+	g.tr.Jobs = slices.Grow(g.tr.Jobs, int(1.05*(cfg.Days*(cfg.DebugPerDay+cfg.InteractivePerDay)+filler))+len(leaves)*64)
 	for k, leaf := range leaves {
 		g.debug(leaf, cfg.DebugPerDay*cfg.Days*leaf.Effective)
 		g.interactive(leaf, cfg.InteractivePerDay*cfg.Days*leaf.Effective)

@@ -129,8 +129,36 @@ func ReadJSONL(r io.Reader, opt ReadOptions) (*Trace, error) {
 }
 
 func (tr *Trace) sort() {
-	slices.SortStableFunc(tr.Jobs, func(a, b JobSpec) int { return compareDur(a.Submit, b.Submit) })
+	tr.Jobs = sortJobs(tr.Jobs)
 	slices.SortStableFunc(tr.Health, func(a, b HealthEvent) int { return compareDur(a.At, b.At) })
+}
+
+// sortJobs orders jobs by submit time, keeping the order of equal times
+// (a stable sort). It sorts (submit, index) keys and moves each JobSpec
+// once: a stable sort of the records themselves moves them O(log n) times.
+func sortJobs(jobs []JobSpec) []JobSpec {
+	if slices.IsSortedFunc(jobs, func(a, b JobSpec) int { return compareDur(a.Submit, b.Submit) }) {
+		return jobs
+	}
+	type key struct {
+		at time.Duration
+		i  int32
+	}
+	keys := make([]key, len(jobs))
+	for i := range jobs {
+		keys[i] = key{jobs[i].Submit, int32(i)}
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		if c := compareDur(a.at, b.at); c != 0 {
+			return c
+		}
+		return int(a.i - b.i)
+	})
+	out := make([]JobSpec, len(jobs))
+	for k, key := range keys {
+		out[k] = jobs[key.i]
+	}
+	return out
 }
 
 func compareDur(a, b time.Duration) int {
