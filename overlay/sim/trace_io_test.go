@@ -3,9 +3,12 @@ package sim
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestTraceRoundTrip(t *testing.T) {
@@ -66,5 +69,21 @@ func TestRunHealthEventUnknownNode(t *testing.T) {
 	if _, err := Run(tr, UniformCluster(2, 8), nil, NewBaseline(DefaultBaselineConfig()), DefaultOptions()); err == nil ||
 		!strings.Contains(err.Error(), "default-0") {
 		t.Fatalf("error %v: want the valid node names", err)
+	}
+}
+
+// sortJobs is a stable sort by submit time.
+func TestSortJobsStable(t *testing.T) {
+	var jobs []JobSpec
+	for i := 0; i < 300; i++ {
+		jobs = append(jobs, JobSpec{ID: fmt.Sprint(i), Submit: time.Duration((i*7919)%13) * time.Minute})
+	}
+	got := sortJobs(slices.Clone(jobs))
+	want := slices.Clone(jobs)
+	slices.SortStableFunc(want, func(a, b JobSpec) int { return compareDur(a.Submit, b.Submit) })
+	for i := range want {
+		if got[i].ID != want[i].ID {
+			t.Fatalf("position %d: %s, want %s", i, got[i].ID, want[i].ID)
+		}
 	}
 }
