@@ -49,6 +49,10 @@ type Decider struct {
 	allocJob    []int32
 	allocNode   []int32
 	classNode   csr     // nodes by class
+	nodeClass   []int32 // by node: its class, -1 without GPUs
+	maxGPUs     int     // the most GPUs of a node
+	nodesKept   bool    // classes, nodeClass, classNode and maxGPUs hold for nodesGen
+	nodesGen    uint64  // tail.nodesGen they were built for
 	ready       []int32 // jobs whose reservation is released for them in this plan
 	gaps        []int32 // positions of the pending jobs holding a reservation (reserve.go)
 	room        []int32

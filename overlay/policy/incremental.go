@@ -153,6 +153,7 @@ func (x *Incremental) PutNode(n Node) {
 	if x.nodeAt == nil {
 		x.nodeAt = make(map[string]int32)
 	}
+	x.tl.nodesGen++
 	if i, ok := x.nodeAt[n.ID]; ok {
 		x.nodes[i] = n
 		return
@@ -169,6 +170,7 @@ func (x *Incremental) RemoveNode(id string) {
 	}
 	x.nodes = slices.Delete(x.nodes, int(i), int(i)+1)
 	x.nodeEra++
+	x.tl.nodesGen++
 	delete(x.nodeAt, id)
 	for k := int(i); k < len(x.nodes); k++ {
 		x.nodeAt[x.nodes[k].ID] = int32(k)

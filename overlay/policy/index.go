@@ -87,21 +87,19 @@ func poolOf(p string) string {
 // index builds the lookups and each job's state.
 func (d *Decider) index() {
 	s := d.snap
-	d.classes = d.classes[:0]
 	d.nodes = resize(d.nodes, len(s.Nodes))
-	last := int32(-1)
+	same := d.tl != nil && d.nodesKept && d.tl.nodesGen == d.nodesGen && len(d.nodeClass) == len(s.Nodes)
+	if !same {
+		d.indexClasses()
+	}
+	d.nodesKept, d.nodesGen = d.tl != nil, 0
+	if d.tl != nil {
+		d.nodesGen = d.tl.nodesGen
+	}
 	for i := range s.Nodes {
 		n := &s.Nodes[i]
-		ni := nodeInfo{class: -1, reservedBy: -1, eligible: n.Eligible,
+		d.nodes[i] = nodeInfo{class: d.nodeClass[i], reservedBy: -1, eligible: n.Eligible,
 			draining: !n.Healthy || n.Drain != nil}
-		if n.GPUs > 0 || n.Model != "" {
-			pool := poolOf(n.Pool)
-			if last < 0 || d.classes[last].pool != pool || d.classes[last].model != n.Model {
-				last = d.classOf(pool, n.Model)
-			}
-			ni.class = last
-		}
-		d.nodes[i] = ni
 	}
 	d.allocJob = resize(d.allocJob, len(d.ap))
 	d.allocNode = resize(d.allocNode, len(d.ap))
@@ -139,6 +137,31 @@ func (d *Decider) index() {
 			d.nodes[n].heldFree += g
 		}
 	}
+}
+
+// indexClasses numbers the (pool, model) classes of the nodes, lists each
+// node's (nodeClass) and the nodes of each class (classNode), and the most
+// GPUs of a node. An Incremental's decision keeps them while its nodes are
+// unchanged (tail.nodesGen).
+func (d *Decider) indexClasses() {
+	s := d.snap
+	d.classes = d.classes[:0]
+	d.nodeClass = resize(d.nodeClass, len(s.Nodes))
+	d.maxGPUs = 0
+	last := int32(-1)
+	for i := range s.Nodes {
+		n := &s.Nodes[i]
+		d.maxGPUs = max(d.maxGPUs, n.GPUs)
+		d.nodeClass[i] = -1
+		if n.GPUs > 0 || n.Model != "" {
+			pool := poolOf(n.Pool)
+			if last < 0 || d.classes[last].pool != pool || d.classes[last].model != n.Model {
+				last = d.classOf(pool, n.Model)
+			}
+			d.nodeClass[i] = last
+		}
+	}
+	d.classNode.build(len(d.classes), len(s.Nodes), func(i int) int32 { return d.nodeClass[i] })
 }
 
 // classOf is the index of class (pool, model), added when new: classes
@@ -302,11 +325,7 @@ func (d *Decider) jobState(j int32, info *jobInfo) {
 
 // buildCapacity fills the placement model from usable nodes.
 func (d *Decider) buildCapacity() {
-	maxGPUs := 0
-	for i := range d.snap.Nodes {
-		maxGPUs = max(maxGPUs, d.snap.Nodes[i].GPUs)
-	}
-	d.cap.reset(len(d.snap.Nodes), len(d.classes), maxGPUs)
+	d.cap.reset(len(d.snap.Nodes), len(d.classes), d.maxGPUs)
 	for i := range d.snap.Nodes {
 		n, ni := &d.snap.Nodes[i], &d.nodes[i]
 		d.cap.usable[i] = false
@@ -322,7 +341,6 @@ func (d *Decider) buildCapacity() {
 		}
 	}
 	d.cap.undo = d.cap.undo[:0]
-	d.classNode.build(len(d.classes), len(d.nodes), func(i int) int32 { return d.nodes[i].class })
 }
 
 func (d *Decider) nodeUsable(i int32) bool {

@@ -36,7 +36,10 @@ type tail struct {
 	// outFree is by node: the GPUs held by the live allocations of the
 	// running free work left out (Incremental.leftOutRunning), which the
 	// decision counts as held and as preemptible by Nomad.
-	outFree   []int32
+	outFree []int32
+	// nodesGen changes whenever a node is put or removed: the Decider keeps
+	// what it derives from the nodes alone while it does not.
+	nodesGen  uint64
 	job, node func(id string) (int32, bool)
 	queued    int32 // queued jobs in all, left out or not
 	first     int32 // rank of the first queued job left out; 0 when none is
