@@ -5,7 +5,13 @@
 //
 // The engine jumps from event to event (submissions, work finished, node
 // health changes, policy reconciles and wake-ups) and never ticks through idle
-// time. The package does no I/O beyond the readers and writers it is handed,
+// time. A policy reconciles Options.ReactionDelay after a change the cluster
+// made (coalescing the changes within it; a pass at a wake-up sees them too
+// and cancels the reconcile still due) and at the exact times it asks to be
+// woken; its own priority and eligibility writes wake it only through the
+// placements and stops they cause. The real server reconciles at least every
+// 5 seconds, so the model decides less often than it; the exactness tests of
+// policy.Incremental make the plans themselves the server's. The package does no I/O beyond the readers and writers it is handed,
 // reads no clock, and never imports the server or the Nomad adapter.
 //
 // The cluster model reproduces ../../shared/nomad-facts.md (sections b, c, d,
