@@ -419,6 +419,7 @@ func simGenerateCommand() *cli.Command {
 			&cli.Float64Flag{Name: "days", Value: d.Days},
 			&cli.IntFlag{Name: "nodes", Value: 128},
 			&cli.IntFlag{Name: "gpus-per-node", Value: 8},
+			&cli.StringFlag{Name: "cluster", Usage: "HCL file of the cluster's node pools, instead of -nodes and -gpus-per-node: faults then name its nodes"},
 			&cli.Float64Flag{Name: "demand", Value: d.Demand, Usage: "all work submitted (allocated and unallocated) as a multiple of capacity"},
 			&cli.Float64Flag{Name: "allocated", Value: d.Allocated, Usage: "allocated work submitted as a multiple of capacity; the rest of -demand is unallocated filler"},
 			&cli.Float64Flag{Name: "debug-per-day", Value: d.DebugPerDay},
@@ -435,11 +436,21 @@ func simGenerateCommand() *cli.Command {
 			g.Seed, g.Days, g.Demand = c.Uint64("seed"), c.Float64("days"), c.Float64("demand")
 			g.Allocated, g.DebugPerDay, g.Failures = c.Float64("allocated"), c.Float64("debug-per-day"), c.Int("failures")
 			g.TeamSpread, g.TrainCap = c.Float64("team-spread"), c.Float64("train-cap")
-			g.Nodes, g.GPUs = c.Int("nodes"), c.Int("nodes")*c.Int("gpus-per-node")
+			spec := sim.UniformCluster(c.Int("nodes"), c.Int("gpus-per-node"))
+			if c.IsSet("cluster") {
+				if c.IsSet("nodes") || c.IsSet("gpus-per-node") {
+					return usagef("-cluster and -nodes/-gpus-per-node both give the cluster's shape; use either a cluster file or -nodes and -gpus-per-node, not both")
+				}
+				if spec, err = loadCluster(c, c.String("cluster")); err != nil {
+					return err
+				}
+			}
+			g.Nodes, g.GPUs = clusterNodes(spec), spec.GPUs()
 			tr, err := sim.Generate(tree, g)
 			if err != nil {
 				return usagef("%v", err)
 			}
+			nameFaultNodes(tr, spec)
 			out := c.Root().Writer
 			path := c.String("o")
 			if path != "" {

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/allot-sched/allot/overlay/sim"
 )
 
 func TestSimSmallTrace(t *testing.T) {
@@ -53,5 +55,47 @@ func TestSimGenerate(t *testing.T) {
 	code, _, errOut = runCLI(t, "sim", "-budgets", "../../examples/budgets", "-trace", out, "-nodes", "4", "-policies", "baseline")
 	if code != exitOK {
 		t.Fatalf("replaying the generated trace: code %d stderr %q", code, errOut)
+	}
+}
+
+// sim generate -cluster: faults name the cluster file's nodes (and a GPU
+// each node has), and the trace replays on that cluster.
+func TestSimGenerateCluster(t *testing.T) {
+	dir := t.TempDir()
+	cluster := filepath.Join(dir, "c.hcl")
+	if err := os.WriteFile(cluster, []byte("pool \"a100\" {\n  nodes = 2\n  gpus_per_node = 4\n  model = \"a100\"\n}\npool \"h100\" {\n  nodes = 3\n  gpus_per_node = 8\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "t.csv")
+	code, _, errOut := runCLI(t, "sim", "generate", "-budgets", "../../examples/budgets", "-days", "2", "-debug-per-day", "20",
+		"-failures", "40", "-cluster", cluster, "-o", out)
+	if code != exitOK {
+		t.Fatalf("code %d stderr %q", code, errOut)
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tr, err := sim.ReadCSV(f, sim.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpus := map[string]int{"a100-0": 4, "a100-1": 4, "h100-0": 8, "h100-1": 8, "h100-2": 8}
+	for _, h := range tr.Health {
+		if n, ok := gpus[h.Node]; !ok || h.GPU >= n {
+			t.Fatalf("fault on %s GPU %d: not a GPU of the cluster file", h.Node, h.GPU)
+		}
+	}
+	if len(tr.Health) != 80 {
+		t.Fatalf("%d health rows, want 80 (40 faults and their repairs)", len(tr.Health))
+	}
+	code, _, errOut = runCLI(t, "sim", "-budgets", "../../examples/budgets", "-trace", out, "-cluster", cluster, "-policies", "baseline")
+	if code != exitOK {
+		t.Fatalf("replaying on the cluster: code %d stderr %q", code, errOut)
+	}
+	code, _, errOut = runCLI(t, "sim", "generate", "-budgets", "../../examples/budgets", "-cluster", cluster, "-nodes", "3")
+	if code != exitUsage || !strings.Contains(errOut, "not both") {
+		t.Fatalf("-cluster with -nodes: code %d stderr %q", code, errOut)
 	}
 }
