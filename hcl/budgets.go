@@ -278,20 +278,12 @@ func sortedAttrs(b *hclsyntax.Body) []*hclsyntax.Attribute {
 	return attrs
 }
 
-// value evaluates an attribute without variables or functions: budget files
-// are data. ok is false when evaluation failed (the problem is recorded) or
-// the value is null.
+// value evaluates an attribute of budget path (dataValue); ok is false when
+// it failed or is null (the problem is recorded).
 func (l *loader) value(a *hclsyntax.Attribute, path, want string) (cty.Value, bool) {
-	v, hds := a.Expr.Value(nil)
-	if hds.HasErrors() {
-		l.diags = append(l.diags, fromHCL(a.SrcRange.Filename, hds)...)
-		return cty.NilVal, false
-	}
-	if v.IsNull() || !v.IsWhollyKnown() {
-		l.add(at(a.Expr.Range(), "budget %q: %s must be %s, got null", path, a.Name, want))
-		return cty.NilVal, false
-	}
-	return v, true
+	v, ds := dataValue(a, fmt.Sprintf("budget %q", path), want)
+	l.diags = append(l.diags, ds...)
+	return v, len(ds) == 0
 }
 
 const shareWant = "a positive finite number (a weight among siblings, e.g. 50)"

@@ -196,19 +196,12 @@ func validPoolName(s string) bool {
 	return true
 }
 
-// value evaluates a without variables or functions (cluster files are
-// data); ok is false when it failed or is null (the problem is recorded).
+// value evaluates an attribute of pool (dataValue); ok is false when it
+// failed or is null (the problem is recorded).
 func (cd *clusterDecoder) value(a *hclsyntax.Attribute, pool, want string) (cty.Value, bool) {
-	v, hds := a.Expr.Value(nil)
-	if hds.HasErrors() {
-		cd.diags = append(cd.diags, fromHCL(a.SrcRange.Filename, hds)...)
-		return cty.NilVal, false
-	}
-	if v.IsNull() || !v.IsWhollyKnown() {
-		cd.add(at(a.Expr.Range(), "pool %q: %s must be %s, got null", pool, a.Name, want))
-		return cty.NilVal, false
-	}
-	return v, true
+	v, ds := dataValue(a, fmt.Sprintf("pool %q", pool), want)
+	cd.diags = append(cd.diags, ds...)
+	return v, len(ds) == 0
 }
 
 // count decodes a whole number from 1 to hi; 0 when it is not one.

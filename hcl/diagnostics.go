@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	hcl2 "github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
 )
 
 // Diagnostic is one problem found in an HCL file. Line and Column are
@@ -89,4 +91,19 @@ func fromHCL(file string, hds hcl2.Diagnostics) Diagnostics {
 		out = append(out, d)
 	}
 	return out
+}
+
+// dataValue evaluates attribute a of a data file (budgets, cluster)
+// without variables or functions. When that fails, or the value is null,
+// it returns the problems instead: a null one says that subject's (e.g.
+// `pool "a"`) attribute must be want.
+func dataValue(a *hclsyntax.Attribute, subject, want string) (cty.Value, Diagnostics) {
+	v, hds := a.Expr.Value(nil)
+	if hds.HasErrors() {
+		return cty.NilVal, fromHCL(a.SrcRange.Filename, hds)
+	}
+	if v.IsNull() || !v.IsWhollyKnown() {
+		return cty.NilVal, Diagnostics{at(a.Expr.Range(), "%s: %s must be %s, got null", subject, a.Name, want)}
+	}
+	return v, nil
 }
