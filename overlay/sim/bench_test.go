@@ -31,18 +31,23 @@ func benchRun(b *testing.B, mk func() Policy, days float64, gpus int) {
 	b.ReportMetric(float64(len(tr.Jobs)), "jobs")
 }
 
-func BenchmarkSimBaseline30d1024GPUs(b *testing.B) {
-	benchRun(b, func() Policy { return NewBaseline(DefaultBaselineConfig()) }, 30, 1024)
-}
-
-func BenchmarkSimAllot1d1024GPUs(b *testing.B) {
-	benchRun(b, func() Policy {
+// newAllotBench makes the allot policy with its defaults for each run.
+func newAllotBench(b *testing.B) func() Policy {
+	return func() Policy {
 		p, err := NewAllot(policyDefault())
 		if err != nil {
 			b.Fatal(err)
 		}
 		return p
-	}, 1, 1024)
+	}
+}
+
+func BenchmarkSimBaseline30d1024GPUs(b *testing.B) {
+	benchRun(b, func() Policy { return NewBaseline(DefaultBaselineConfig()) }, 30, 1024)
+}
+
+func BenchmarkSimAllot1d1024GPUs(b *testing.B) {
+	benchRun(b, newAllotBench(b), 1, 1024)
 }
 
 // BenchmarkSimAllot1d6496GPUs is the shape of the run published with
@@ -51,13 +56,7 @@ func BenchmarkSimAllot1d1024GPUs(b *testing.B) {
 // to the cluster, one day of submissions (21,131 jobs); the run goes on to
 // the last repair. What the README's scale comparison times.
 func BenchmarkSimAllot1d6496GPUs(b *testing.B) {
-	benchRun(b, func() Policy {
-		p, err := NewAllot(policyDefault())
-		if err != nil {
-			b.Fatal(err)
-		}
-		return p
-	}, 1, 6496)
+	benchRun(b, newAllotBench(b), 1, 6496)
 }
 
 func BenchmarkSimBaseline1d6496GPUs(b *testing.B) {
@@ -67,13 +66,7 @@ func BenchmarkSimBaseline1d6496GPUs(b *testing.B) {
 // BenchmarkSimAllot3d6496GPUs is the same cluster over three days of
 // submissions (62,649 jobs).
 func BenchmarkSimAllot3d6496GPUs(b *testing.B) {
-	benchRun(b, func() Policy {
-		p, err := NewAllot(policyDefault())
-		if err != nil {
-			b.Fatal(err)
-		}
-		return p
-	}, 3, 6496)
+	benchRun(b, newAllotBench(b), 3, 6496)
 }
 
 func BenchmarkSimBaseline3d6496GPUs(b *testing.B) {
