@@ -66,6 +66,7 @@ type Incremental struct {
 	jobEra   uint32   // bumped when job slots are renumbered (compact)
 	nodeEra  uint32   // bumped when node indexes shift (RemoveNode)
 	plain    []bool   // by node: healthy, no Nomad drain, in service (read)
+	plainAt  uint64   // tl.nodesGen+1 when plain was filled (0: never)
 	aj, an   []int32  // by allocation record: its job slot and node index (read)
 	pin      []uint32 // by job slot: epoch when it has an allocation on a node that is not plain
 	runs     []uint32 // by job slot: epoch when it has a live allocation on a plain node

@@ -227,10 +227,13 @@ func (x *Incremental) read(h int) {
 func (x *Incremental) pinFreeWork() {
 	x.pin = resize(x.pin, len(x.jobs))
 	x.runs = resize(x.runs, len(x.jobs))
-	x.plain = resize(x.plain, len(x.nodes))
-	for n := range x.nodes {
-		nd := &x.nodes[n]
-		x.plain[n] = nd.Healthy && nd.Drain == nil && nd.State == NodeNormal
+	if x.plainAt != x.tl.nodesGen+1 { // nodes put or removed since
+		x.plain = resize(x.plain, len(x.nodes))
+		for n := range x.nodes {
+			nd := &x.nodes[n]
+			x.plain[n] = nd.Healthy && nd.Drain == nil && nd.State == NodeNormal
+		}
+		x.plainAt = x.tl.nodesGen + 1
 	}
 	x.aj = resize(x.aj, len(x.allocs))
 	x.an = resize(x.an, len(x.allocs))
