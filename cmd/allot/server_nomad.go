@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/allot-sched/allot/hcl"
+	"github.com/allot-sched/allot/overlay/contract"
 	"github.com/allot-sched/allot/overlay/nomad"
 	"github.com/allot-sched/allot/overlay/policy"
 )
@@ -144,11 +145,26 @@ func startNomad(ctx context.Context, s nomadSetup, log hclog.Logger, out io.Writ
 	below := unmanagedBelow(s.Policy)
 	found, err := nomad.UnmanagedOnGPUNodes(ctx, cl, &s.Adapter, below)
 	warnUnmanaged(found, err, below, log)
-	rec, err := nomad.NewReconciler(nomad.ReconcilerConfig{Client: cl, Nomad: s.Adapter, Policy: s.Policy, Logger: log})
+	rc := reconcilerConfig(s, log)
+	rc.Client = cl
+	rec, err := nomad.NewReconciler(rc)
 	if err != nil {
 		return nil, err
 	}
 	return rec, nil
+}
+
+// reconcilerConfig is what the reconciler runs with. The contract's runtime
+// cap is the policy's: both read the one `runtime_cap` setting, so a
+// min_runtime between the default 8h and a larger configured cap is
+// protected for its whole declared window, as the simulator does.
+func reconcilerConfig(s nomadSetup, log hclog.Logger) nomad.ReconcilerConfig {
+	return nomad.ReconcilerConfig{
+		Nomad:    s.Adapter,
+		Policy:   s.Policy,
+		Contract: contract.Config{RuntimeCap: s.Policy.RuntimeCap},
+		Logger:   log,
+	}
 }
 
 // warnUnmanaged logs the running allocations of jobs allot does not manage

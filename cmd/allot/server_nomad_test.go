@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/urfave/cli/v3"
 
+	"github.com/allot-sched/allot/overlay/contract"
 	"github.com/allot-sched/allot/overlay/nomad"
 	"github.com/allot-sched/allot/overlay/policy"
 	"github.com/allot-sched/allot/overlay/server"
@@ -235,5 +236,30 @@ func TestStartNomadPreflight(t *testing.T) {
 	if !strings.Contains(l, "job=default/logs") || !strings.Contains(l, "priority=50") ||
 		!strings.Contains(l, "run it at priority 80 or above") || strings.Contains(l, "default/train") {
 		t.Fatalf("unmanaged-allocation warning:\n%s", l)
+	}
+}
+
+// TestServerRuntimeCapReachesContract goes from a server config's
+// policy { runtime_cap = "12h" } to the protected window of a job declaring
+// min_runtime = "10h": the reconciler's contract must protect it for all
+// 10h, not clamp it to the default 8h while the policy says 12h.
+func TestServerRuntimeCapReachesContract(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "allot.hcl")
+	cfg := "data_dir = \"" + t.TempDir() + "\"\nnomad {\n  address = \"http://127.0.0.1:4646\"\n}\npolicy {\n  runtime_cap = \"12h\"\n}\n"
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, ns, err := parseServer(t, "-config", path)
+	if err != nil {
+		t.Fatalf("allot server -config: %v", err)
+	}
+	rc := reconcilerConfig(ns, hclog.NewNullLogger())
+	if rc.Policy.RuntimeCap != 12*time.Hour || rc.Contract.RuntimeCap != 12*time.Hour {
+		t.Fatalf("runtime cap: policy %v, contract %v; want 12h in both", rc.Policy.RuntimeCap, rc.Contract.RuntimeCap)
+	}
+	meta := map[string]string{"budget": "ai2/nlp/reasoning", "min_runtime": "10h", "resumable": "true"}
+	c := contract.Parse("long-train", meta, rc.Contract, func(string) (bool, bool) { return true, true })
+	if c.Protected != 10*time.Hour || len(c.Warnings) != 0 {
+		t.Fatalf("min_runtime 10h under a 12h cap: protected %v, warnings %v; want 10h, none", c.Protected, c.Warnings)
 	}
 }
