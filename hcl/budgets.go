@@ -448,37 +448,11 @@ func rangeLess(a, b hcl2.Range) bool {
 }
 
 // suggest returns ` (did you mean "x"?)` for the valid name closest to got,
-// when one is within two edits.
+// when one is within two edits (budgets.Nearest).
 func suggest(got string, valid []string) string {
-	best, bestD := "", 3
-	for _, v := range valid {
-		if d := editDistance(got, v); d < bestD {
-			best, bestD = v, d
-		}
-	}
+	best := budgets.Nearest(got, valid)
 	if best == "" {
 		return ""
 	}
 	return fmt.Sprintf(" (did you mean %q?)", best)
-}
-
-// editDistance is the Levenshtein distance between a and b, in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

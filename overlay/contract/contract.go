@@ -15,8 +15,9 @@ const (
 	KeyPriority   = "priority"
 )
 
-// Defaults of the contract. DefaultRuntimeCap is DESIGN.md's default cap on
-// the protected window; DefaultPriority sits in the middle of 0-100.
+// Defaults of the contract. DefaultRuntimeCap is the default cap on the
+// protected window (docs/design.md, "The scheduling contract");
+// DefaultPriority sits in the middle of 0-100.
 const (
 	DefaultRuntimeCap = 8 * time.Hour
 	DefaultPriority   = 50
@@ -42,6 +43,17 @@ func (c Config) runtimeCap() time.Duration {
 // whether it is a leaf (the only budgets jobs may name). A nil LeafCheck means
 // no budget tree is loaded: every budget is unknown.
 type LeafCheck func(path string) (exists, leaf bool)
+
+// Budgets is what Parse knows of the budget tree. The zero value means no
+// budget tree is loaded.
+type Budgets struct {
+	// Leaf says which paths exist and are leaves.
+	Leaf LeafCheck
+	// Nearest, when set, names the leaf closest in spelling to a budget the
+	// tree does not have, "" when none is close (budgets.Tree.NearestLeaf):
+	// the did-you-mean of the warning.
+	Nearest func(path string) string
+}
 
 // Contract is a job's scheduling contract.
 type Contract struct {
@@ -88,6 +100,12 @@ func (w Warning) String() string {
 // (may be empty). It never fails: every invalid value falls back to the safe
 // default (unallocated, not resumable, priority 50) with a warning.
 func Parse(job string, meta map[string]string, cfg Config, leaf LeafCheck) Contract {
+	return ParseIn(job, meta, cfg, Budgets{Leaf: leaf})
+}
+
+// ParseIn is Parse against b, whose Nearest (when set) adds a did-you-mean
+// to the warning about a budget the tree does not have.
+func ParseIn(job string, meta map[string]string, cfg Config, b Budgets) Contract {
 	c := Contract{Priority: DefaultPriority}
 	warn := func(key, value, format string, args ...any) {
 		c.Warnings = append(c.Warnings, Warning{Job: job, Key: key, Value: value, Message: fmt.Sprintf(format, args...)})
@@ -95,7 +113,7 @@ func Parse(job string, meta map[string]string, cfg Config, leaf LeafCheck) Contr
 	minRuntime := parseMinRuntime(meta, cfg.runtimeCap(), warn)
 	c.MinRuntime = minRuntime
 	c.Budget = strings.TrimSpace(meta[KeyBudget])
-	if minRuntime > 0 && checkBudget(meta, c.Budget, leaf, warn) {
+	if minRuntime > 0 && checkBudget(meta, c.Budget, b, warn) {
 		c.Allocated = true
 		c.Protected = min(minRuntime, cfg.runtimeCap())
 	}
@@ -133,20 +151,26 @@ func parseMinRuntime(meta map[string]string, limit time.Duration, warn warnFunc)
 }
 
 // checkBudget reports whether the budget names a leaf, warning when not.
-func checkBudget(meta map[string]string, budget string, leaf LeafCheck, warn warnFunc) bool {
+func checkBudget(meta map[string]string, budget string, b Budgets, warn warnFunc) bool {
 	raw, given := meta[KeyBudget]
 	switch {
 	case !given || budget == "":
 		warn(KeyBudget, raw, "min_runtime asks for allocated work but no budget is named; the job runs unallocated. Set meta budget to a leaf of the budget tree, e.g. \"lab/team/project\"")
 		return false
-	case leaf == nil:
+	case b.Leaf == nil:
 		warn(KeyBudget, raw, "no budget tree is loaded; the job runs unallocated until budget %q exists as a leaf", budget)
 		return false
 	}
-	exists, isLeaf := leaf(budget)
+	exists, isLeaf := b.Leaf(budget)
 	switch {
 	case !exists:
-		warn(KeyBudget, raw, "no such budget; the job runs unallocated. Name a leaf of the budget tree (see `allot budgets list`)")
+		hint := ""
+		if b.Nearest != nil {
+			if near := b.Nearest(budget); near != "" {
+				hint = fmt.Sprintf(" (did you mean %q?)", near)
+			}
+		}
+		warn(KeyBudget, raw, "no such budget%s; the job runs unallocated. Name a leaf of the budget tree (`allot budgets list` lists them)", hint)
 		return false
 	case !isLeaf:
 		warn(KeyBudget, raw, "budget %q has sub-budgets; the job runs unallocated. Name one of its leaves instead", budget)

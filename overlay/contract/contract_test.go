@@ -199,6 +199,31 @@ func TestParseNilLeafCheck(t *testing.T) {
 	}
 }
 
+// TestParseInSuggestsLeaf: a misspelt budget gets the leaf it likely meant,
+// and a budget nothing is close to gets the pointer to the list alone.
+func TestParseInSuggestsLeaf(t *testing.T) {
+	b := Budgets{Leaf: tree, Nearest: func(p string) string {
+		if p == "lab/aa" {
+			return "lab/a"
+		}
+		return ""
+	}}
+	for _, tc := range []struct{ budget, want, wantNot string }{
+		{"lab/aa", `job "j": meta budget = "lab/aa": no such budget (did you mean "lab/a"?); the job runs unallocated. ` +
+			"Name a leaf of the budget tree (`allot budgets list` lists them)", ""},
+		{"other/x", `meta budget = "other/x": no such budget; the job runs unallocated.`, "did you mean"},
+	} {
+		c := ParseIn("j", map[string]string{"budget": tc.budget, "min_runtime": "1h"}, Config{}, b)
+		if c.Allocated || len(c.Warnings) != 1 {
+			t.Fatalf("%s: %+v, want unallocated with one warning", tc.budget, c)
+		}
+		got := c.Warnings[0].String()
+		if !strings.Contains(got, tc.want) || (tc.wantNot != "" && strings.Contains(got, tc.wantNot)) {
+			t.Errorf("%s: warning %q, want it to contain %q and not %q", tc.budget, got, tc.want, tc.wantNot)
+		}
+	}
+}
+
 // FuzzParse checks the invariants of every contract, whatever the meta says.
 func FuzzParse(f *testing.F) {
 	f.Add("lab/a", "4h", "true", "70")

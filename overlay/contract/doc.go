@@ -4,5 +4,6 @@
 // through `allot explain`.
 //
 // It is pure: standard library only, no I/O, no clocks. It imports nothing of
-// allot's; the caller says which budget paths exist through a LeafCheck.
+// allot's; the caller says which budget paths exist through a LeafCheck
+// (and, through Budgets, which leaf a misspelt budget meant).
 package contract

@@ -23,6 +23,7 @@ type rowsInput struct {
 	results   []Outcome // the plan's ops, applied, in OpsFromPlan order
 	firstSeen map[string]time.Time
 	leaf      contract.LeafCheck
+	nearest   func(path string) string // the did-you-mean of a misspelt budget
 	cfg       *ReconcilerConfig
 	now       time.Time
 }
@@ -108,7 +109,7 @@ func allocRows(in rowsInput, jobs map[string]state.Job) []state.Alloc {
 		if !ok || !in.cfg.Nomad.Manages(&j) {
 			return contract.Contract{}, false
 		}
-		c := contract.Parse(id, j.Meta, in.cfg.Contract, in.leaf)
+		c := contract.ParseIn(id, j.Meta, in.cfg.Contract, contract.Budgets{Leaf: in.leaf, Nearest: in.nearest})
 		contracts[k] = c
 		return c, true
 	}

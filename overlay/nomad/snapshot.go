@@ -41,7 +41,9 @@ type SnapshotInput struct {
 	Config   *Config
 	Contract contract.Config
 	Leaf     contract.LeafCheck
-	Memory   Memory
+	// Nearest (optional) gives a misspelt budget its did-you-mean.
+	Nearest func(path string) string
+	Memory  Memory
 }
 
 // PolicyJobID is the policy's (and allot state's) ID of a job:
@@ -163,7 +165,7 @@ func policyJob(j *Job, id string, in SnapshotInput) policy.Job {
 	}
 	pj := policy.Job{
 		ID: id, Namespace: j.Key.Namespace, Pool: j.NodePool, Type: j.Type,
-		Contract:   contract.Parse(id, j.Meta, in.Contract, in.Leaf),
+		Contract:   contract.ParseIn(id, j.Meta, in.Contract, contract.Budgets{Leaf: in.Leaf, Nearest: in.Nearest}),
 		SubmitTime: submit, Priority: j.Priority, LastWrittenPriority: in.Memory.Written[id],
 		ModifyIndex: j.JobModifyIndex,
 	}
