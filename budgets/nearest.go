@@ -2,18 +2,20 @@ package budgets
 
 // nearestMaxEdits is how far a misspelling may be from what it meant and
 // still be suggested: two edits catch a dropped, doubled or swapped letter
-// ("vison", "vidoe") without suggesting unrelated names.
+// ("vison", "vidoe") without suggesting unrelated names. A short name takes
+// at most half its length in edits, or "frob" would suggest "job".
 const nearestMaxEdits = 2
 
 // Nearest returns the string of valid closest to got within two edits
-// (Levenshtein distance, in bytes), "" when none is that close. Of equally
+// (Levenshtein distance, in bytes) and half its own length, "" when none is
+// that close. Of equally
 // close ones the first in valid wins, so callers pass a sorted list for a
 // stable answer. It is the one did-you-mean of allot: budget files,
 // job meta and the CLI's command names all use it.
 func Nearest(got string, valid []string) string {
 	best, bestD := "", nearestMaxEdits+1
 	for _, v := range valid {
-		if d := editDistance(got, v); d < bestD {
+		if d := editDistance(got, v); d < bestD && d <= len(v)/2 {
 			best, bestD = v, d
 		}
 	}

@@ -13,6 +13,9 @@ func TestNearest(t *testing.T) {
 		{"two letters swapped", "vidoe", []string{"video", "vision"}, "video"},
 		{"three edits is too far", "abcdef", []string{"abcxyz"}, ""},
 		{"the first of equally close ones", "ab", []string{"ax", "ay"}, "ax"},
+		{"a short name takes half its length in edits", "frob", []string{"job"}, ""},
+		{"one edit to a short name", "jbo", []string{"job"}, ""},
+		{"one edit to a three-letter name", "jobs", []string{"job"}, "job"},
 		{"nothing to choose from", "x", nil, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -21,10 +21,11 @@ func init() { extraCommands = append(extraCommands, budgetsCommand) }
 func budgetsCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "budgets",
-		Usage: "validate, show, plan and apply budget trees kept as HCL files in git",
+		Usage: "validate, show, plan and apply budget trees kept as HCL files in git; list the leaves jobs may name",
 		Commands: []*cli.Command{
 			budgetsValidateCommand(),
 			budgetsShowCommand(),
+			budgetsListCommand(),
 			budgetsPlanCommand(),
 			budgetsApplyCommand(),
 		},
@@ -55,7 +56,7 @@ func budgetsValidateCommand() *cli.Command {
 					bad++
 					continue
 				}
-				fmt.Fprintf(stdout, "%s: %d budgets, %d leaves: ok\n", dir, tree.Len(), len(tree.Leaves()))
+				fmt.Fprintf(stdout, "%s: %s, %s: ok\n", dir, plural(tree.Len(), "budget"), plural(len(tree.Leaves()), "leaf"))
 			}
 			if bad > 0 {
 				return fmt.Errorf("%s in %d of %d budget directories", plural(problems, "problem"), bad, len(dirs))

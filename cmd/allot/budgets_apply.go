@@ -59,8 +59,8 @@ func budgetsApplyCommand() *cli.Command {
 			if c.Bool("json") {
 				return printJSON(w, map[string]any{"revision": req.Revision, "budgets": len(req.Budgets), "index": res.Index})
 			}
-			fmt.Fprintf(w, "Applied budget tree %s: %d budgets, %d leaves (raft index %d)\n",
-				req.Revision, tree.Len(), len(tree.Leaves()), res.Index)
+			fmt.Fprintf(w, "Applied budget tree %s: %s, %s (raft index %d)\n",
+				req.Revision, plural(tree.Len(), "budget"), plural(len(tree.Leaves()), "leaf"), res.Index)
 			return nil
 		},
 	}

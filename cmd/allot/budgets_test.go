@@ -209,8 +209,8 @@ func TestGroupCommandsListTheirSubcommands(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"budgets", "frob"}, `unknown allot budgets subcommand "frob"; valid: validate, show, plan, apply`},
-		{[]string{"budgets"}, "allot budgets needs a subcommand: validate, show, plan, apply"},
+		{[]string{"budgets", "frob"}, `unknown allot budgets subcommand "frob"; valid: validate, show, list, plan, apply`},
+		{[]string{"budgets"}, "allot budgets needs a subcommand: validate, show, list, plan, apply"},
 		{[]string{"operator", "frob"}, `unknown allot operator subcommand "frob"; valid: raft list-peers`},
 		{[]string{"operator", "raft"}, "allot operator raft needs a subcommand: list-peers"},
 		{[]string{"explain", "frob"}, `unknown allot explain subcommand "frob"; valid: job`},

@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/urfave/cli/v3"
+
+	"github.com/allot-sched/allot/budgets"
 )
 
 // isFlagError recognizes the flag package's parse errors, which urfave/cli
@@ -24,9 +27,47 @@ func isFlagError(err error) bool {
 func needSubcommand(_ context.Context, c *cli.Command) error {
 	valid := strings.Join(subcommandPaths(c), ", ")
 	if c.NArg() > 0 {
-		return usagef("unknown %s subcommand %q; valid: %s", c.FullName(), c.Args().First(), valid)
+		got := c.Args().First()
+		return usagef("unknown %s subcommand %q%s; valid: %s", c.FullName(), got, didYouMean(got, c), valid)
 	}
 	return usagef("%s needs a subcommand: %s (%s -help)", c.FullName(), valid, c.FullName())
+}
+
+// rootAction runs when no command matched: with no arguments it prints the
+// usage to stderr, and either way it is a usage error (exit 2), the unknown
+// command named with a did-you-mean and the list of commands.
+func rootAction(_ context.Context, c *cli.Command) error {
+	if c.NArg() == 0 {
+		cli.HelpPrinter(c.Root().ErrWriter, cli.RootCommandHelpTemplate, c)
+		return usagef("allot needs a command: %s (allot COMMAND -help for one)", strings.Join(commandNames(c), ", "))
+	}
+	return unknownCommand(c, c.Args().First())
+}
+
+// unknownCommand is the usage error for a command root does not have.
+func unknownCommand(root *cli.Command, got string) error {
+	return usagef("unknown command %q%s; the commands are %s (allot -help)", got, didYouMean(got, root),
+		strings.Join(commandNames(root), ", "))
+}
+
+// didYouMean returns ` (did you mean "x"?)` for the command under c closest
+// to got (budgets.Nearest), "" when none is close.
+func didYouMean(got string, c *cli.Command) string {
+	if near := budgets.Nearest(got, commandNames(c)); near != "" {
+		return fmt.Sprintf(" (did you mean %q?)", near)
+	}
+	return ""
+}
+
+// commandNames are the names of the commands directly under c, help left out.
+func commandNames(c *cli.Command) []string {
+	var out []string
+	for _, sub := range c.VisibleCommands() {
+		if sub.Name != "help" {
+			out = append(out, sub.Name)
+		}
+	}
+	return out
 }
 
 // subcommandPaths lists the commands that run under c, as the words that

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/urfave/cli/v3"
 )
@@ -44,6 +45,7 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 		Commands: []*cli.Command{
 			versionCommand(),
 		},
+		Action: rootAction,
 	}
 	for _, add := range extraCommands {
 		app.Commands = append(app.Commands, add())
@@ -67,9 +69,13 @@ func setUsageErrors(c *cli.Command) {
 
 // run executes args (including the program name) and returns the exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	err := newApp(stdout, stderr).Run(ctx, args)
+	app := newApp(stdout, stderr)
+	err := app.Run(ctx, args)
 	if err == nil {
 		return exitOK
+	}
+	if len(args) > 2 && args[1] == "help" && strings.HasPrefix(err.Error(), "No help topic") {
+		err = unknownCommand(app, args[2]) // `allot help bogus` says what `allot bogus` says
 	}
 	fmt.Fprintln(stderr, "Error:", err)
 	var ue usageError
