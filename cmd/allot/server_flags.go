@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/urfave/cli/v3"
 
@@ -60,12 +61,13 @@ func showAnswer[T any](c *cli.Command, ask func(*client.Client) (T, error), text
 	return text(c.Root().Writer, answer)
 }
 
-// apiError rewrites the client's errors into messages that say what to do.
+// apiError rewrites the client's errors into messages that say what to do,
+// once: a server whose answer already says how to pass the token (or that
+// takes no writes at all) gets no second hint.
 func apiError(err error) error {
-	switch {
-	case errors.Is(err, client.ErrUnreachable):
-		return err
-	case errors.Is(err, client.ErrUnauthorized):
+	var ae *client.APIError
+	if errors.Is(err, client.ErrUnauthorized) && errors.As(err, &ae) &&
+		!strings.Contains(ae.Message, "ALLOT_TOKEN") && !strings.Contains(ae.Message, "writes are disabled") {
 		return fmt.Errorf("%w; pass the server's token with -token or ALLOT_TOKEN", err)
 	}
 	return err

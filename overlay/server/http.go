@@ -151,7 +151,7 @@ func (s *Server) authorize(r *http.Request) error {
 		got = strings.TrimPrefix(auth, "Bearer ")
 	}
 	if got == "" {
-		return errorf(http.StatusUnauthorized, "a token is required for writes: pass -token or set ALLOT_TOKEN")
+		return errorf(http.StatusUnauthorized, "a token is required for writes (header Authorization: Bearer TOKEN, or X-Allot-Token)")
 	}
 	if subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.Token)) != 1 {
 		return errorf(http.StatusForbidden, "token refused: it does not match the server's token")
