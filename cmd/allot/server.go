@@ -145,7 +145,11 @@ func runServer(ctx context.Context, c *cli.Command, cfg server.Config, ns nomadS
 		watched = make(chan error, 1)
 		go func() { watched <- rec.Run(ctx) }()
 	}
-	fmt.Fprintf(c.Root().Writer, "allot server %s: HTTP API on %s, raft on %s\n", s.ID(), s.HTTPAddr(), s.RaftAddr())
+	if cfg.Dev {
+		fmt.Fprintf(c.Root().Writer, "allot server %s (dev): HTTP API on %s, raft in memory (one server, nothing kept after exit)\n", s.ID(), s.HTTPAddr())
+	} else {
+		fmt.Fprintf(c.Root().Writer, "allot server %s: HTTP API on %s, raft on %s\n", s.ID(), s.HTTPAddr(), s.RaftAddr())
+	}
 	<-ctx.Done()
 	fmt.Fprintln(c.Root().Writer, "shutting down")
 	err = s.Shutdown()

@@ -159,11 +159,17 @@ func TestServerCommandDev(t *testing.T) {
 	if _, err := cl.ApplyBudgets(ctx, &client.BudgetsApply{Revision: "r", Budgets: []client.BudgetSpec{{Path: "a", Share: 1}}}); err != nil {
 		t.Fatal(err)
 	}
+	ps, err := cl.Peers(ctx)
+	if err != nil || len(ps.Servers) != 1 || ps.Servers[0].RaftAddr != "in-memory" {
+		t.Fatalf("peers of a -dev server: %+v %v, want one, its raft address in-memory", ps, err)
+	}
 	cancel()
 	select {
 	case code := <-done:
-		if code != exitOK || !strings.Contains(out.String(), "HTTP API on") {
-			t.Fatalf("server exited %d: %q %q", code, out.String(), errb.String())
+		// The raft line says where raft is: in memory, not the node ID.
+		want := "(dev): HTTP API on 127.0.0.1:" + strconv.Itoa(port) + ", raft in memory (one server, nothing kept after exit)\n"
+		if code != exitOK || !strings.Contains(out.String(), want) || strings.Contains(out.String(), "raft on") {
+			t.Fatalf("server exited %d: %q %q, want %q", code, out.String(), errb.String(), want)
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatal("server did not stop after its context ended")

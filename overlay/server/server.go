@@ -172,6 +172,11 @@ func ignoreClosed(err error) error {
 
 // setupRaft opens the stores and transport and starts raft, bootstrapping
 // when this server may.
+// DevRaftAddr is the raft address of a -dev server: its transport is in
+// memory and no peer can dial it (the node ID used to stand here, and was
+// printed as if it were an address).
+const DevRaftAddr = "in-memory"
+
 func (s *Server) setupRaft() error {
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(s.id)
@@ -189,7 +194,7 @@ func (s *Server) setupRaft() error {
 	if s.cfg.Dev {
 		store := raft.NewInmemStore()
 		logs, stable, snaps = store, store, raft.NewInmemSnapshotStore()
-		addr, trans := raft.NewInmemTransport(raft.ServerAddress(s.id))
+		addr, trans := raft.NewInmemTransport(DevRaftAddr)
 		s.raftAddr, s.trans = string(addr), trans
 	} else {
 		dir := filepath.Join(s.cfg.DataDir, "raft")
