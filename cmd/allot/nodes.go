@@ -48,8 +48,8 @@ func printNodes(w io.Writer, ns *client.Nodes, now time.Time) error {
 		lc := n.Lifecycle
 		state, since, reason := lc.Phase, lc.PhaseSince, lc.Reason
 		switch {
-		case n.Drain == "reserved":
-			state, since, reason = "reserved", n.Since, "reserved for "+n.ReservedFor+"; "+n.Reason
+		case n.Reservation != nil:
+			state, since, reason = "reserved", n.Reservation.Since, reservationText(n.Reservation)
 		case lc.Phase == "" || lc.Phase == "in-service":
 			state, since, reason = "in-service", n.Since, ""
 		case lc.Phase == "returned":
@@ -84,6 +84,15 @@ func printNodes(w io.Writer, ns *client.Nodes, now time.Time) error {
 		}
 	}
 	return nil
+}
+
+// reservationText says whom a node is held for and until when, once.
+func reservationText(r *client.NodeReservation) string {
+	s := "held for " + orDash(r.Job) + " until its GPUs are free"
+	if !r.Until.IsZero() {
+		s += " (at most until " + r.Until.UTC().Format(time.RFC3339) + ")"
+	}
+	return s
 }
 
 // leaves says when an allocation leaves a draining node.

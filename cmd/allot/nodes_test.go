@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/allot-sched/allot/overlay/client"
 	"github.com/allot-sched/allot/overlay/server"
 	"github.com/allot-sched/allot/overlay/state"
 )
@@ -55,5 +57,45 @@ func TestNodesLifecycleAndReturn(t *testing.T) {
 	code, out, _ = runCLI(t, "nodes")
 	if code != exitOK || !strings.Contains(out, "(return requested)") {
 		t.Fatalf("nodes after return request: %d\n%s", code, out)
+	}
+}
+
+// A reserved node says once whom it is held for and until when; -json gives
+// the reservation its own object and keeps drain for drain states.
+func TestNodesReservation(t *testing.T) {
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	rec := server.NewInmemReconciler()
+	s := devServer(t, server.Config{Reconciler: rec, Clock: func() time.Time { return now }})
+	until := now.Add(2 * time.Hour)
+	// The reason as the Nomad adapter records it (policy.ReasonReserved).
+	rec.SetNode(state.Node{ID: "n1-id", Name: "gpu-1", Drain: state.NodeReserved, ReservedFor: "default/big", ReservedUntil: until,
+		Reason: "reserved for default/big until its GPUs are free (at most until " + until.Format(time.RFC3339) + ")",
+		Since:  now, TotalGPUs: 8, HealthyGPUs: 8})
+	rec.SetNode(state.Node{ID: "n2-id", Name: "gpu-2", Drain: state.NodeActive, Since: now, TotalGPUs: 8, HealthyGPUs: 8})
+	waitUntil(t, "a reconcile pass", func() bool { return s.ReconcileOnce(context.Background()) == nil })
+	t.Setenv("ALLOT_ADDR", s.HTTPAddr())
+
+	code, out, errOut := runCLI(t, "nodes")
+	want := "n1-id  gpu-1  reserved    8/8                   2026-06-01T12:00:00Z  " +
+		"held for default/big until its GPUs are free (at most until 2026-06-01T14:00:00Z)\n"
+	if code != exitOK || !strings.Contains(out, want) || strings.Count(out, "default/big") != 1 {
+		t.Errorf("nodes: %d %q\n%s\nwant the line %q, the job named once", code, errOut, out, want)
+	}
+	code, out, _ = runCLI(t, "nodes", "-json")
+	var ns client.Nodes
+	if code != exitOK || json.Unmarshal([]byte(out), &ns) != nil || len(ns.Nodes) != 2 {
+		t.Fatalf("nodes -json: %d %s", code, out)
+	}
+	r := ns.Nodes[0].Reservation
+	if ns.Nodes[0].Drain != "active" || r == nil || r.Job != "default/big" || !r.Since.Equal(now) || !r.Until.Equal(until) ||
+		ns.Nodes[1].Reservation != nil || strings.Contains(out, `"reserved"`) || strings.Contains(out, "reserved_for") {
+		t.Errorf("nodes -json: want drain active and reservation {job, since, until} on gpu-1 only:\n%s", out)
+	}
+	if !strings.Contains(out, `"reservation": {
+        "job": "default/big",
+        "since": "2026-06-01T12:00:00Z",
+        "until": "2026-06-01T14:00:00Z"
+      },`) {
+		t.Errorf("nodes -json reservation object:\n%s", out)
 	}
 }

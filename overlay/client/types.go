@@ -139,18 +139,29 @@ type Usage struct {
 	Budgets      []UsageRow `json:"budgets"`
 }
 
-// Node is a GPU node's drain state.
+// Node is a GPU node's drain state and reservation.
 type Node struct {
-	ID          string    `json:"id"`
-	Name        string    `json:"name"`
-	Drain       string    `json:"drain"`
-	Reason      string    `json:"reason,omitempty"`
-	Since       time.Time `json:"since"`
-	ReservedFor string    `json:"reserved_for,omitempty"`
-	TotalGPUs   int       `json:"total_gpus"`
-	HealthyGPUs int       `json:"healthy_gpus"`
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// Drain is active, draining or drained; a reserved node is active (its
+	// reservation is Reservation, not a drain state).
+	Drain  string    `json:"drain"`
+	Reason string    `json:"reason,omitempty"`
+	Since  time.Time `json:"since"`
+	// Reservation is set while the node is held for a large pending job.
+	Reservation *NodeReservation `json:"reservation,omitempty"`
+	TotalGPUs   int              `json:"total_gpus"`
+	HealthyGPUs int              `json:"healthy_gpus"`
 	// Lifecycle is the node's drain lifecycle (drain.go).
 	Lifecycle NodeDrain `json:"lifecycle"`
+}
+
+// NodeReservation is a node held ineligible for a large pending job until
+// enough of its GPUs are free for it, at most until Until.
+type NodeReservation struct {
+	Job   string    `json:"job"`
+	Since time.Time `json:"since"`
+	Until time.Time `json:"until,omitzero"` // zero when not known (recorded by an older server)
 }
 
 // Decisions is the answer of GET /v1/decisions.

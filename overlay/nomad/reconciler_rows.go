@@ -243,11 +243,11 @@ func nodeRows(in rowsInput) []state.Node {
 			ok[o.Op.Node] = true
 		}
 	}
-	reservedFor := map[string]string{}
+	reservedFor := map[string]policy.Reservation{}
 	for _, r := range in.plan.Reservations {
 		if !r.Expired {
 			for _, n := range r.Nodes {
-				reservedFor[n] = r.Job
+				reservedFor[n] = r
 			}
 		}
 	}
@@ -258,7 +258,7 @@ func nodeRows(in rowsInput) []state.Node {
 			TotalGPUs: n.TotalGPUs(), HealthyGPUs: n.HealthyGPUs()}
 		old := in.view.Node(pn.ID)
 		if old != nil {
-			row.Drain, row.Reason, row.Since, row.ReservedFor = old.Drain, old.Reason, old.Since, old.ReservedFor
+			row.Drain, row.Reason, row.Since = old.Drain, old.Reason, old.Since
 		}
 		if na, has := acts[pn.ID]; has && ok[pn.ID] {
 			if d := drainOf(na.State()); d != row.Drain || old == nil {
@@ -266,9 +266,8 @@ func nodeRows(in rowsInput) []state.Node {
 			}
 			row.Reason = na.Reason.String()
 		}
-		row.ReservedFor = ""
-		if row.Drain == state.NodeReserved {
-			row.ReservedFor = reservedFor[pn.ID]
+		if r, ok := reservedFor[pn.ID]; ok && row.Drain == state.NodeReserved {
+			row.ReservedFor, row.ReservedUntil = r.Job, r.Since.Add(in.cfg.Policy.ReservationMaxAge).UTC()
 		}
 		if old == nil || !sameRow(*old, row) {
 			out = append(out, row)

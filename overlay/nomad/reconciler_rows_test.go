@@ -281,8 +281,10 @@ func TestNodeRowsReservation(t *testing.T) {
 		opErr     error
 		wantDrain string
 		wantFor   string
+		wantUntil time.Time
 	}{
-		{name: "reserved once Nomad took the eligibility change", wantDrain: state.NodeReserved, wantFor: "default/big"},
+		{name: "reserved once Nomad took the eligibility change", wantDrain: state.NodeReserved, wantFor: "default/big",
+			wantUntil: rowsT0.Add(2 * time.Hour)},
 		{name: "unchanged when the eligibility write failed", opErr: errors.New("boom"), wantDrain: state.NodeActive},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -291,6 +293,7 @@ func TestNodeRowsReservation(t *testing.T) {
 			f := newRowsFixture(view)
 			f.in.state.Nodes["n1"] = Node{ID: "n1", Name: "gpu-1", GPUs: []GPUModel{{Model: "H100", Total: 8, Healthy: 8}}}
 			f.in.snap.Nodes = []policy.Node{{ID: "n1"}}
+			f.in.cfg.Policy.ReservationMaxAge = 2 * time.Hour
 			f.in.plan = &policy.Plan{
 				NodeActions:  []policy.NodeAction{{Node: "n1", Kind: policy.NodeReserve, Reason: policy.Reason{Code: policy.ReasonReserved, Job: "default/big"}}},
 				Reservations: []policy.Reservation{{Job: "default/big", Nodes: []string{"n1"}, Since: rowsT0}},
@@ -303,7 +306,8 @@ func TestNodeRowsReservation(t *testing.T) {
 				}
 				return
 			}
-			if len(rows) != 1 || rows[0].Drain != tc.wantDrain || rows[0].ReservedFor != tc.wantFor || !rows[0].Since.Equal(rowsT0) {
+			if len(rows) != 1 || rows[0].Drain != tc.wantDrain || rows[0].ReservedFor != tc.wantFor || !rows[0].Since.Equal(rowsT0) ||
+				!rows[0].ReservedUntil.Equal(tc.wantUntil) {
 				t.Fatalf("rows %+v", rows)
 			}
 		})

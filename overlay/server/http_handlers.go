@@ -168,8 +168,14 @@ func (s *Server) getUsage(r *http.Request, v *state.View) (any, error) {
 func (s *Server) getNodes(_ *http.Request, v *state.View) (any, error) {
 	out := client.Nodes{Nodes: []client.Node{}}
 	for _, n := range v.Nodes() {
-		out.Nodes = append(out.Nodes, client.Node{ID: n.ID, Name: n.Name, Drain: n.Drain, Reason: n.Reason, Since: n.Since,
-			ReservedFor: n.ReservedFor, TotalGPUs: n.TotalGPUs, HealthyGPUs: n.HealthyGPUs, Lifecycle: lifecycle(v.Drain(n.ID))})
+		cn := client.Node{ID: n.ID, Name: n.Name, Drain: n.Drain, Reason: n.Reason, Since: n.Since,
+			TotalGPUs: n.TotalGPUs, HealthyGPUs: n.HealthyGPUs, Lifecycle: lifecycle(v.Drain(n.ID))}
+		if n.Drain == state.NodeReserved {
+			// A reservation is not a drain: the node is in service, held.
+			cn.Drain = state.NodeActive
+			cn.Reservation = &client.NodeReservation{Job: n.ReservedFor, Since: n.Since, Until: n.ReservedUntil}
+		}
+		out.Nodes = append(out.Nodes, cn)
 	}
 	return out, nil
 }

@@ -299,7 +299,7 @@ func (f *FSM) applyNodeUpsert(body []byte) any {
 			return fmt.Errorf("node %q: drain state %q, want one of %s, %s, %s, %s", n.ID, n.Drain,
 				NodeActive, NodeDraining, NodeDrained, NodeReserved)
 		}
-		n.Since = n.Since.UTC()
+		n.Since, n.ReservedUntil = n.Since.UTC(), n.ReservedUntil.UTC()
 		return nil
 	})
 }

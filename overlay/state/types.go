@@ -84,8 +84,11 @@ type Node struct {
 	Reason      string
 	Since       time.Time
 	ReservedFor string // job ID while Drain == NodeReserved
-	TotalGPUs   int
-	HealthyGPUs int
+	// ReservedUntil is when the reservation expires if the job has not
+	// started by then (zero when unknown or not reserved).
+	ReservedUntil time.Time
+	TotalGPUs     int
+	HealthyGPUs   int
 }
 
 // Decision is one entry of the bounded decision log.
