@@ -31,7 +31,7 @@ func explainCommand() *cli.Command {
 				}
 				return showAnswer(c, func(cl *client.Client) (*client.Explain, error) {
 					return cl.Explain(ctx, c.Args().First(), c.Bool("stale"))
-				}, printExplain)
+				}, func(w io.Writer, ex *client.Explain) error { return printExplain(w, ex, time.Now()) })
 			},
 		}},
 		Action: needSubcommand,
@@ -40,7 +40,7 @@ func explainCommand() *cli.Command {
 
 // printExplain writes why a job is where it is: its contract, its place in
 // the last plan, its allocations and the decisions about it.
-func printExplain(w io.Writer, ex *client.Explain) error {
+func printExplain(w io.Writer, ex *client.Explain, now time.Time) error {
 	fmt.Fprintf(w, "Job:          %s\n", ex.JobID)
 	fmt.Fprintf(w, "Budget:       %s\n", orDash(ex.Budget))
 	fmt.Fprintf(w, "Min runtime:  %v\n", ex.MinRuntime)
@@ -67,14 +67,48 @@ func printExplain(w io.Writer, ex *client.Explain) error {
 		fmt.Fprintln(w, "Why:          not in a plan yet")
 	}
 	for _, a := range ex.Allocs {
-		fmt.Fprintf(w, "Alloc %s on %s: %d GPUs, started %s, protected until %s, charged %.2f GPU-h\n",
-			a.ID, orDash(a.NodeID), a.GPUs, a.StartedAt.Format(time.RFC3339), a.ProtectedUntil.Format(time.RFC3339),
-			float64(a.ChargedGPUSeconds)/3600)
+		fmt.Fprintf(w, "Alloc %s on %s: %s, %s; charged %.2f GPU-h\n", a.ID, orDash(a.NodeID), plural(a.GPUs, "GPU"),
+			allocStory(a, ex.Decisions, now), float64(a.ChargedGPUSeconds)/3600)
 	}
 	for _, d := range ex.Decisions {
 		fmt.Fprintf(w, "%s  %s: %s\n", d.At.Format(time.RFC3339), d.Kind, d.Reason)
 	}
 	return nil
+}
+
+// allocStory says what happened to an allocation: running, inside or past
+// its protected window (or never protected, as unallocated work), or
+// stopped, when and by whom. It never prints a zero time.
+func allocStory(a client.Alloc, decisions []client.Decision, now time.Time) string {
+	rfc := func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+	var window string
+	switch {
+	case a.ProtectedUntil.IsZero():
+		window = "never protected (unallocated work: any allocated job may preempt it)"
+	case a.StoppedAt.IsZero() && a.ProtectedUntil.After(now):
+		window = "protected until " + rfc(a.ProtectedUntil)
+	case !a.StoppedAt.IsZero() && a.StoppedAt.Before(a.ProtectedUntil):
+		window = "its protected window would have ended " + rfc(a.ProtectedUntil)
+	default:
+		window = "its protected window ended " + rfc(a.ProtectedUntil)
+	}
+	if a.StoppedAt.IsZero() {
+		return "running since " + rfc(a.StartedAt) + ", " + window
+	}
+	ran := "ran " + rfc(a.StartedAt) + " to " + rfc(a.StoppedAt) + ", " + window
+	var by *client.Decision
+	for i := range decisions {
+		if d := &decisions[i]; d.AllocID == a.ID {
+			by = d // the last decision about it
+		}
+	}
+	switch {
+	case by != nil:
+		return ran + "; stopped by allot (" + by.Kind + "): " + by.Reason + " (Nomad places a replacement)"
+	case a.Preemptions > 0:
+		return ran + "; evicted: preempted by Nomad for a higher-priority job (Nomad requeues it)"
+	}
+	return ran + "; stopped: it finished, or was stopped outside allot"
 }
 
 // printStanding writes a budget's place in the fair-share order and the

@@ -90,9 +90,9 @@ type Alloc struct {
 	NodeID            string    `json:"node_id"`
 	GPUs              int       `json:"gpus"`
 	StartedAt         time.Time `json:"started_at"`
-	ProtectedUntil    time.Time `json:"protected_until"`
-	StoppedAt         time.Time `json:"stopped_at,omitzero"`
-	Preemptions       int       `json:"preemptions"`
+	ProtectedUntil    time.Time `json:"protected_until,omitzero"` // absent for unallocated work: never protected
+	StoppedAt         time.Time `json:"stopped_at,omitzero"`      // absent while it runs
+	Preemptions       int       `json:"preemptions"`              // times it was preempted or stopped by allot
 	ChargedGPUSeconds int64     `json:"charged_gpu_seconds"`
 }
 

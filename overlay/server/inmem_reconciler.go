@@ -21,6 +21,7 @@ type InmemReconciler struct {
 	nodes  map[string]state.Node
 	queue  []state.QueueEntry
 	drains []state.NodeObservation
+	decs   []state.Decision
 	passes int
 }
 
@@ -66,6 +67,14 @@ func (r *InmemReconciler) SetDrains(obs []state.NodeObservation) {
 	r.mu.Unlock()
 }
 
+// AddDecisions adds decisions the next pass records (as a reconciler
+// records the stops and priority writes it made).
+func (r *InmemReconciler) AddDecisions(ds ...state.Decision) {
+	r.mu.Lock()
+	r.decs = append(r.decs, ds...)
+	r.mu.Unlock()
+}
+
 // Passes returns how many passes have run.
 func (r *InmemReconciler) Passes() int { r.mu.Lock(); defer r.mu.Unlock(); return r.passes }
 
@@ -104,6 +113,7 @@ func (r *InmemReconciler) Reconcile(ctx context.Context, view *state.View, now t
 		}
 	}
 	out.Drains, r.drains = r.drains, nil
+	out.Decisions, r.decs = r.decs, nil
 	if r.queue != nil {
 		out.Queue, r.queue = r.queue, nil
 		out.Decisions = append(out.Decisions, state.Decision{At: now, Kind: "plan", Reason: "queue recorded by the in-memory reconciler"})
