@@ -51,7 +51,7 @@ func printExplain(w io.Writer, ex *client.Explain, now time.Time) error {
 	if ex.Queue != nil {
 		fmt.Fprintf(w, "Band:         %s (priority %d, sort metric %.4f)\n", ex.Queue.Band, ex.Queue.Priority, ex.Queue.SortMetric)
 		if ex.Queue.Position > 0 {
-			fmt.Fprintf(w, "Position:     %d in line\n", ex.Queue.Position)
+			fmt.Fprintf(w, "Queue:        %s in the pending queue\n", ordinal(ex.Queue.Position))
 		}
 		if err := printStanding(w, ex.Queue.Budget, ex.Queue.Standing); err != nil {
 			return err
@@ -111,15 +111,16 @@ func allocStory(a client.Alloc, decisions []client.Decision, now time.Time) stri
 	return ran + "; stopped: it finished, or was stopped outside allot"
 }
 
-// printStanding writes a budget's place in the fair-share order and the
-// level fairshare of each level of its path, which the order compares from
-// the top down.
+// printStanding writes a budget's fair-share rank among the budgets (not
+// the job's place in the pending queue, which Queue says) and the level
+// fairshare of each level of its path, which the ranking compares from the
+// top down.
 func printStanding(w io.Writer, budget string, st *client.Standing) error {
 	if st == nil {
 		return nil
 	}
-	fmt.Fprintf(w, "Fair share:   budget %s is #%d in the fair-share order (sort metric %s); served %s (usage %s of the window, share %s)\n",
-		budget, st.LeafPosition, fmtRatio(st.Metric, "%.4f"), fmtRatio(st.ServedRatio, "%.2f"),
+	fmt.Fprintf(w, "Fair share:   budget %s ranks %s among budgets, most owed first (sort metric %s); served %s (usage %s of the window, share %s)\n",
+		budget, ordinal(st.LeafPosition), fmtRatio(st.Metric, "%.4f"), fmtRatio(st.ServedRatio, "%.2f"),
 		fmtPercent(st.UsageShare), fmtPercent(st.Effective))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  LEVEL\tSHARE\tUSAGE\tLEVEL FAIRSHARE")
@@ -163,6 +164,21 @@ func fmtPercent(r client.Ratio) string {
 		return fmtRatio(r, "")
 	}
 	return fmt.Sprintf("%.1f%%", 100*float64(r))
+}
+
+// ordinal writes 1st, 2nd, 3rd, 4th, 11th, 21st, ...
+func ordinal(n int) string {
+	suffix := "th"
+	switch {
+	case n%100 >= 11 && n%100 <= 13:
+	case n%10 == 1:
+		suffix = "st"
+	case n%10 == 2:
+		suffix = "nd"
+	case n%10 == 3:
+		suffix = "rd"
+	}
+	return fmt.Sprintf("%d%s", n, suffix)
 }
 
 func orDash(s string) string {

@@ -16,7 +16,7 @@ func init() { extraCommands = append(extraCommands, queueCommand) }
 func queueCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "queue",
-		Usage: "list managed jobs in fair-share order, with band, priority and sort metric",
+		Usage: "list managed jobs: the pending queue in order (QUEUE #), then the rest, with band, priority and their budget's fair-share standing",
 		Flags: apiFlags(true),
 		Action: func(ctx context.Context, c *cli.Command) error {
 			if c.NArg() > 0 {
@@ -29,14 +29,15 @@ func queueCommand() *cli.Command {
 	}
 }
 
-// printQueue writes the managed jobs in fair-share order.
+// printQueue writes the managed jobs: pending ones by their place in the
+// pending queue, then the others.
 func printQueue(w io.Writer, q *client.Queue) error {
 	if len(q.Jobs) == 0 {
 		fmt.Fprintln(w, "No managed jobs in the last plan.")
 		return nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "POS\tJOB\tBUDGET\tBAND\tPRIORITY\tSORT METRIC\tSERVED\tLEVEL FAIRSHARE\tEXPLANATION")
+	fmt.Fprintln(tw, "QUEUE #\tJOB\tBUDGET\tBAND\tPRIORITY\tSORT METRIC\tSERVED\tLEVEL FAIRSHARE\tEXPLANATION")
 	for _, j := range q.Jobs {
 		pos := "-"
 		if j.Position > 0 {

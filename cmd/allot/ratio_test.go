@@ -48,7 +48,7 @@ func TestInfiniteFloatsReachJSON(t *testing.T) {
 		Contract: state.Contract{Budget: "lab/b", MinRuntime: time.Hour}, SubmittedAt: time.Now()}
 	rec.SetJob(job)
 	rec.SetQueue([]state.QueueEntry{{JobID: job.ID, Leaf: "lab/b", Band: "pending", Priority: 89, Position: 1,
-		SortMetric: budgets.Ratio(level), Explanation: "pending, 1st in the fair-share order"}})
+		SortMetric: budgets.Ratio(level), Explanation: "pending, 1st in the pending queue"}})
 	if err := s.ReconcileOnce(ctx); err != nil {
 		t.Fatalf("recording a queue with an infinite sort metric: %v", err)
 	}

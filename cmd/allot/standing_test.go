@@ -48,7 +48,7 @@ func TestExplainShowsStanding(t *testing.T) {
 		rec.SetJob(job)
 		queue = append(queue, state.QueueEntry{JobID: job.ID, Leaf: leaf, Band: "pending", Priority: 88 - i, Position: i + 1,
 			SortMetric: budgets.Ratio(rank(leaf).Metric), Standing: state.NewStanding(rank(leaf)), FreeAt: free,
-			Explanation: fmt.Sprintf("pending, %d in the fair-share order; waiting for protected windows", i+1)})
+			Explanation: fmt.Sprintf("pending, %s in the pending queue; waiting for protected windows", ordinal(i+1))})
 	}
 	rec.SetQueue(queue)
 	if err := s.ReconcileOnce(ctx); err != nil {
@@ -64,18 +64,23 @@ func TestExplainShowsStanding(t *testing.T) {
 	// Usage 40 of 120 h = 33.3%; share 2/3 * 3/5 * 3/4 = 30%: served 1.11.
 	// Levels: prior S 2/3, U 70/120; olmo S 3/5, U 40/70; pretrain S 3/4, U 40/40.
 	for _, want := range []string{
-		"Position:     2 in line\n" +
-			"Fair share:   budget ai2/prior/olmo/pretrain is #2 in the fair-share order (sort metric 0.7500); served 1.11 (usage 33.3% of the window, share 30.0%)\n" +
+		"Queue:        2nd in the pending queue\n" +
+			"Fair share:   budget ai2/prior/olmo/pretrain ranks 2nd among budgets, most owed first (sort metric 0.7500); served 1.11 (usage 33.3% of the window, share 30.0%)\n" +
 			"  LEVEL                    SHARE  USAGE   LEVEL FAIRSHARE\n" +
 			"  ai2/prior                66.7%  58.3%   1.14\n" +
 			"  ai2/prior/olmo           60.0%  57.1%   1.05\n" +
 			"  ai2/prior/olmo/pretrain  75.0%  100.0%  0.75\n" +
 			"GPUs free at: 2026-06-01T14:05:00Z\n" +
-			"Why:          pending, 2 in the fair-share order; waiting for protected windows\n",
+			"Why:          pending, 2nd in the pending queue; waiting for protected windows\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("explain text lacks %q:\n%s", want, out)
 		}
+	}
+	// Two rankings, two names: the budget's fair-share rank among budgets
+	// and the job's place in the pending queue; neither is "the fair-share order".
+	if strings.Contains(out, "fair-share order") {
+		t.Errorf("explain text names a ranking ambiguously:\n%s", out)
 	}
 
 	// eval used nothing: first in the order, LF "inf" at its own level.
@@ -97,7 +102,7 @@ func TestExplainShowsStanding(t *testing.T) {
 	}
 
 	code, out, errOut = runCLI(t, "queue")
-	if code != exitOK || !strings.Contains(out, "SERVED  LEVEL FAIRSHARE") ||
+	if code != exitOK || !strings.HasPrefix(out, "QUEUE #  JOB ") || !strings.Contains(out, "SERVED  LEVEL FAIRSHARE") ||
 		!strings.Contains(out, "0.00    1.14 > 1.05 > inf") || !strings.Contains(out, "1.11    1.14 > 1.05 > 0.75") {
 		t.Errorf("queue text: %d %q %q, want eval served 0.00, LF 1.14 > 1.05 > inf and train served 1.11, LF ... > 0.75", code, out, errOut)
 	}

@@ -49,7 +49,7 @@ type QueueJob struct {
 	Band        string `json:"band"`
 	Priority    int    `json:"priority"`
 	SortMetric  Ratio  `json:"sort_metric"` // "inf" when infinite (see Ratio)
-	Position    int    `json:"position"`    // 1-based among pending jobs, 0 for others
+	Position    int    `json:"position"`    // 1-based place in the pending queue, 0 for jobs not pending
 	Explanation string `json:"explanation"`
 	// Standing is the job's budget's fair-share standing: the sort metric
 	// and its parts (absent when unallocated or planned by an older server).
@@ -60,10 +60,11 @@ type QueueJob struct {
 	FreeAt         time.Time `json:"free_at,omitzero"`
 }
 
-// Standing is a budget's place in the fair-share order and why.
+// Standing is a budget's fair-share rank among the budgets and why (the
+// budget's standing, not its job's place in the pending queue).
 type Standing struct {
-	Metric       Ratio       `json:"metric"`        // (N - place) / N over N leaves, higher = more owed
-	LeafPosition int         `json:"leaf_position"` // 1-based place of the budget in the order
+	Metric       Ratio       `json:"metric"`        // (N - rank) / N over N leaves, higher = more owed
+	LeafPosition int         `json:"leaf_position"` // the budget's 1-based fair-share rank among the leaves, 1 = most owed
 	ServedRatio  Ratio       `json:"served_ratio"`  // usage_share / effective_share
 	UsageShare   Ratio       `json:"usage_share"`   // the budget's share of the window's usage
 	Effective    Ratio       `json:"effective_share"`

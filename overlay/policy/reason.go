@@ -18,7 +18,7 @@ const (
 	ReasonStarting      // placed, not all allocations running yet
 	ReasonRunning       // At: end of the protected window
 	ReasonPartial       // N: allocations still waiting
-	ReasonPending       // N: 1-based position in the pending order
+	ReasonPending       // N: 1-based place in the pending queue (the job's, not its budget's fair-share rank)
 	ReasonUnallocated   // no budget or min_runtime 0
 	ReasonUserPriority  // N: the priority someone else wrote
 	ReasonVictimLowered // Job: the pending job the victim makes room for
@@ -47,7 +47,7 @@ const (
 	ReasonVictimReleased // Job: the job that never placed, At: since
 	ReasonVictimReplaced // Job: the victim whose replacement took GPUs (an Evaluate)
 	// Reservations, continued (rule 7).
-	ReasonPendingReserved   // N: position in the pending order, Job: the job holding a reservation above it
+	ReasonPendingReserved   // N: place in the pending queue, Job: the job holding a reservation above it
 	ReasonReservationLanded // Job: the job its node was released for, At: since (SetPriority, Explanation)
 	ReasonLanded            // Job: the job that landed on the released node first (an Evaluate)
 )
@@ -79,7 +79,7 @@ func (r Reason) Format(at func(time.Time) string) string {
 	case ReasonPartial:
 		return "placed in part: " + strconv.Itoa(r.N) + " allocation(s) still waiting, placed before any pending job"
 	case ReasonPending:
-		return "pending, " + ordinal(r.N) + " in the fair-share order"
+		return "pending, " + ordinal(r.N) + " in the pending queue"
 	case ReasonUnallocated:
 		return "unallocated (no budget leaf or min_runtime 0): free, preemptible by any allocated job"
 	case ReasonUserPriority:
@@ -129,7 +129,7 @@ func (r Reason) Format(at func(time.Time) string) string {
 	case ReasonVictimReplaced:
 		return "its victim " + r.Job + " holds GPUs again (Nomad placed its replacement first, or its stop was lost), a preemption gap below it: evaluate so Nomad preempts it"
 	case ReasonPendingReserved:
-		return "pending, " + ordinal(r.N) + " in the fair-share order; kept a preemption gap below " + r.Job +
+		return "pending, " + ordinal(r.N) + " in the pending queue; kept a preemption gap below " + r.Job +
 			", which holds a reservation, so that Nomad preempts it if it takes " + r.Job + "'s GPUs first"
 	case ReasonReservationLanded:
 		return "landed at " + at(r.At) + " on a node just released for " + r.Job + ", which still waits: held a preemption gap below it, not protected, so that Nomad preempts it for " + r.Job
