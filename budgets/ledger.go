@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// Ledger defaults: DESIGN.md asks for 1-minute buckets kept for at least
+// Ledger defaults: docs/design.md asks for 1-minute buckets kept for at least
 // twice the 7-day lookback window.
 const (
 	DefaultBucket    = time.Minute

@@ -123,16 +123,16 @@ func TestReconcileProtectionThenTimeSlicing(t *testing.T) {
 	// The victim leaves by allot's migration stop, or by Nomad's own
 	// preemption for the pending job: allot lowers the victim a preemption gap
 	// below the job it makes room for (so a replacement cannot take the GPUs
-	// back, nomad-facts b), and Nomad may retry the pending job's blocked eval
+	// back, docs/nomad-facts.md b), and Nomad may retry the pending job's blocked eval
 	// before the stop lands. Both requeue the victim without spending a
-	// reschedule attempt (nomad-facts b and c), which is checked below.
+	// reschedule attempt (docs/nomad-facts.md b and c), which is checked below.
 	old := c.alloc(t, "victim", v.ID)
 	switch {
 	case old.DesiredStatus == "stop" && strings.Contains(old.DesiredDescription, "migrat"):
 		t.Logf("victim left by allot's migration stop")
 	case old.DesiredStatus == "evict" && ownsAlloc(c.allocs(t, "pending"), old.PreemptedByAllocation):
 		// The preempting allocation may since have been replaced by another
-		// of the pending job's (nomad-facts a does not hold while a placement's
+		// of the pending job's (docs/nomad-facts.md a does not hold while a placement's
 		// victims are still stopping: allot's raise to 100 then updates it
 		// destructively), so it is matched by job, not against p.
 		t.Logf("victim left by Nomad's preemption for the pending job's allocation %s", old.PreemptedByAllocation)

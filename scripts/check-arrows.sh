@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Checks the import arrows drawn in DESIGN.md ("Layout"): pure packages import
+# Checks the import arrows drawn in docs/design.md ("Layout"): pure packages import
 # only the standard library and the packages they are allowed to, and each
 # outside system has exactly one adapter package.
 set -euo pipefail

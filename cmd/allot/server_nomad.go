@@ -72,7 +72,7 @@ func nomadSetupFrom(c *cli.Command, fc *hcl.ServerConfig) (nomadSetup, error) {
 	return s, nil
 }
 
-// policyFromFile is DESIGN.md's default policy with the policy {} block's
+// policyFromFile is docs/design.md's default policy with the policy {} block's
 // settings on top. A protected priority above 100 (a cluster with a larger
 // job_max_priority) moves the default bands with it, as
 // policy.ConfigForMaxPriority places them; explicit bands override those.
@@ -168,7 +168,7 @@ func reconcilerConfig(s nomadSetup, log hclog.Logger) nomad.ReconcilerConfig {
 }
 
 // warnUnmanaged logs the running allocations of jobs allot does not manage
-// on GPU nodes that a pending allocated job could preempt (DESIGN.md: keep
+// on GPU nodes that a pending allocated job could preempt (docs/design.md: keep
 // such jobs at the pending band's top less the preemption gap plus one, or
 // above, or off GPU nodes). A failure to look is itself only a warning.
 func warnUnmanaged(found []nomad.UnmanagedAlloc, err error, below int, log hclog.Logger) {

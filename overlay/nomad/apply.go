@@ -232,7 +232,7 @@ func (a *Applier) apply(ctx context.Context, op Op) Outcome {
 
 // SetPriority re-registers a job with only its Priority changed, checked
 // against the JobModifyIndex the decision read: Nomad updates running
-// allocations in place (nomad-facts a). The job's HCL submission, when Nomad
+// allocations in place (docs/nomad-facts.md a). The job's HCL submission, when Nomad
 // kept one, goes with it so users still see their definition. It returns the
 // job's new JobModifyIndex, or ErrConflict when the job changed since.
 func (a *Applier) SetPriority(ctx context.Context, key JobKey, priority int, readIndex uint64) (uint64, error) {
@@ -310,7 +310,7 @@ func (a *Applier) settleRegistration(ctx context.Context, key JobKey, evalID str
 
 // StopAllocs stops allocations as migrations: no reschedule parameter, so
 // Nomad places a replacement with the same name that spends no reschedule
-// attempt (nomad-facts c). An allocation already gone counts as stopped.
+// attempt (docs/nomad-facts.md c). An allocation already gone counts as stopped.
 func (a *Applier) StopAllocs(ctx context.Context, key JobKey, allocs []string) error {
 	q := (&api.QueryOptions{Namespace: key.Namespace}).WithContext(ctx)
 	var errs []error
@@ -323,7 +323,7 @@ func (a *Applier) StopAllocs(ctx context.Context, key JobKey, allocs []string) e
 }
 
 // Evaluate asks Nomad to try placing a job now. Nomad does not wake blocked
-// jobs when priorities drop, nor some when devices recover (nomad-facts b, i).
+// jobs when priorities drop, nor some when devices recover (docs/nomad-facts.md b, i).
 func (a *Applier) Evaluate(ctx context.Context, key JobKey) error {
 	w := (&api.WriteOptions{Namespace: key.Namespace}).WithContext(ctx)
 	if _, _, err := a.client.Jobs().EvaluateWithOpts(key.ID, api.EvalOptions{}, w); err != nil {
@@ -333,7 +333,7 @@ func (a *Applier) Evaluate(ctx context.Context, key JobKey) error {
 }
 
 // SetEligibility marks a node eligible or ineligible for new placements;
-// running allocations are left alone (nomad-facts e). A node that already
+// running allocations are left alone (docs/nomad-facts.md e). A node that already
 // has that eligibility is not written, like a priority Nomad already has: a
 // plan records a return an operator made in Nomad as an eligible action.
 func (a *Applier) SetEligibility(ctx context.Context, node string, eligible bool) error {

@@ -9,7 +9,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 )
 
-// The event stream topics the watcher subscribes to (nomad-facts f).
+// The event stream topics the watcher subscribes to (docs/nomad-facts.md f).
 var watchTopics = map[api.Topic][]string{
 	api.TopicJob:        {"*"},
 	api.TopicAllocation: {"*"},

@@ -28,7 +28,7 @@ type PreflightReport struct {
 
 // Preflight checks that Nomad can be driven: the version, the token, and that
 // preemption is on for batch and service jobs (allot's unallocated band relies
-// on Nomad evicting it, nomad-facts b). When manage is true it turns preemption
+// on Nomad evicting it, docs/nomad-facts.md b). When manage is true it turns preemption
 // on; otherwise it returns ErrPreemptionOff with the command that does.
 func Preflight(ctx context.Context, client *api.Client, manage bool) (PreflightReport, error) {
 	var r PreflightReport

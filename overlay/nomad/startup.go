@@ -24,7 +24,7 @@ func NewClientWith(address, token string) (*api.Client, error) {
 
 // UnmanagedAlloc is a running allocation of a job allot does not manage,
 // on a node with NVIDIA GPUs, at a priority a pending allocated job can
-// preempt when CPU or memory is what binds (DESIGN.md, "How allot drives
+// preempt when CPU or memory is what binds (docs/design.md, "How allot drives
 // Nomad").
 type UnmanagedAlloc struct {
 	Alloc    string

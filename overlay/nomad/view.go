@@ -12,7 +12,7 @@ type BlockedEval struct {
 	Job JobKey
 	// ClassIneligible is true when Nomad marked a node class ineligible for
 	// the job (for example it asks more GPUs than a node has healthy): Nomad
-	// does not wake such an eval when a device recovers (nomad-facts i).
+	// does not wake such an eval when a device recovers (docs/nomad-facts.md i).
 	ClassIneligible bool
 	// Reason is Nomad's placement failure, e.g. `Dimension "devices: no
 	// devices match request" exhausted`, for explanations.

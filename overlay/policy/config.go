@@ -14,16 +14,16 @@ func (r Range) Levels() int { return r.High - r.Low + 1 }
 
 func (r Range) contains(p int) bool { return p >= r.Low && p <= r.High }
 
-// Config holds every knob of the policy. DefaultConfig gives DESIGN.md's
+// Config holds every knob of the policy. DefaultConfig gives docs/design.md's
 // defaults; Validate says what is wrong with a hand-made one.
 type Config struct {
-	// Bands (DESIGN.md "How allot drives Nomad").
+	// Bands (docs/design.md, "How allot drives Nomad").
 	Protected   int   // allocated jobs inside their protected window
 	Running     int   // allocated jobs past their window, or placed in part
 	Pending     Range // waiting allocated jobs, in fair-share order
 	Unallocated Range // free work, running or waiting
 	// PreemptionGap is Nomad's: a job preempts only allocations at least this
-	// far below it (nomad-facts b).
+	// far below it (docs/nomad-facts.md b).
 	PreemptionGap int
 
 	// FairnessMargin: a running job past its window is a victim for a
@@ -81,7 +81,7 @@ type Config struct {
 	NodePools  []string
 }
 
-// DefaultConfig is the configuration of DESIGN.md for Nomad's default
+// DefaultConfig is the configuration of docs/design.md for Nomad's default
 // job_max_priority of 100.
 func DefaultConfig() Config { return ConfigForMaxPriority(100) }
 

@@ -105,7 +105,7 @@
 // GPUs its own stop just freed, before the blocked job it was stopped for
 // is retried (observed on Nomad 2.0.6: ~1.3 s on a dev agent, and it won
 // the race). A full gap below B lets B's evaluation preempt that
-// replacement (nomad-facts b). When final(B) < Pending.Low + PreemptionGap
+// replacement (docs/nomad-facts.md b). When final(B) < Pending.Low + PreemptionGap
 // the victim sits below the pending band, never lower than Pending.Low -
 // PreemptionGap (>= Unallocated.High, by Validate): its replacement then
 // may not evict the unallocated work at the top of that band until the
@@ -147,7 +147,7 @@
 // every blocked job, the reserved job X's retry may run while the nodes are
 // still ineligible, and a smaller job retried after the eligibility write
 // lands first; Nomad preempts it for X only from PreemptionGap below
-// (nomad-facts b, i: the second, preempting pass; whole allocations). So:
+// (docs/nomad-facts.md b, i: the second, preempting pass; whole allocations). So:
 //
 //   - While X holds a reservation, held or released (a record with Released
 //     set), every pending job sorting after X has the target of its position

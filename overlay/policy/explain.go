@@ -5,7 +5,7 @@ import "time"
 // evaluateRecovered asks Nomad to evaluate the highest pending jobs that
 // now fit when a node recovered or returned to service since the last
 // decision (rule 6): Nomad does not wake a job it found "class ineligible"
-// when devices come back (nomad-facts i).
+// when devices come back (docs/nomad-facts.md i).
 func (d *Decider) evaluateRecovered() {
 	if d.recovered < 0 {
 		return

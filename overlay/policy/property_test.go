@@ -213,7 +213,7 @@ func checkPlan(t *testing.T, seed int64, snap *Snapshot, p *Plan, now time.Time,
 			continue
 		}
 		allocs := byJob[j.ID]
-		// The reference: is the job protected, per DESIGN.md's definition?
+		// The reference: is the job protected, per docs/design.md's definition?
 		var last time.Time
 		running := len(allocs) == j.Groups[0].Count && len(allocs) > 0
 		for _, a := range allocs {

@@ -6,7 +6,7 @@ import (
 )
 
 // Reservations (rule 7). Nomad keeps no room for a large blocked job: small
-// asks take GPUs as they free up (nomad-facts i). So for the top pending job
+// asks take GPUs as they free up (docs/nomad-facts.md i). So for the top pending job
 // that cannot be placed even with victims, allot holds the nodes that free up
 // soonest (at most ReservationNodes, for at most ReservationMaxAge), stops
 // what rule 5 allows on them, and releases them with an evaluation of the
@@ -16,7 +16,7 @@ import (
 // on the reserved nodes wakes every blocked evaluation, the job's own retry
 // may run while the nodes are still ineligible, and a smaller job retried
 // after the eligibility write lands takes GPUs first. Nomad preempts it for
-// the job only when it sits at least PreemptionGap below (nomad-facts b,
+// the job only when it sits at least PreemptionGap below (docs/nomad-facts.md b,
 // i). So while a reservation is held or released and its job still waits,
 // every pending job sorting after it is kept that gap below (gapPosition,
 // levels), and a job that lands on the released nodes first is held below

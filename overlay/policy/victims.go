@@ -9,7 +9,7 @@ import (
 // place walks the waiting allocated jobs in order (partially placed first,
 // then pending by position) through the placement model. A job that fits
 // takes its GPUs, so lower jobs see what is left, as Nomad places blocked
-// jobs highest first (nomad-facts d). For the first MaxEvaluations jobs that
+// jobs highest first (docs/nomad-facts.md d). For the first MaxEvaluations jobs that
 // do not fit, time slicing looks for victims (rule 5); the first job for
 // which it finds none may get a reservation (rule 7).
 func (d *Decider) place() {

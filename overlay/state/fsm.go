@@ -12,7 +12,7 @@ import (
 )
 
 // Defaults for FSMConfig. The ledger keeps 14 days of 1-minute buckets:
-// twice the default 7-day lookback window (DESIGN.md, "Usage ledger").
+// twice the default 7-day lookback window (docs/design.md, "Usage ledger").
 const (
 	DefaultBucket          = time.Minute
 	DefaultRetention       = 14 * 24 * time.Hour
