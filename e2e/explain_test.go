@@ -51,6 +51,7 @@ func TestExplainMisspeltBudgetAndEvictedAlloc(t *testing.T) {
 		!strings.Contains(out, `no such budget (did you mean "lab/b"?); the job runs unallocated. Name a leaf of the budget tree (`+"`allot budgets list`"+` lists them)`) {
 		t.Errorf("explain typo: %d %q\n%s", code, errOut, out)
 	}
+	t.Logf("allot explain job typo:\n%s", out)
 	code, out, errOut = allotCLI(t, al, "explain", "job", "filler")
 	if code != 0 || !strings.Contains(out, "never protected (unallocated work: any allocated job may preempt it); evicted: preempted by Nomad") ||
 		strings.Contains(out, "0001-01-01") {

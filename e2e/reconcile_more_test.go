@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"math"
@@ -9,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/allot-sched/allot/overlay/client"
 )
 
 // Latency: job registered -> priority written by allot, over 120 jobs,
@@ -310,13 +313,35 @@ func TestReconcileReservationForLargeJob(t *testing.T) {
 	}()
 	defer func() { close(stop); wg.Wait() }()
 	reserved := false
+	// What `allot nodes -json` shows while the node is held.
+	api, err := client.New(al.Srv.HTTPAddr(), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held *client.Node
 	waitFor(t, 60*time.Second, "big to start", func() (bool, error) {
 		var n struct{ SchedulingEligibility string }
 		if err := c.Get("/v1/node/"+c.Node, &n); err == nil && n.SchedulingEligibility == "ineligible" {
 			reserved = true
 		}
+		if ns, err := api.Nodes(context.Background(), false); err == nil && held == nil {
+			for i := range ns.Nodes {
+				if ns.Nodes[i].Reservation != nil {
+					held = &ns.Nodes[i]
+				}
+			}
+		}
 		return len(c.running(t, "big")) == 1, nil
 	})
+	if held != nil {
+		// startAllot's ReservationMaxAge is 2m.
+		if r := held.Reservation; r.Job != "default/big" || !r.Until.Equal(r.Since.Add(2*time.Minute)) || held.Drain != "active" {
+			t.Errorf("reserved node in GET /v1/nodes: drain %q, reservation %+v; want active, held for default/big for at most 2m",
+				held.Drain, *r)
+		}
+	} else {
+		t.Logf("the reservation was not seen in GET /v1/nodes (it lasted less than a poll)")
+	}
 	big := c.running(t, "big")[0]
 	t.Logf("big started %s after the last small job's GPUs freed; node seen reserved: %t",
 		big.started().Sub(lastEnd).Round(time.Millisecond), reserved)
