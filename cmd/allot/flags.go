@@ -27,10 +27,34 @@ func isFlagError(err error) bool {
 func needSubcommand(_ context.Context, c *cli.Command) error {
 	valid := strings.Join(subcommandPaths(c), ", ")
 	if c.NArg() > 0 {
-		got := c.Args().First()
-		return usagef("unknown %s subcommand %q%s; valid: %s", c.FullName(), got, didYouMean(got, c), valid)
+		return unknownSubcommand(c, c.Args().First())
 	}
 	return usagef("%s needs a subcommand: %s (%s -help)", c.FullName(), valid, c.FullName())
+}
+
+// unknownSubcommand is the usage error for a subcommand c does not have.
+func unknownSubcommand(c *cli.Command, got string) error {
+	return usagef("unknown %s subcommand %q%s; valid: %s", c.FullName(), got, didYouMean(got, c),
+		strings.Join(subcommandPaths(c), ", "))
+}
+
+// unknownHelpTopic rewrites urfave/cli's "No help topic for 'x'", from
+// `allot [COMMAND...] help x`, into the error running the unknown command
+// gives: the same words, did-you-mean and list whichever way it is asked.
+func unknownHelpTopic(app *cli.Command, args []string) error {
+	c := app
+	for i := 1; i+1 < len(args); i++ {
+		switch sub := c.Command(args[i]); {
+		case args[i] == "help" || args[i] == "h":
+			if c == app {
+				return unknownCommand(app, args[i+1])
+			}
+			return unknownSubcommand(c, args[i+1])
+		case sub != nil:
+			c = sub
+		}
+	}
+	return usagef("%s", "no such help topic (allot -help lists the commands)")
 }
 
 // rootAction runs when no command matched: with no arguments it prints the

@@ -74,8 +74,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return exitOK
 	}
-	if len(args) > 2 && args[1] == "help" && strings.HasPrefix(err.Error(), "No help topic") {
-		err = unknownCommand(app, args[2]) // `allot help bogus` says what `allot bogus` says
+	if strings.HasPrefix(err.Error(), "No help topic") {
+		err = unknownHelpTopic(app, args) // `allot help bogus` says what `allot bogus` says
 	}
 	fmt.Fprintln(stderr, "Error:", err)
 	var ue usageError

@@ -47,6 +47,8 @@ func TestNoOrUnknownCommand(t *testing.T) {
 		{[]string{"budgts", "list"}, `Error: unknown command "budgts" (did you mean "budgets"?); the commands are version, budgets,`},
 		{[]string{"help", "qeueu"}, `Error: unknown command "qeueu" (did you mean "queue"?); the commands are`},
 		{[]string{"budgets", "lsit"}, `Error: unknown allot budgets subcommand "lsit" (did you mean "list"?); valid: validate, show, list, plan, apply`},
+		{[]string{"budgets", "help", "lsit"}, `Error: unknown allot budgets subcommand "lsit" (did you mean "list"?); valid: validate, show, list, plan, apply`},
+		{[]string{"operator", "raft", "help", "x"}, `Error: unknown allot operator raft subcommand "x"; valid: list-peers`},
 	} {
 		code, out, errOut := runCLI(t, tc.args...)
 		if code != exitUsage || out != "" || !strings.HasPrefix(errOut, tc.want) || strings.Contains(errOut, "No help topic") {
