@@ -70,6 +70,14 @@ func TestExplainSaysWhatHappenedToAllocs(t *testing.T) {
 			t.Errorf("explain train lacks %q:\n%s", want, out)
 		}
 	}
+	// A misspelt job ID gets the managed job it likely meant.
+	code, _, errOut = runCLI(t, "explain", "job", "swep")
+	if want := `Error: server answered 404 Not Found: job "swep" is not managed by allot (did you mean "default/sweep"?): it is unknown,`; code != exitInvalid || !strings.HasPrefix(errOut, want) {
+		t.Errorf("explain swep: %d %q, want %q", code, errOut, want)
+	}
+	if code, _, errOut = runCLI(t, "explain", "job", "default/ghost"); code != exitInvalid || strings.Contains(errOut, "did you mean") {
+		t.Errorf("explain ghost: %d %q, want no suggestion", code, errOut)
+	}
 	code, out, _ = runCLI(t, "explain", "job", "-json", "default/sweep")
 	if code != exitOK || strings.Contains(out, "0001-01-01") || strings.Contains(out, "protected_until") || !strings.Contains(out, `"stopped_at": "`+rfc(stop)) {
 		t.Errorf("explain -json sweep: want stopped_at and no zero or absent protected_until:\n%s", out)

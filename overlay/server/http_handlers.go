@@ -83,7 +83,8 @@ func (s *Server) getExplain(r *http.Request, v *state.View) (any, error) {
 		j = v.Job(id)
 	}
 	if j == nil {
-		return nil, errorf(http.StatusNotFound, "job %q is not managed by allot: it is unknown, in another namespace, or asks for no GPUs (IDs are namespace/name)", r.PathValue("id"))
+		return nil, errorf(http.StatusNotFound, "job %q is not managed by allot%s: it is unknown, in another namespace, or asks for no GPUs (IDs are namespace/name)",
+			r.PathValue("id"), nearestJob(v, id))
 	}
 	out := client.Explain{JobID: j.ID, Budget: j.Contract.Budget, MinRuntime: j.Contract.MinRuntime, GPUs: j.GPUs,
 		Unallocated: j.Contract.Reason, Allocs: []client.Alloc{}, Decisions: []client.Decision{}}
@@ -104,6 +105,20 @@ func (s *Server) getExplain(r *http.Request, v *state.View) (any, error) {
 		}
 	}
 	return out, nil
+}
+
+// nearestJob returns ` (did you mean "ns/x"?)` for the managed job whose ID
+// is closest in spelling to id (budgets.Nearest), "" when none is close.
+func nearestJob(v *state.View, id string) string {
+	jobs := v.Jobs()
+	ids := make([]string, len(jobs))
+	for i, j := range jobs {
+		ids[i] = j.ID
+	}
+	if near := budgets.Nearest(id, ids); near != "" {
+		return fmt.Sprintf(" (did you mean %q?)", near)
+	}
+	return ""
 }
 
 func decision(d *state.Decision) client.Decision {
