@@ -51,6 +51,9 @@ func TestExplainMisspeltBudgetAndEvictedAlloc(t *testing.T) {
 		!strings.Contains(out, `no such budget (did you mean "lab/b"?); the job runs unallocated. Name a leaf of the budget tree (`+"`allot budgets list`"+` lists them)`) {
 		t.Errorf("explain typo: %d %q\n%s", code, errOut, out)
 	}
+	if n := strings.Count(out, "no such budget"); n != 1 {
+		t.Errorf("explain typo says %d times that the budget does not exist, want once:\n%s", n, out)
+	}
 	t.Logf("allot explain job typo:\n%s", out)
 	code, out, errOut = allotCLI(t, al, "explain", "job", "filler")
 	if code != 0 || !strings.Contains(out, "never protected (unallocated work: any allocated job may preempt it); evicted: preempted by Nomad") ||

@@ -62,7 +62,7 @@ func printExplain(w io.Writer, ex *client.Explain, now time.Time) error {
 		if !ex.Queue.FreeAt.IsZero() {
 			fmt.Fprintf(w, "GPUs free at: %s\n", ex.Queue.FreeAt.UTC().Format(time.RFC3339))
 		}
-		fmt.Fprintf(w, "Why:          %s\n", ex.Queue.Explanation)
+		fmt.Fprintf(w, "Why:          %s\n", withoutShownWarnings(ex.Queue.Explanation, ex.Unallocated))
 	} else {
 		fmt.Fprintln(w, "Why:          not in a plan yet")
 	}
@@ -74,6 +74,33 @@ func printExplain(w io.Writer, ex *client.Explain, now time.Time) error {
 		fmt.Fprintf(w, "%s  %s: %s\n", d.At.Format(time.RFC3339), d.Kind, d.Reason)
 	}
 	return nil
+}
+
+// withoutShownWarnings drops from a plan's explanation the contract
+// warnings ("; warning: job ...: meta KEY = ...: MESSAGE") whose message the
+// Unallocated line already shows, so that a screen says each thing once.
+func withoutShownWarnings(why, unallocated string) string {
+	if unallocated == "" {
+		return why
+	}
+	const sep = "; warning: "
+	parts := strings.Split(why, sep)
+	kept := parts[:1]
+	for _, p := range parts[1:] {
+		shown := false
+		for rest := p; !shown; {
+			i := strings.Index(rest, "\": ")
+			if i < 0 {
+				break
+			}
+			rest = rest[i+3:]
+			shown = rest != "" && strings.Contains(unallocated, rest)
+		}
+		if !shown {
+			kept = append(kept, p)
+		}
+	}
+	return strings.Join(kept, sep)
 }
 
 // allocStory says what happened to an allocation: running, inside or past

@@ -83,3 +83,20 @@ func TestExplainSaysWhatHappenedToAllocs(t *testing.T) {
 		t.Errorf("explain -json sweep: want stopped_at and no zero or absent protected_until:\n%s", out)
 	}
 }
+
+// The Why line leaves out contract warnings the Unallocated line shows.
+func TestWithoutShownWarnings(t *testing.T) {
+	const msg = `no such budget (did you mean "lab/b"?); the job runs unallocated. Name a leaf of the budget tree (` + "`allot budgets list`" + ` lists them)`
+	why := `unallocated (no budget leaf or min_runtime 0): free, preemptible by any allocated job; warning: job "default/typo": meta budget = "lab/bb": ` + msg +
+		`; warning: job "default/typo": meta priority = "x": not an integer from 0 to 100; using 50`
+	for _, tc := range []struct{ name, why, unallocated, want string }{
+		{"a shown warning goes, another stays", why, msg,
+			`unallocated (no budget leaf or min_runtime 0): free, preemptible by any allocated job; warning: job "default/typo": meta priority = "x": not an integer from 0 to 100; using 50`},
+		{"nothing shown: all stay", why, "", why},
+		{"no warnings", "pending, 1st in the pending queue", msg, "pending, 1st in the pending queue"},
+	} {
+		if got := withoutShownWarnings(tc.why, tc.unallocated); got != tc.want {
+			t.Errorf("%s:\n got %q\nwant %q", tc.name, got, tc.want)
+		}
+	}
+}
