@@ -1,5 +1,7 @@
 package budgets
 
+import "strings"
+
 // nearestMaxEdits is how far a misspelling may be from what it meant and
 // still be suggested: two edits catch a dropped, doubled or swapped letter
 // ("vison", "vidoe") without suggesting unrelated names. A short name takes
@@ -31,6 +33,23 @@ func (t *Tree) NearestLeaf(path string) string {
 		paths[i] = l.Path
 	}
 	return Nearest(path, paths)
+}
+
+// LeavesUnder returns the paths of the leaves below path, in path order
+// (nil when path is a leaf or not in the tree): what a job naming an inner
+// budget may name instead.
+func (t *Tree) LeavesUnder(path string) []string {
+	n, ok := t.byPath[path]
+	if !ok || n.IsLeaf() {
+		return nil
+	}
+	var out []string
+	for _, l := range t.leaves {
+		if strings.HasPrefix(l.Path, path+Separator) {
+			out = append(out, l.Path)
+		}
+	}
+	return out
 }
 
 // editDistance is the Levenshtein distance between a and b, in bytes.

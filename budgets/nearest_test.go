@@ -1,6 +1,9 @@
 package budgets
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestNearest(t *testing.T) {
 	for _, tc := range []struct {
@@ -37,6 +40,21 @@ func TestNearestLeaf(t *testing.T) {
 	} {
 		if l := tr.NearestLeaf(got); l != want {
 			t.Errorf("NearestLeaf(%q) = %q, want %q", got, l, want)
+		}
+	}
+}
+
+func TestLeavesUnder(t *testing.T) {
+	tr := publishedTree(t)
+	for path, want := range map[string]string{
+		"ai2":            "ai2/prior/olmo ai2/prior/vision ai2/robotics",
+		"ai2/prior":      "ai2/prior/olmo ai2/prior/vision",
+		"ai2/robotics":   "", // a leaf
+		"ai2/pri":        "", // not in the tree (and not a prefix match)
+		"ai2/prior/olmo": "",
+	} {
+		if got := strings.Join(tr.LeavesUnder(path), " "); got != want {
+			t.Errorf("LeavesUnder(%q) = %q, want %q", path, got, want)
 		}
 	}
 }

@@ -26,7 +26,8 @@ func allotCLI(t *testing.T, al *allot, args ...string) (int, string, string) {
 }
 
 // Against a real Nomad: a job naming a misspelt budget is told the leaf it
-// likely meant, by `allot explain`; unallocated work Nomad evicted for
+// likely meant, by `allot explain`, and one naming an inner budget the leaves
+// below it; unallocated work Nomad evicted for
 // allocated work is shown as evicted, not live, and no zero time is printed.
 func TestExplainMisspeltBudgetAndEvictedAlloc(t *testing.T) {
 	c := startGPUCluster(t)
@@ -35,6 +36,7 @@ func TestExplainMisspeltBudgetAndEvictedAlloc(t *testing.T) {
 	c.waitPriority(t, "filler", func(p int) bool { return p >= 10 && p <= 29 }, "in the unallocated band", 20*time.Second)
 	c.waitRunning(t, "filler", 1, 60*time.Second)
 	c.register(t, gpuJob{ID: "typo", Budget: "lab/bb", MinRuntime: "1h", GPUs: 1})
+	c.register(t, gpuJob{ID: "inner", Budget: "lab", MinRuntime: "1h", GPUs: 1})
 	c.register(t, gpuJob{ID: "work", Budget: "lab/a", MinRuntime: "1h", GPUs: 8})
 	c.waitRunning(t, "work", 1, 60*time.Second)
 	waitFor(t, 30*time.Second, "allot to record the filler's stopped allocation", func() (bool, error) {
@@ -55,6 +57,10 @@ func TestExplainMisspeltBudgetAndEvictedAlloc(t *testing.T) {
 		t.Errorf("explain typo says %d times that the budget does not exist, want once:\n%s", n, out)
 	}
 	t.Logf("allot explain job typo:\n%s", out)
+	code, out, errOut = allotCLI(t, al, "explain", "job", "inner")
+	if code != 0 || !strings.Contains(out, `Unallocated:  budget "lab" has sub-budgets; the job runs unallocated. Name one of its leaves instead: lab/a, lab/b`+"\n") {
+		t.Errorf("explain inner: %d %q\n%s", code, errOut, out)
+	}
 	code, out, errOut = allotCLI(t, al, "explain", "job", "filler")
 	if code != 0 || !strings.Contains(out, "never protected (unallocated work: any allocated job may preempt it); evicted: preempted by Nomad") ||
 		strings.Contains(out, "0001-01-01") {

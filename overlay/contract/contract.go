@@ -53,6 +53,9 @@ type Budgets struct {
 	// tree does not have, "" when none is close (budgets.Tree.NearestLeaf):
 	// the did-you-mean of the warning.
 	Nearest func(path string) string
+	// Under, when set, lists the leaves below an inner budget
+	// (budgets.Tree.LeavesUnder), named in the warning about it.
+	Under func(path string) []string
 }
 
 // Contract is a job's scheduling contract.
@@ -173,10 +176,30 @@ func checkBudget(meta map[string]string, budget string, b Budgets, warn warnFunc
 		warn(KeyBudget, raw, "no such budget%s; the job runs unallocated. Name a leaf of the budget tree (`allot budgets list` lists them)", hint)
 		return false
 	case !isLeaf:
-		warn(KeyBudget, raw, "budget %q has sub-budgets; the job runs unallocated. Name one of its leaves instead", budget)
+		warn(KeyBudget, raw, "budget %q has sub-budgets; the job runs unallocated. Name one of its leaves instead%s", budget, leavesHint(b, budget))
 		return false
 	}
 	return true
+}
+
+// maxLeavesNamed bounds the leaves a warning lists, so a job naming the root
+// of a large tree gets a line, not a page.
+const maxLeavesNamed = 5
+
+// leavesHint is ": a, b, c" (and "and N more") for the leaves below budget,
+// "" when b cannot list them.
+func leavesHint(b Budgets, budget string) string {
+	if b.Under == nil {
+		return ""
+	}
+	leaves := b.Under(budget)
+	if len(leaves) == 0 {
+		return ""
+	}
+	if len(leaves) > maxLeavesNamed {
+		return fmt.Sprintf(": %s and %d more (`allot budgets list`)", strings.Join(leaves[:maxLeavesNamed], ", "), len(leaves)-maxLeavesNamed)
+	}
+	return ": " + strings.Join(leaves, ", ")
 }
 
 func parseResumable(meta map[string]string, warn warnFunc) bool {

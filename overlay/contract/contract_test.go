@@ -224,6 +224,22 @@ func TestParseInSuggestsLeaf(t *testing.T) {
 	}
 }
 
+// An inner budget's warning names the leaves below it, at most five.
+func TestParseInNamesLeavesOfInnerBudget(t *testing.T) {
+	under := map[string][]string{"lab": {"lab/a", "lab/b"}, "big": {"big/1", "big/2", "big/3", "big/4", "big/5", "big/6", "big/7"}}
+	b := Budgets{Leaf: func(p string) (bool, bool) { _, inner := under[p]; return inner || p == "lab/a", !inner },
+		Under: func(p string) []string { return under[p] }}
+	for budget, want := range map[string]string{
+		"lab": `budget "lab" has sub-budgets; the job runs unallocated. Name one of its leaves instead: lab/a, lab/b`,
+		"big": "Name one of its leaves instead: big/1, big/2, big/3, big/4, big/5 and 2 more (`allot budgets list`)",
+	} {
+		c := ParseIn("j", map[string]string{"budget": budget, "min_runtime": "1h"}, Config{}, b)
+		if c.Allocated || len(c.Warnings) != 1 || !strings.HasSuffix(c.Warnings[0].Message, want) {
+			t.Errorf("%s: %+v, want one warning ending %q", budget, c.Warnings, want)
+		}
+	}
+}
+
 // FuzzParse checks the invariants of every contract, whatever the meta says.
 func FuzzParse(f *testing.F) {
 	f.Add("lab/a", "4h", "true", "70")

@@ -195,7 +195,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, v *state.View, now time.Time
 		return server.Outcome{}, ErrNotSynced
 	}
 	tree, leaf := budgetTree(v)
-	in := SnapshotInput{Config: &r.cfg.Nomad, Contract: r.cfg.Contract, Leaf: leaf, Nearest: tree.NearestLeaf, Memory: r.memory(v, &st, now)}
+	in := SnapshotInput{Config: &r.cfg.Nomad, Contract: r.cfg.Contract, Leaf: leaf, Nearest: tree.NearestLeaf, Under: tree.LeavesUnder, Memory: r.memory(v, &st, now)}
 	snap := BuildSnapshot(&st, in)
 	r.patchLanded(snap)
 	fs := r.fairShare(ledger, tree, now)
@@ -208,7 +208,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, v *state.View, now time.Time
 	r.remember(plan, results, snap, now)
 	r.wakeAt(plan.NextWake, now, time.Since(began))
 	out := buildOutcome(rowsInput{view: v, state: &st, snap: snap, plan: plan, results: results,
-		firstSeen: in.Memory.FirstSeen, leaf: leaf, nearest: tree.NearestLeaf, cfg: &r.cfg, now: now})
+		firstSeen: in.Memory.FirstSeen, leaf: leaf, nearest: tree.NearestLeaf, under: tree.LeavesUnder, cfg: &r.cfg, now: now})
 	return out, nil
 }
 

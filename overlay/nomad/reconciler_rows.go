@@ -23,7 +23,8 @@ type rowsInput struct {
 	results   []Outcome // the plan's ops, applied, in OpsFromPlan order
 	firstSeen map[string]time.Time
 	leaf      contract.LeafCheck
-	nearest   func(path string) string // the did-you-mean of a misspelt budget
+	nearest   func(path string) string   // the did-you-mean of a misspelt budget
+	under     func(path string) []string // the leaves below an inner budget
 	cfg       *ReconcilerConfig
 	now       time.Time
 }
@@ -109,7 +110,7 @@ func allocRows(in rowsInput, jobs map[string]state.Job) []state.Alloc {
 		if !ok || !in.cfg.Nomad.Manages(&j) {
 			return contract.Contract{}, false
 		}
-		c := contract.ParseIn(id, j.Meta, in.cfg.Contract, contract.Budgets{Leaf: in.leaf, Nearest: in.nearest})
+		c := contract.ParseIn(id, j.Meta, in.cfg.Contract, contract.Budgets{Leaf: in.leaf, Nearest: in.nearest, Under: in.under})
 		contracts[k] = c
 		return c, true
 	}

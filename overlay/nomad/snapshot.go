@@ -41,8 +41,10 @@ type SnapshotInput struct {
 	Config   *Config
 	Contract contract.Config
 	Leaf     contract.LeafCheck
-	// Nearest (optional) gives a misspelt budget its did-you-mean.
+	// Nearest and Under (optional) give a misspelt budget its did-you-mean
+	// and an inner budget the leaves below it (contract.Budgets).
 	Nearest func(path string) string
+	Under   func(path string) []string
 	Memory  Memory
 }
 
@@ -165,7 +167,7 @@ func policyJob(j *Job, id string, in SnapshotInput) policy.Job {
 	}
 	pj := policy.Job{
 		ID: id, Namespace: j.Key.Namespace, Pool: j.NodePool, Type: j.Type,
-		Contract:   contract.ParseIn(id, j.Meta, in.Contract, contract.Budgets{Leaf: in.Leaf, Nearest: in.Nearest}),
+		Contract:   contract.ParseIn(id, j.Meta, in.Contract, contract.Budgets{Leaf: in.Leaf, Nearest: in.Nearest, Under: in.Under}),
 		SubmitTime: submit, Priority: j.Priority, LastWrittenPriority: in.Memory.Written[id],
 		ModifyIndex: j.JobModifyIndex,
 	}
