@@ -230,6 +230,11 @@ func TestReconcileRestartKeepsChargesAndProtection(t *testing.T) {
 		t.Fatalf("precondition: tolerance %.0f GPU-s would hide prot's %.0f GPU-s while allot was down", tol["lab/a"], outage)
 	}
 	var got map[string]int64
+	defer func() {
+		if t.Failed() {
+			t.Logf("last ledger read %v; from Nomad's run times %v (tolerance %v)", got, want, tol)
+		}
+	}()
 	waitFor(t, 30*time.Second, "the ledger to match Nomad's run times", func() (bool, error) {
 		got = map[string]int64{}
 		ok := true
