@@ -134,10 +134,12 @@ func Run(tr *Trace, c ClusterSpec, tree *budgets.Tree, p Policy, opts Options) (
 			s.jobs[i].slots[k] = -1
 		}
 	}
-	for k := range tr.Health {
-		if _, ok := s.nodeBy[tr.Health[k].Node]; !ok {
-			return nil, fmt.Errorf("health event %d names node %q, which the cluster does not have (nodes are named <pool>-<n>, e.g. %q)",
-				k+1, tr.Health[k].Node, s.nodes[0].id)
+	if len(tr.Health) > 0 {
+		gpus := nodeGPUs(c)
+		for k := range tr.Health {
+			if err := healthErr(&tr.Health[k], gpus, c); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if err := p.Init(s, tree); err != nil {

@@ -34,7 +34,7 @@ func ParseClass(s string) (Class, error) {
 			return Class(i), nil
 		}
 	}
-	return 0, fmt.Errorf("class %q: want one of debug, train, interactive, other", s)
+	return 0, fmt.Errorf("class %s: want one of debug, train, interactive, other", quote(s))
 }
 
 // Level is a baseline priority: the world before allot let users pick one.
@@ -64,7 +64,7 @@ func ParseLevel(s string) (Level, error) {
 			return Level(i), nil
 		}
 	}
-	return 0, fmt.Errorf("baseline priority %q: want one of low, normal, high", s)
+	return 0, fmt.Errorf("baseline priority %s: want one of low, normal, high", quote(s))
 }
 
 // JobSpec is one job of a trace: what the user submitted.
@@ -85,6 +85,9 @@ type JobSpec struct {
 	Priority int
 	// Baseline is the priority level the job has under the baseline policy.
 	Baseline Level
+	// Line is the trace file's line the job was read from (0 for a job not
+	// read from a file), for messages that point at it.
+	Line int
 }
 
 // TotalGPUs is Count × GPUs.
@@ -96,21 +99,21 @@ func (j *JobSpec) Validate() error {
 	case j.ID == "":
 		return fmt.Errorf("job id is empty; give every job a unique id")
 	case j.Submit < 0:
-		return fmt.Errorf("job %q: submit time %s is negative; times count from the start of the trace", j.ID, j.Submit)
+		return fmt.Errorf("job %s: submit time %s is negative; times count from the start of the trace", quote(j.ID), j.Submit)
 	case j.Count < 1 || j.Count > 10000:
-		return fmt.Errorf("job %q: count %d must be between 1 and 10000", j.ID, j.Count)
+		return fmt.Errorf("job %s: count %d must be between 1 and 10000", quote(j.ID), j.Count)
 	case j.GPUs < 1 || j.GPUs > 64:
-		return fmt.Errorf("job %q: gpus per allocation %d must be between 1 and 64", j.ID, j.GPUs)
+		return fmt.Errorf("job %s: gpus per allocation %d must be between 1 and 64", quote(j.ID), j.GPUs)
 	case j.Work <= 0:
-		return fmt.Errorf("job %q: work duration %s must be positive", j.ID, j.Work)
+		return fmt.Errorf("job %s: work duration %s must be positive", quote(j.ID), j.Work)
 	case j.MinRuntime < 0:
-		return fmt.Errorf("job %q: min_runtime %s must be 0 (unallocated) or positive", j.ID, j.MinRuntime)
+		return fmt.Errorf("job %s: min_runtime %s must be 0 (unallocated) or positive", quote(j.ID), j.MinRuntime)
 	case j.Priority < 0 || j.Priority > 100:
-		return fmt.Errorf("job %q: priority %d must be between 0 and 100", j.ID, j.Priority)
+		return fmt.Errorf("job %s: priority %d must be between 0 and 100", quote(j.ID), j.Priority)
 	case j.Class >= numClasses:
-		return fmt.Errorf("job %q: unknown class %d", j.ID, j.Class)
+		return fmt.Errorf("job %s: unknown class %d", quote(j.ID), j.Class)
 	case j.Baseline >= numLevels:
-		return fmt.Errorf("job %q: unknown baseline level %d", j.ID, j.Baseline)
+		return fmt.Errorf("job %s: unknown baseline level %d", quote(j.ID), j.Baseline)
 	}
 	return nil
 }
@@ -123,6 +126,7 @@ type HealthEvent struct {
 	// GPU is the instance index, or -1 for every GPU of the node.
 	GPU    int
 	Reason string
+	Line   int // the trace file's line, as JobSpec.Line
 }
 
 // Trace is a workload: jobs sorted by submit time, and node health events

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Trace file columns (CSV header names, JSONL keys). A row with a node is a
@@ -19,8 +20,12 @@ import (
 var traceColumns = []string{"submit", "job", "budget", "class", "count", "gpus", "work", "min_runtime",
 	"resumable", "priority", "baseline", "node", "health", "gpu", "reason"}
 
-// ErrInvalidTrace is wrapped by every error about a trace's content.
-var ErrInvalidTrace = errors.New("invalid trace")
+// jobColumns are the columns a job row must give (count, min_runtime and the
+// rest have defaults); healthColumns are those of a health row only.
+var (
+	jobColumns    = []string{"submit", "job", "gpus", "work"}
+	healthColumns = []string{"node", "health", "gpu", "reason"}
+)
 
 // ReadOptions controls trace reading.
 type ReadOptions struct {
@@ -30,51 +35,183 @@ type ReadOptions struct {
 }
 
 // ReadCSV reads a trace in CSV with a header row naming the columns (any
-// order; unknown names are an error). Times and durations are Go durations
-// ("90m") or plain seconds.
+// order; unknown names are an error). Every row has as many fields as the
+// header. Times and durations are Go durations ("90m") or plain seconds.
+// Errors are *TraceError values naming the line (and the column where the
+// CSV itself is malformed).
 func ReadCSV(r io.Reader, opt ReadOptions) (*Trace, error) {
-	cr := csv.NewReader(r)
+	br := bufio.NewReader(r)
+	if err := sniff(br, "CSV"); err != nil {
+		return nil, err
+	}
+	if bom, _ := br.Peek(3); string(bom) == "\uFEFF" { // spreadsheets start their CSV with a byte order mark
+		_, _ = br.Discard(3)
+	}
+	cr := csv.NewReader(br)
 	cr.FieldsPerRecord = -1
 	cr.ReuseRecord = true
 	header, err := cr.Read()
-	if err != nil {
-		return nil, fmt.Errorf("%w: line 1: reading the header: %v", ErrInvalidTrace, err)
+	switch {
+	case err == io.EOF:
+		return nil, traceErr(1, 0, "the file is empty; a CSV trace starts with a header row naming its columns, e.g. %s",
+			strings.Join(jobColumns, ","))
+	case err != nil:
+		return nil, csvErr(err)
 	}
-	col := map[string]int{}
-	for k, h := range header {
-		h = strings.ToLower(strings.TrimSpace(h))
-		if !slices.Contains(traceColumns, h) {
-			return nil, fmt.Errorf("%w: line 1: unknown column %q; valid columns: %s", ErrInvalidTrace, h,
-				strings.Join(traceColumns, ", "))
-		}
-		col[h] = k
+	col, err := readHeader(header)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(header))
+	for name, k := range col {
+		names[k] = name
 	}
 	tr := &Trace{}
+	rows := newRowChecker(opt)
 	for {
 		rec, err := cr.Read()
 		if err == io.EOF {
 			break
 		}
 		line, _ := cr.FieldPos(0)
+		if err == nil && len(rec) != len(header) {
+			err = fieldCountErr(line, rec, names)
+		}
 		if err != nil {
-			if !opt.SkipInvalid {
-				return nil, fmt.Errorf("%w: line %d: %v", ErrInvalidTrace, line, err)
+			if err = rows.skip(tr, csvErr(err)); err != nil {
+				return nil, err
 			}
-			tr.Skipped++
 			continue
 		}
 		get := func(name string) string {
-			if k, ok := col[name]; ok && k < len(rec) {
+			if k, ok := col[name]; ok {
 				return strings.TrimSpace(rec[k])
 			}
 			return ""
 		}
-		if err := tr.addRow(get); err != nil {
-			if !opt.SkipInvalid {
-				return nil, fmt.Errorf("%w: line %d: %v", ErrInvalidTrace, line, err)
-			}
-			tr.Skipped++
+		if err := rows.add(tr, line, get); err != nil {
+			return nil, err
 		}
+	}
+	return rows.finish(tr)
+}
+
+// readHeader maps each column name of a CSV header to its field index.
+func readHeader(header []string) (map[string]int, error) {
+	col := map[string]int{}
+	for k, h := range header {
+		h = strings.ToLower(strings.TrimSpace(h))
+		if first, dup := col[h]; dup {
+			return nil, traceErr(1, 0, "column %s is both field %d and field %d of the header; name each column once", quote(h), first+1, k+1)
+		}
+		if !slices.Contains(traceColumns, h) {
+			return nil, traceErr(1, 0, "field %d of the header: unknown column %s; valid columns: %s", k+1, quote(h),
+				strings.Join(traceColumns, ", "))
+		}
+		col[h] = k
+	}
+	if _, health := col["node"]; !health {
+		var missing []string
+		for _, c := range jobColumns {
+			if _, ok := col[c]; !ok {
+				missing = append(missing, c)
+			}
+		}
+		if len(missing) > 0 {
+			return nil, traceErr(1, 0, "the header has no %s column; every job row needs %s", strings.Join(missing, ", "),
+				strings.Join(jobColumns, ", "))
+		}
+	}
+	return col, nil
+}
+
+// fieldCountErr says how a row's fields differ from the header's columns.
+func fieldCountErr(line int, rec, names []string) error {
+	if len(rec) < len(names) {
+		return traceErr(line, 0, "%d fields, but the header names %d columns: the row has no %s (write an empty field for a default)",
+			len(rec), len(names), strings.Join(names[len(rec):], ", "))
+	}
+	return traceErr(line, 0, "%d fields, but the header names only %d columns (%s); a field that holds a comma is quoted",
+		len(rec), len(names), strings.Join(names, ", "))
+}
+
+// csvErr gives encoding/csv's errors the line and column they name.
+func csvErr(err error) error {
+	var te *TraceError
+	if errors.As(err, &te) {
+		return te
+	}
+	var pe *csv.ParseError
+	if errors.As(err, &pe) {
+		return traceErr(pe.Line, pe.Column, "%v", pe.Err)
+	}
+	return &TraceError{Err: err}
+}
+
+// sniff refuses a file that is not text: a gzip file without its .gz name,
+// or any binary data, quoting a few of its bytes rather than echoing them.
+func sniff(br *bufio.Reader, format string) error {
+	head, _ := br.Peek(512)
+	if len(head) >= 2 && head[0] == 0x1f && head[1] == 0x8b {
+		return traceErr(1, 1, "the file is gzip-compressed, not %s; name it with .gz after the format (trace.csv.gz)", format)
+	}
+	for i := 0; i < len(head); {
+		r, size := utf8.DecodeRune(head[i:])
+		if r == utf8.RuneError && size == 1 && len(head)-i >= utf8.UTFMax || r == 0 ||
+			r < 0x20 && r != '\t' && r != '\n' && r != '\r' {
+			line := 1 + bytes.Count(head[:i], []byte("\n"))
+			return traceErr(line, i-bytes.LastIndexByte(head[:i], '\n'), "binary data (%s), not a %s trace", quote(string(head[i:min(i+8, len(head))])), format)
+		}
+		i += size
+	}
+	return nil
+}
+
+// rowChecker adds rows to a trace, refusing a job ID seen before and
+// skipping (counted) or returning invalid rows.
+type rowChecker struct {
+	opt  ReadOptions
+	seen map[string]int // job ID to its line
+}
+
+func newRowChecker(opt ReadOptions) *rowChecker { return &rowChecker{opt: opt, seen: map[string]int{}} }
+
+func (rc *rowChecker) skip(tr *Trace, err error) error {
+	if !rc.opt.SkipInvalid {
+		return err
+	}
+	tr.Skipped++
+	return nil
+}
+
+func (rc *rowChecker) add(tr *Trace, line int, get func(string) string) error {
+	jobs := len(tr.Jobs)
+	if err := tr.addRow(line, get); err != nil {
+		return rc.skip(tr, traceErr(line, 0, "%v", err))
+	}
+	if len(tr.Jobs) == jobs {
+		return nil
+	}
+	id := tr.Jobs[jobs].ID
+	if first, dup := rc.seen[id]; dup {
+		tr.Jobs = tr.Jobs[:jobs]
+		return rc.skip(tr, traceErr(line, 0, "job %s is also the job of line %d; give every job its own id", quote(id), first))
+	}
+	rc.seen[id] = line
+	return nil
+}
+
+// finish sorts the trace, refusing one without a job.
+func (rc *rowChecker) finish(tr *Trace) (*Trace, error) {
+	if len(tr.Jobs) == 0 {
+		what := "no rows"
+		switch {
+		case tr.Skipped > 0:
+			what = fmt.Sprintf("no valid job rows (%d invalid rows skipped)", tr.Skipped)
+		case len(tr.Health) > 0:
+			what = fmt.Sprintf("no jobs, only %d health rows", len(tr.Health))
+		}
+		return nil, &TraceError{Err: fmt.Errorf("the trace has %s; give at least one job row", what)}
 	}
 	tr.sort()
 	return tr, nil
@@ -82,50 +219,41 @@ func ReadCSV(r io.Reader, opt ReadOptions) (*Trace, error) {
 
 // ReadJSONL reads a trace with one JSON object per line, keyed by the CSV
 // column names ("at" is accepted for a health event's time). Blank lines are
-// skipped.
+// skipped; a key that is not a column is an error, as in CSV.
 func ReadJSONL(r io.Reader, opt ReadOptions) (*Trace, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	br := bufio.NewReader(r)
+	if err := sniff(br, "JSON lines"); err != nil {
+		return nil, err
+	}
+	sc := bufio.NewScanner(br)
+	sc.Buffer(make([]byte, 64*1024), jsonlMaxLine)
 	tr := &Trace{}
-	for line := 1; sc.Scan(); line++ {
-		b := bytes.TrimSpace(sc.Bytes())
-		if len(b) == 0 {
+	rows := newRowChecker(opt)
+	line := 0
+	for sc.Scan() {
+		line++
+		b := sc.Bytes()
+		if len(bytes.TrimSpace(b)) == 0 {
 			continue
 		}
-		var obj map[string]any
-		err := json.Unmarshal(b, &obj)
-		if err == nil {
-			err = tr.addRow(func(name string) string {
-				v, ok := obj[name]
-				if !ok && name == "submit" {
-					v, ok = obj["at"]
-				}
-				if !ok || v == nil {
-					return ""
-				}
-				switch x := v.(type) {
-				case string:
-					return strings.TrimSpace(x)
-				case bool:
-					return strconv.FormatBool(x)
-				case float64:
-					return strconv.FormatFloat(x, 'f', -1, 64)
-				}
-				return fmt.Sprint(v)
-			})
-		}
+		obj, err := jsonlObject(line, b)
 		if err != nil {
-			if !opt.SkipInvalid {
-				return nil, fmt.Errorf("%w: line %d: %v", ErrInvalidTrace, line, err)
+			if err = rows.skip(tr, err); err != nil {
+				return nil, err
 			}
-			tr.Skipped++
+			continue
+		}
+		if err := rows.add(tr, line, func(name string) string { return obj[name] }); err != nil {
+			return nil, err
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidTrace, err)
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, traceErr(line+1, 0, "longer than %d bytes; a JSON lines trace holds one job or health event per line", jsonlMaxLine)
+		}
+		return nil, &TraceError{Err: err}
 	}
-	tr.sort()
-	return tr, nil
+	return rows.finish(tr)
 }
 
 func (tr *Trace) sort() {
@@ -178,13 +306,13 @@ func parseDur(name, s string) (time.Duration, error) {
 	}
 	if f, err := strconv.ParseFloat(s, 64); err == nil {
 		if f < 0 || f > 1e10 {
-			return 0, fmt.Errorf("%s %q is out of range; give 0 to 10^10 seconds", name, s)
+			return 0, fmt.Errorf("%s %s is out of range; give 0 to 10^10 seconds", name, quote(s))
 		}
 		return time.Duration(f * float64(time.Second)), nil
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil {
-		return 0, fmt.Errorf("%s %q is not a duration; give a Go duration such as \"90m\" or seconds", name, s)
+		return 0, fmt.Errorf("%s %s is not a duration; give a Go duration such as \"90m\" or seconds", name, quote(s))
 	}
 	return d, nil
 }
@@ -195,7 +323,7 @@ func parseInt(name, s string, def int) (int, error) {
 	}
 	v, err := strconv.Atoi(s)
 	if err != nil {
-		return 0, fmt.Errorf("%s %q is not an integer", name, s)
+		return 0, fmt.Errorf("%s %s is not an integer", name, quote(s))
 	}
 	return v, nil
 }
@@ -207,15 +335,22 @@ func parseBool(name, s string) (bool, error) {
 	case "true", "1", "yes":
 		return true, nil
 	}
-	return false, fmt.Errorf("%s %q: want true or false", name, s)
+	return false, fmt.Errorf("%s %s: want true or false", name, quote(s))
 }
 
 // addRow parses one row, a job or a health event.
-func (tr *Trace) addRow(get func(string) string) error {
+func (tr *Trace) addRow(line int, get func(string) string) error {
 	if node := get("node"); node != "" {
-		return tr.addHealth(node, get)
+		if given := givenOf(get, traceColumns, append([]string{"submit"}, healthColumns...)); len(given) > 0 {
+			return fmt.Errorf("a health row (node %s) also gives %s; a row is either a job or a health event", quote(node),
+				strings.Join(given, ", "))
+		}
+		return tr.addHealth(line, node, get)
 	}
-	var j JobSpec
+	if given := givenOf(get, healthColumns, nil); len(given) > 0 {
+		return fmt.Errorf("a job row gives %s but no node; those columns belong to a health row", strings.Join(given, ", "))
+	}
+	j := JobSpec{Line: line}
 	var err error
 	j.ID = get("job")
 	if j.Submit, err = parseDur("submit", get("submit")); err != nil {
@@ -231,6 +366,9 @@ func (tr *Trace) addRow(get func(string) string) error {
 	}
 	if j.Count, err = parseInt("count", get("count"), 1); err != nil {
 		return err
+	}
+	if get("gpus") == "" {
+		return fmt.Errorf("job %s: gpus is missing; give the GPUs of each allocation, 1 to 64", quote(j.ID))
 	}
 	if j.GPUs, err = parseInt("gpus", get("gpus"), 0); err != nil {
 		return err
@@ -262,8 +400,20 @@ func (tr *Trace) addRow(get func(string) string) error {
 	return nil
 }
 
-func (tr *Trace) addHealth(node string, get func(string) string) error {
-	h := HealthEvent{Node: node, Reason: get("reason"), GPU: -1}
+// givenOf lists the columns of names, other than those in except, that
+// the row gives a value.
+func givenOf(get func(string) string, names, except []string) []string {
+	var given []string
+	for _, c := range names {
+		if !slices.Contains(except, c) && get(c) != "" {
+			given = append(given, c)
+		}
+	}
+	return given
+}
+
+func (tr *Trace) addHealth(line int, node string, get func(string) string) error {
+	h := HealthEvent{Node: node, Reason: get("reason"), GPU: -1, Line: line}
 	var err error
 	if h.At, err = parseDur("submit (the event's time)", get("submit")); err != nil {
 		return err
@@ -273,13 +423,13 @@ func (tr *Trace) addHealth(node string, get func(string) string) error {
 		h.Healthy = true
 	case "unhealthy":
 	default:
-		return fmt.Errorf("node %q: health %q: want healthy or unhealthy", node, get("health"))
+		return fmt.Errorf("node %s: health %s: want healthy or unhealthy", quote(node), quote(get("health")))
 	}
 	if h.GPU, err = parseInt("gpu", get("gpu"), -1); err != nil {
 		return err
 	}
 	if h.GPU < -1 || h.GPU > 63 {
-		return fmt.Errorf("node %q: gpu %d: want an instance index 0-63, or -1 (or empty) for the whole node", node, h.GPU)
+		return fmt.Errorf("node %s: gpu %d: want an instance index 0-63, or -1 (or empty) for the whole node", quote(node), h.GPU)
 	}
 	tr.Health = append(tr.Health, h)
 	return nil

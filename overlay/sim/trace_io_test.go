@@ -20,11 +20,12 @@ func TestTraceRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, rw := range map[string]struct {
-		write func(*bytes.Buffer, *Trace) error
-		read  func(*bytes.Buffer) (*Trace, error)
+		write     func(*bytes.Buffer, *Trace) error
+		read      func(*bytes.Buffer) (*Trace, error)
+		firstLine int // of the first job
 	}{
-		"csv":   {func(b *bytes.Buffer, t *Trace) error { return WriteCSV(b, t) }, func(b *bytes.Buffer) (*Trace, error) { return ReadCSV(b, ReadOptions{}) }},
-		"jsonl": {func(b *bytes.Buffer, t *Trace) error { return WriteJSONL(b, t) }, func(b *bytes.Buffer) (*Trace, error) { return ReadJSONL(b, ReadOptions{}) }},
+		"csv":   {func(b *bytes.Buffer, t *Trace) error { return WriteCSV(b, t) }, func(b *bytes.Buffer) (*Trace, error) { return ReadCSV(b, ReadOptions{}) }, 2},
+		"jsonl": {func(b *bytes.Buffer, t *Trace) error { return WriteJSONL(b, t) }, func(b *bytes.Buffer) (*Trace, error) { return ReadJSONL(b, ReadOptions{}) }, 1},
 	} {
 		var b bytes.Buffer
 		if err := rw.write(&b, tr); err != nil {
@@ -33,6 +34,17 @@ func TestTraceRoundTrip(t *testing.T) {
 		back, err := rw.read(&b)
 		if err != nil {
 			t.Fatal(name, err)
+		}
+		// Read rows know their line: the header is line 1 in CSV, and
+		// health rows follow the jobs.
+		for k := range back.Jobs {
+			if want := k + rw.firstLine; back.Jobs[k].Line != want {
+				t.Fatalf("%s: job %d read from line %d, want %d", name, k, back.Jobs[k].Line, want)
+			}
+			back.Jobs[k].Line = 0
+		}
+		for k := range back.Health {
+			back.Health[k].Line = 0
 		}
 		if !reflect.DeepEqual(back.Jobs, tr.Jobs) || !reflect.DeepEqual(back.Health, tr.Health) {
 			t.Errorf("%s: the trace changed in a round trip", name)

@@ -1,0 +1,251 @@
+package sim
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/allot-sched/allot/budgets"
+	"github.com/allot-sched/allot/overlay/contract"
+)
+
+// CheckOptions controls Trace.Check.
+type CheckOptions struct {
+	// SkipInvalid drops the jobs and health events Check would refuse and
+	// counts them in Trace.Skipped.
+	SkipInvalid bool
+	// Contract is the contract configuration of the allot policy (its
+	// runtime cap), against which each job's meta is read.
+	Contract contract.Config
+}
+
+// Check finds, before a run, what the run would otherwise take silently.
+// A job no node of spec could ever hold (more GPUs per allocation than the
+// largest node, or more in all than the cluster) and a health event for a
+// node or GPU spec does not have are errors (*TraceError, naming the row's
+// line). What the allot contract would warn about each job's meta (a budget
+// the tree does not have or that has sub-budgets, a min_runtime above the
+// cap, ...) comes back as warnings counted by kind, in a fixed order.
+func (tr *Trace) Check(spec ClusterSpec, tree *budgets.Tree, opt CheckOptions) ([]TraceWarning, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	if err := tr.checkFit(spec, opt.SkipInvalid); err != nil {
+		return nil, err
+	}
+	gpus := nodeGPUs(spec)
+	kept := tr.Health[:0]
+	for k := range tr.Health {
+		h := &tr.Health[k]
+		if err := healthErr(h, gpus, spec); err != nil {
+			if !opt.SkipInvalid {
+				return nil, err
+			}
+			tr.Skipped++
+			continue
+		}
+		kept = append(kept, *h)
+	}
+	tr.Health = kept
+	return tr.contractWarnings(tree, opt.Contract), nil
+}
+
+// checkFit refuses (or drops) jobs the cluster could never place.
+func (tr *Trace) checkFit(spec ClusterSpec, skip bool) error {
+	largest, pool := 0, ""
+	for _, p := range spec.Pools {
+		if p.GPUsPerNode > largest {
+			largest, pool = p.GPUsPerNode, p.Name
+		}
+	}
+	total := spec.GPUs()
+	kept := tr.Jobs[:0]
+	for k := range tr.Jobs {
+		j := &tr.Jobs[k]
+		var err error
+		switch {
+		case j.GPUs > largest:
+			err = traceErr(j.Line, 0, "job %s asks %d GPUs per allocation, but the largest node has %d (pool %s): it could never be placed; "+
+				"split it into allocations of at most %d GPUs (count) or run a larger cluster", quote(j.ID), j.GPUs, largest, quote(pool), largest)
+		case j.TotalGPUs() > total:
+			err = traceErr(j.Line, 0, "job %s asks %d GPUs in all (%d × %d), but the cluster has %d: it could never be placed",
+				quote(j.ID), j.TotalGPUs(), j.Count, j.GPUs, total)
+		}
+		if err != nil {
+			if !skip {
+				return err
+			}
+			tr.Skipped++
+			continue
+		}
+		kept = append(kept, *j)
+	}
+	tr.Jobs = kept
+	return nil
+}
+
+// nodeGPUs is the GPUs of each node of spec, by the name the model gives it.
+func nodeGPUs(spec ClusterSpec) map[string]int {
+	gpus := make(map[string]int, spec.GPUs())
+	for _, p := range spec.Pools {
+		for i := 0; i < p.Nodes; i++ {
+			gpus[p.Name+"-"+strconv.Itoa(i)] = p.GPUsPerNode
+		}
+	}
+	return gpus
+}
+
+// healthErr says what is wrong with a health event on a cluster whose
+// nodes have the GPUs of gpus, nil when nothing is.
+func healthErr(h *HealthEvent, gpus map[string]int, spec ClusterSpec) error {
+	n, ok := gpus[h.Node]
+	switch {
+	case !ok:
+		var pools []string
+		for _, p := range spec.Pools {
+			pools = append(pools, fmt.Sprintf("%s-0 to %s-%d", p.Name, p.Name, p.Nodes-1))
+		}
+		return traceErr(h.Line, 0, "health event names node %s, which the cluster does not have; its nodes are %s",
+			quote(h.Node), strings.Join(pools, ", "))
+	case h.GPU >= n:
+		return traceErr(h.Line, 0, "health event for GPU %d of node %s, which has %d GPUs (0 to %d); give one of them, or -1 (or empty) for the whole node",
+			h.GPU, quote(h.Node), n, n-1)
+	}
+	return nil
+}
+
+// WarningKind is what a trace warning is about.
+type WarningKind uint8
+
+// Kinds of trace warnings, in the order Check returns them.
+const (
+	WarnUnknownBudget WarningKind = iota
+	WarnNonLeafBudget
+	WarnNoBudget
+	WarnNoTree
+	WarnMinRuntimeCap
+	WarnOther
+	numWarningKinds
+)
+
+// warningPhrases are each kind's sentence after the count, for one job and
+// for several.
+var warningPhrases = [numWarningKinds][2]string{
+	{"job names a budget the tree does not have and runs unallocated", "jobs name a budget the tree does not have and run unallocated"},
+	{"job names a budget that has sub-budgets and runs unallocated (name a leaf)", "jobs name a budget that has sub-budgets and run unallocated (name a leaf)"},
+	{"job has a min_runtime but no budget and runs unallocated", "jobs have a min_runtime but no budget and run unallocated"},
+	{"job names a budget but no budget tree is loaded (-budgets), so it runs unallocated", "jobs name a budget but no budget tree is loaded (-budgets), so they run unallocated"},
+	{"job asks a min_runtime above the cap and is protected for the cap only", "jobs ask a min_runtime above the cap and are protected for the cap only"},
+	{"job has meta the contract corrects", "jobs have meta the contract corrects"},
+}
+
+// TraceWarning counts the jobs of one kind of problem and shows the first.
+type TraceWarning struct {
+	Kind  WarningKind
+	Count int
+	// First is the first job of the kind (in submit order) and what the
+	// contract said of it.
+	First   JobSpec
+	Warning contract.Warning
+}
+
+func (w TraceWarning) String() string {
+	phrase := warningPhrases[w.Kind][1]
+	if w.Count == 1 {
+		phrase = warningPhrases[w.Kind][0]
+	}
+	where := ""
+	if w.First.Line > 0 {
+		where = "line " + strconv.Itoa(w.First.Line) + " "
+	}
+	return fmt.Sprintf("%d %s (first: %s%s)", w.Count, phrase, where, w.Warning)
+}
+
+// contractWarnings reads each job's contract as the allot policy does and
+// counts its warnings by kind.
+func (tr *Trace) contractWarnings(tree *budgets.Tree, cfg contract.Config) []TraceWarning {
+	var leaf contract.LeafCheck
+	if tree != nil {
+		leaf = func(p string) (bool, bool) {
+			n, ok := tree.Lookup(p)
+			return ok, ok && n.IsLeaf()
+		}
+	}
+	var byKind [numWarningKinds]TraceWarning
+	// Jobs with the same meta warn alike (the job's name aside): parse each
+	// meta once, as Allot.Init does.
+	type metaKey struct {
+		minRuntime time.Duration
+		resumable  bool
+		priority   int
+		budget     string
+	}
+	parsed := map[metaKey][]contract.Warning{}
+	for k := range tr.Jobs {
+		j := &tr.Jobs[k]
+		key := metaKey{j.MinRuntime, j.Resumable, j.Priority, j.Budget}
+		ws, ok := parsed[key]
+		if !ok {
+			ws = contract.Parse(j.ID, jobMeta(j), cfg, leaf).Warnings
+			parsed[key] = ws
+		}
+		for _, w := range ws {
+			kind := warningKind(w, tree)
+			bk := &byKind[kind]
+			if bk.Count == 0 {
+				w.Job = j.ID
+				bk.Kind, bk.First, bk.Warning = kind, *j, w
+			}
+			bk.Count++
+		}
+	}
+	var out []TraceWarning
+	for _, w := range byKind {
+		if w.Count > 0 {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// jobMeta is the Nomad meta a job of the trace stands for.
+func jobMeta(j *JobSpec) map[string]string {
+	meta := map[string]string{
+		contract.KeyMinRuntime: j.MinRuntime.String(),
+		contract.KeyResumable:  strconv.FormatBool(j.Resumable),
+		contract.KeyPriority:   strconv.Itoa(j.Priority),
+	}
+	if j.Budget != "" {
+		meta[contract.KeyBudget] = j.Budget
+	}
+	return meta
+}
+
+// warningKind sorts a contract warning by what caused it.
+func warningKind(w contract.Warning, tree *budgets.Tree) WarningKind {
+	switch w.Key {
+	case contract.KeyMinRuntime:
+		return WarnMinRuntimeCap // a trace's min_runtime is a valid duration >= 0: only the cap can warn
+	case contract.KeyBudget:
+		budget := strings.TrimSpace(w.Value)
+		switch n, ok := lookup(tree, budget); {
+		case budget == "":
+			return WarnNoBudget
+		case tree == nil:
+			return WarnNoTree
+		case !ok:
+			return WarnUnknownBudget
+		case !n.IsLeaf():
+			return WarnNonLeafBudget
+		}
+	}
+	return WarnOther
+}
+
+func lookup(tree *budgets.Tree, path string) (*budgets.Node, bool) {
+	if tree == nil {
+		return nil, false
+	}
+	return tree.Lookup(path)
+}
