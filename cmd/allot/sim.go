@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/allot-sched/allot/budgets"
 	"github.com/allot-sched/allot/hcl"
+	"github.com/allot-sched/allot/overlay/contract"
 	"github.com/allot-sched/allot/overlay/policy"
 	"github.com/allot-sched/allot/overlay/sim"
 )
@@ -27,23 +29,6 @@ func init() { extraCommands = append(extraCommands, simCommand) }
 // defaultWarmup is left out of the measurements of `allot sim`: a generated
 // trace starts on an empty cluster, which takes most of a day to fill.
 const defaultWarmup = 24 * time.Hour
-
-// scenarioFile is the optional SCENARIO argument of `allot sim`: a JSON
-// file naming the budgets, the cluster and the trace (or the generator's
-// settings), paths relative to the file. Flags given on the command line win.
-// The cluster comes from the first of: Cluster (an HCL file of node pools),
-// Pools, and Nodes × GPUsPerNode.
-type scenarioFile struct {
-	Budgets     string `json:"budgets"`
-	Trace       string `json:"trace"`
-	Cluster     string `json:"cluster"`
-	Nodes       int    `json:"nodes"`
-	GPUsPerNode int    `json:"gpus_per_node"`
-	// Generate overrides keys of sim.DefaultGenConfig (snake_case keys,
-	// durations as strings: see sim.GenConfig's UnmarshalJSON).
-	Generate json.RawMessage `json:"generate"`
-	Pools    []sim.Pool      `json:"pools"`
-}
 
 func simFlags() []cli.Flag {
 	return []cli.Flag{
@@ -84,25 +69,51 @@ type simInputs struct {
 	opts    sim.Options
 }
 
-func loadScenario(c *cli.Command) (*scenarioFile, string, error) {
-	sc := &scenarioFile{}
+// scenarioOf reads the optional SCENARIO argument; without one, every
+// input comes from the flags.
+func scenarioOf(c *cli.Command) (*scenarioFile, string, error) {
 	if c.NArg() > 1 {
 		return nil, "", usagef("sim takes at most one scenario file, got %q", c.Args().Slice())
 	}
 	if c.NArg() == 0 {
-		return sc, ".", nil
+		return &scenarioFile{}, ".", nil
 	}
 	path := c.Args().First()
-	b, err := os.ReadFile(path)
+	sc, err := loadScenario(c.Root().ErrWriter, path)
 	if err != nil {
 		return nil, "", err
 	}
-	dec := json.NewDecoder(strings.NewReader(string(b)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(sc); err != nil {
-		return nil, "", fmt.Errorf("%s: %v (valid keys: budgets, trace, cluster, pools, nodes, gpus_per_node, generate)", path, err)
-	}
 	return sc, filepath.Dir(path), nil
+}
+
+// checkClusterFlags refuses -nodes and -gpus-per-node out of the model's
+// range, as a usage error naming the flag.
+func checkClusterFlags(c *cli.Command) error {
+	if n := c.Int("nodes"); n < 1 || n > 100000 {
+		return usagef("-nodes %d: want the number of GPU nodes, 1 to 100000", n)
+	}
+	if n := c.Int("gpus-per-node"); n < 1 || n > 64 {
+		return usagef("-gpus-per-node %d: want the GPUs of each node, 1 to 64", n)
+	}
+	return nil
+}
+
+// checkSimFlags refuses flag values no run can use.
+func checkSimFlags(c *cli.Command) error {
+	if err := checkClusterFlags(c); err != nil {
+		return err
+	}
+	for _, f := range []struct{ name, zero string }{
+		{"reaction-delay", "0: the policy reacts at once"},
+		{"checkpoint-loss", "0: a preempted job loses nothing"},
+		{"horizon", "0: to the trace's end"},
+		{"warmup", "0: measure from the start"},
+	} {
+		if d := c.Duration(f.name); d < 0 {
+			return usagef("-%s %v: want a duration of 0 or more (%s)", f.name, d, f.zero)
+		}
+	}
+	return nil
 }
 
 func rel(base, p string) string {
@@ -113,7 +124,10 @@ func rel(base, p string) string {
 }
 
 func simInputsFrom(c *cli.Command) (*simInputs, error) {
-	sc, base, err := loadScenario(c)
+	if err := checkSimFlags(c); err != nil {
+		return nil, err
+	}
+	sc, base, err := scenarioOf(c)
 	if err != nil {
 		return nil, err
 	}
@@ -142,42 +156,95 @@ func simInputsFrom(c *cli.Command) (*simInputs, error) {
 	if c.IsSet("trace") {
 		tracePath = c.String("trace")
 	}
+	traceName := tracePath
 	switch {
 	case tracePath != "":
 		in.trace, err = readTrace(tracePath, c.Bool("skip-invalid"))
 	case in.tree == nil:
 		return nil, usagef("sim needs -trace, or -budgets to generate a trace from (e.g. allot sim examples/sim/scenario.json)")
 	default:
-		g := sim.DefaultGenConfig()
-		if sc.Generate != nil {
-			if err := json.Unmarshal(sc.Generate, &g); err != nil {
-				return nil, usagef("scenario: %v", err)
-			}
-		}
-		if c.IsSet("seed") || sc.Generate == nil {
-			g.Seed = in.opts.Seed
-		}
-		g.GPUs, g.Nodes = in.cluster.GPUs(), clusterNodes(in.cluster)
-		if in.trace, err = sim.Generate(in.tree, g); err == nil {
-			nameFaultNodes(in.trace, in.cluster)
-		}
+		traceName = "the generated trace"
+		in.trace, err = generateFor(sc, c, in)
 	}
 	if err != nil {
 		return nil, err
+	}
+	warnings, err := in.trace.Check(in.cluster, in.tree, sim.CheckOptions{SkipInvalid: c.Bool("skip-invalid"),
+		Contract: contract.Config{RuntimeCap: policy.DefaultConfig().RuntimeCap}})
+	if err != nil {
+		return nil, traceFileErr(traceName, err)
+	}
+	stderr := c.Root().ErrWriter
+	for _, w := range warnings {
+		fmt.Fprintf(stderr, "%s: %s\n", traceName, w)
 	}
 	run := in.opts.Horizon
 	if run <= 0 {
 		run = in.trace.End()
 	}
 	if !c.IsSet("warmup") && run <= 2*in.opts.Warmup {
-		fmt.Fprintf(c.Root().ErrWriter, "measuring from the start: a %v run is too short for the default %v warm-up (-warmup)\n",
+		fmt.Fprintf(stderr, "measuring from the start: a %v run is too short for the default %v warm-up (-warmup)\n",
 			run, in.opts.Warmup)
 		in.opts.Warmup = 0
 	}
 	if in.trace.Skipped > 0 {
-		fmt.Fprintf(c.Root().ErrWriter, "skipped %d invalid trace rows\n", in.trace.Skipped)
+		fmt.Fprintf(stderr, "%s: skipped %s (-skip-invalid)\n", traceName, plural(in.trace.Skipped, "invalid row"))
 	}
 	return in, nil
+}
+
+// generateFor generates the run's trace from the scenario's generator
+// settings; their problems are the scenario file's, at its "generate" key.
+func generateFor(sc *scenarioFile, c *cli.Command, in *simInputs) (*sim.Trace, error) {
+	g := sim.DefaultGenConfig()
+	if sc.Generate != nil {
+		if err := json.Unmarshal(sc.Generate, &g); err != nil {
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) && te.Field != "" {
+				return nil, fmt.Errorf("%s: generate.%s: want %s, not %s %s", sc.scenarioAt("generate."+te.Field), te.Field,
+					jsonKind(te.Type.Kind()), articleFor(te.Value), te.Value)
+			}
+			return nil, fmt.Errorf("%s: %v", sc.scenarioAt("generate"), err)
+		}
+	}
+	if c.IsSet("seed") || sc.Generate == nil {
+		g.Seed = in.opts.Seed
+	}
+	g.GPUs, g.Nodes, g.GPUsPerNode = in.cluster.GPUs(), clusterNodes(in.cluster), largestNode(in.cluster)
+	tr, err := sim.Generate(in.tree, g)
+	if err != nil {
+		if sc.Generate != nil {
+			return nil, fmt.Errorf("%s: generate: %v", sc.scenarioAt("generate"), err)
+		}
+		return nil, err
+	}
+	nameFaultNodes(tr, in.cluster)
+	return tr, nil
+}
+
+// jsonKind names what a Go kind is in JSON.
+func jsonKind(k reflect.Kind) string {
+	switch k {
+	case reflect.String:
+		return "a string"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int64, reflect.Uint64:
+		return "a whole number"
+	}
+	return "a number"
+}
+
+// traceFileErr puts the trace file's name before the place of a trace error:
+// trace.csv:7:12: what is wrong.
+func traceFileErr(name string, err error) error {
+	var te *sim.TraceError
+	if errors.As(err, &te) {
+		return fmt.Errorf("%s%s: %w", name, te.Pos(), te.Err)
+	}
+	return fmt.Errorf("%s: %w", name, err)
 }
 
 // simCluster resolves the cluster's shape. The -cluster flag comes first;
@@ -210,8 +277,10 @@ func simCluster(c *cli.Command, sc *scenarioFile, base string) (sim.ClusterSpec,
 	if len(sc.Pools) > 0 && !flagNodes {
 		spec = sim.ClusterSpec{Pools: sc.Pools}
 	}
+	// The flags and the scenario's keys were checked with their names; this
+	// catches a drift between those checks and the model's.
 	if err := spec.Validate(); err != nil {
-		return sim.ClusterSpec{}, usagef("%v", err)
+		return sim.ClusterSpec{}, err
 	}
 	return spec, nil
 }
@@ -244,6 +313,15 @@ func clusterNodes(spec sim.ClusterSpec) int {
 	n := 0
 	for _, p := range spec.Pools {
 		n += p.Nodes
+	}
+	return n
+}
+
+// largestNode is the GPUs of the cluster's largest node.
+func largestNode(spec sim.ClusterSpec) int {
+	n := 0
+	for _, p := range spec.Pools {
+		n = max(n, p.GPUsPerNode)
 	}
 	return n
 }
@@ -308,7 +386,7 @@ func readTrace(path string, skip bool) (*sim.Trace, error) {
 		return nil, usagef("trace %s: name it .csv or .jsonl (optionally .gz)", path)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, traceFileErr(path, err)
 	}
 	return tr, nil
 }
@@ -445,7 +523,7 @@ func simGenerateCommand() *cli.Command {
 					return err
 				}
 			}
-			g.Nodes, g.GPUs = clusterNodes(spec), spec.GPUs()
+			g.Nodes, g.GPUs, g.GPUsPerNode = clusterNodes(spec), spec.GPUs(), largestNode(spec)
 			tr, err := sim.Generate(tree, g)
 			if err != nil {
 				return usagef("%v", err)

@@ -90,7 +90,7 @@ func TestSimClusterPrecedence(t *testing.T) {
 		}
 		return writeFile(t, filepath.Join(dir, name), string(b))
 	}
-	pools := []map[string]any{{"Name": "p", "Nodes": 2, "GPUsPerNode": 4, "Model": "h100"}}
+	pools := []map[string]any{{"name": "p", "nodes": 2, "gpus_per_node": 4, "model": "h100"}}
 	all := scenario("all.json", map[string]any{"cluster": "clusters/six.hcl", "pools": pools, "nodes": 7, "gpus_per_node": 1})
 	noFile := scenario("pools.json", map[string]any{"pools": pools, "nodes": 7, "gpus_per_node": 1})
 	onlyNodes := scenario("nodes.json", map[string]any{"nodes": 7, "gpus_per_node": 1})

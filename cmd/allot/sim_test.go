@@ -34,11 +34,11 @@ func TestSimErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, errOut := runCLI(t, "sim", "-trace", bad, "-nodes", "2")
-	if code != exitInvalid || !strings.Contains(errOut, "line 3") {
-		t.Fatalf("bad row: code %d stderr %q; want 1 and the line number", code, errOut)
+	if want := "Error: " + bad + ":3: job \"b\": gpus per allocation 99 must be between 1 and 64\n"; code != exitInvalid || errOut != want {
+		t.Fatalf("bad row: code %d stderr %q; want 1 and %q", code, errOut, want)
 	}
 	code, _, errOut = runCLI(t, "sim", "-trace", bad, "-nodes", "2", "-skip-invalid", "-policies", "baseline")
-	if code != exitOK || !strings.Contains(errOut, "skipped 1 invalid") {
+	if code != exitOK || !strings.Contains(errOut, bad+": skipped 1 invalid row (-skip-invalid)") {
 		t.Fatalf("skip-invalid: code %d stderr %q", code, errOut)
 	}
 	if code, _, _ := runCLI(t, "sim", "-trace", bad, "-policies", "fifo"); code != exitUsage {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
+	"strings"
 	"time"
 )
 
@@ -74,6 +76,17 @@ func (g *GenConfig) UnmarshalJSON(b []byte) error {
 		Resumable: cur.Resumable, HighInflation: cur.HighInflation, DebugPriority: cur.DebugPriority,
 		TrainPriority: cur.TrainPriority, TrainSizes: cur.TrainSizes, TrainWeights: cur.TrainWeights,
 		TrainWorkMin: durs[0], TrainWorkMax: durs[1], TrainCap: cur.TrainCap, Failures: cur.Failures, Nodes: cur.Nodes,
-		RepairMin: durs[2], RepairMax: durs[3]}
+		RepairMin: durs[2], RepairMax: durs[3], GPUsPerNode: g.GPUsPerNode}
 	return nil
+}
+
+// GenConfigKeys are the keys a scenario's generator settings may have, in
+// the order of GenConfig's fields.
+func GenConfigKeys() []string {
+	t := reflect.TypeFor[genConfigJSON]()
+	keys := make([]string, t.NumField())
+	for i := range keys {
+		keys[i], _, _ = strings.Cut(t.Field(i).Tag.Get("json"), ",")
+	}
+	return keys
 }

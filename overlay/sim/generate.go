@@ -17,6 +17,12 @@ type GenConfig struct {
 	Seed uint64
 	Days float64
 	GPUs int // cluster capacity the demand is scaled to
+	// GPUsPerNode is the GPUs of the cluster's largest node: no allocation
+	// asks more, so every job can be placed (a training job larger than it
+	// is split into allocations of at most this many). 0 means 8, the
+	// nodes of examples/sim. Scenario files do not set it: allot sim takes
+	// it from the cluster, as it does GPUs and Nodes.
+	GPUsPerNode int
 	// Demand is all the work submitted over the period, allocated and
 	// unallocated together, as a multiple of capacity (GPU-hours submitted /
 	// GPU-hours the cluster has). It is what "demand 2-3x capacity" counts.
@@ -86,6 +92,8 @@ func (g GenConfig) Validate() error {
 		return fmt.Errorf("days %v must be in (0, 3650]", g.Days)
 	case g.GPUs < 1:
 		return fmt.Errorf("gpus %d must be positive", g.GPUs)
+	case g.GPUsPerNode < 0 || g.GPUsPerNode > 64:
+		return fmt.Errorf("gpus per node %d must be between 1 and 64 (0: 8)", g.GPUsPerNode)
 	case g.Allocated < 0 || g.Demand < g.Allocated || g.DebugPerDay < 0 || g.InteractivePerDay < 0:
 		return fmt.Errorf("allocated %v must be >= 0 and demand %v >= allocated (demand counts allocated and unallocated work), debug and interactive rates >= 0",
 			g.Allocated, g.Demand)
@@ -95,6 +103,8 @@ func (g GenConfig) Validate() error {
 		return fmt.Errorf("team spread %v must be in [0, 1)", g.TeamSpread)
 	case len(g.TrainSizes) == 0 || len(g.TrainSizes) != len(g.TrainWeights):
 		return fmt.Errorf("train sizes and weights must be non-empty and of equal length")
+	case slices.Min(g.TrainSizes) < 1 || slices.Min(g.TrainWeights) < 0:
+		return fmt.Errorf("train sizes %v must be GPU counts of 1 or more, and train weights %v 0 or more", g.TrainSizes, g.TrainWeights)
 	case !validPriorityRange(g.DebugPriority) || !validPriorityRange(g.TrainPriority):
 		return fmt.Errorf("debug priority %v and train priority %v must be ranges [lo, hi] with 0 <= lo <= hi <= 100",
 			g.DebugPriority, g.TrainPriority)
@@ -208,7 +218,7 @@ func (g *generator) debug(leaf *budgets.Node, n float64) {
 	for k := 0; k < int(n+g.rng.Float64()); k++ {
 		work := g.logUniform(debugWorkMin, debugWorkMax)
 		g.tr.Jobs = append(g.tr.Jobs, JobSpec{ID: g.id(leaf, "debug"), Submit: g.at(), Budget: leaf.Path,
-			Class: ClassDebug, Count: 1, GPUs: debugSizes()[g.rng.IntN(len(debugSizes()))], Work: work,
+			Class: ClassDebug, Count: 1, GPUs: g.fit(debugSizes()[g.rng.IntN(len(debugSizes()))]), Work: work,
 			MinRuntime: min(15*time.Minute, work.Round(time.Minute)+time.Minute), Priority: g.priority(g.cfg.DebugPriority),
 			Baseline: g.level()})
 	}
@@ -217,7 +227,7 @@ func (g *generator) debug(leaf *budgets.Node, n float64) {
 func (g *generator) interactive(leaf *budgets.Node, n float64) {
 	for k := 0; k < int(n+g.rng.Float64()); k++ {
 		g.tr.Jobs = append(g.tr.Jobs, JobSpec{ID: g.id(leaf, "interactive"), Submit: g.at(), Budget: leaf.Path,
-			Class: ClassInteractive, Count: 1, GPUs: 1 + g.rng.IntN(2),
+			Class: ClassInteractive, Count: 1, GPUs: g.fit(1 + g.rng.IntN(2)),
 			Work: g.logUniform(interactiveWorkMin, interactiveWorkMax), MinRuntime: time.Hour, Priority: g.priority(g.cfg.DebugPriority),
 			Baseline: g.level()})
 	}
@@ -247,10 +257,7 @@ func (g *generator) train(leaf *budgets.Node, gpuHours float64) {
 			}
 			x -= w
 		}
-		count, per := 1, size
-		if size > 8 && size%8 == 0 {
-			count, per = size/8, 8
-		}
+		count, per := g.split(size)
 		work := g.logUniform(g.cfg.TrainWorkMin, g.cfg.TrainWorkMax)
 		if !g.keepLast(left, float64(size)*work.Hours()) {
 			break
@@ -263,13 +270,37 @@ func (g *generator) train(leaf *budgets.Node, gpuHours float64) {
 	}
 }
 
-// trainSizes are the training sizes and weights a leaf submits: those
-// within TrainCap of its share, or the smallest size when none is.
-func (g *generator) trainSizes(leaf *budgets.Node) ([]int, []float64) {
-	if g.cfg.TrainCap <= 0 {
-		return g.cfg.TrainSizes, g.cfg.TrainWeights
+// nodeGPUs is the most GPUs one allocation may ask.
+func (g *generator) nodeGPUs() int {
+	if g.cfg.GPUsPerNode == 0 {
+		return 8
 	}
-	limit := int(g.cfg.TrainCap*leaf.Effective*float64(g.cfg.GPUs)) / 8 * 8
+	return g.cfg.GPUsPerNode
+}
+
+// fit is a one-allocation job's size drawn for 8-GPU nodes, cut to the
+// cluster's largest node.
+func (g *generator) fit(gpus int) int { return min(gpus, g.nodeGPUs()) }
+
+// split cuts a training job of size GPUs into allocations of whole nodes:
+// count allocations of per GPUs, per the largest divisor of size that a
+// node holds (on 8-GPU nodes, 32 GPUs are 4 allocations of 8).
+func (g *generator) split(size int) (count, per int) {
+	per = min(size, g.nodeGPUs())
+	for size%per != 0 {
+		per--
+	}
+	return size / per, per
+}
+
+// trainSizes are the training sizes and weights a leaf submits: those
+// within TrainCap of its share (and within the cluster), or the smallest
+// size (cut to the cluster) when none is.
+func (g *generator) trainSizes(leaf *budgets.Node) ([]int, []float64) {
+	limit := g.cfg.GPUs
+	if g.cfg.TrainCap > 0 {
+		limit = min(limit, int(g.cfg.TrainCap*leaf.Effective*float64(g.cfg.GPUs))/8*8)
+	}
 	var sizes []int
 	var weights []float64
 	small := 0
@@ -282,7 +313,7 @@ func (g *generator) trainSizes(leaf *budgets.Node) ([]int, []float64) {
 		}
 	}
 	if len(sizes) == 0 {
-		return []int{g.cfg.TrainSizes[small]}, []float64{1}
+		return []int{min(g.cfg.TrainSizes[small], g.cfg.GPUs)}, []float64{1}
 	}
 	return sizes, weights
 }
@@ -304,7 +335,7 @@ func (g *generator) filler(tree *budgets.Tree, gpuHours float64) {
 			}
 			x -= l.Effective
 		}
-		gpus := []int{1, 2, 4, 8}[g.rng.IntN(4)]
+		gpus := g.fit([]int{1, 2, 4, 8}[g.rng.IntN(4)])
 		work := g.logUniform(fillerWorkMin, fillerWorkMax)
 		if !g.keepLast(left, float64(gpus)*work.Hours()) {
 			break

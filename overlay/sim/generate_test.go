@@ -164,3 +164,44 @@ func TestGenerateFaultsOnExistingGPUs(t *testing.T) {
 		t.Fatalf("400 faults hit GPUs %v, want all 4", seen)
 	}
 }
+
+// On a cluster of small nodes every generated allocation fits a node and no
+// job asks more than the cluster: Check finds nothing to refuse, and the
+// training jobs are split into allocations of whole nodes.
+func TestGenerateFitsTheNodes(t *testing.T) {
+	for _, tc := range []struct {
+		name                string
+		nodes, gpusPerNode  int
+		trainCap            float64
+		wantMaxPer, wantMax int
+	}{
+		{"4-GPU nodes", 16, 4, 1, 4, 64},
+		{"3-GPU nodes, no train cap", 8, 3, 0, 3, 24},
+		{"8-GPU nodes", 8, 8, 0, 8, 64},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := DefaultGenConfig()
+			g.Days, g.DebugPerDay, g.Failures, g.TrainCap = 2, 200, 0, tc.trainCap
+			spec := UniformCluster(tc.nodes, tc.gpusPerNode)
+			g.GPUs, g.Nodes, g.GPUsPerNode = spec.GPUs(), tc.nodes, tc.gpusPerNode
+			tr, err := Generate(exampleTree(t), g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			maxPer, maxTotal, split := 0, 0, 0
+			for _, j := range tr.Jobs {
+				maxPer, maxTotal = max(maxPer, j.GPUs), max(maxTotal, j.TotalGPUs())
+				if j.Count > 1 {
+					split++
+				}
+			}
+			if maxPer > tc.wantMaxPer || maxTotal > tc.wantMax || split == 0 {
+				t.Errorf("largest allocation %d GPUs (want <= %d), largest job %d (want <= %d), %d split jobs (want some)",
+					maxPer, tc.wantMaxPer, maxTotal, tc.wantMax, split)
+			}
+			if _, err := tr.Check(spec, exampleTree(t), CheckOptions{}); err != nil {
+				t.Errorf("Check: %v", err)
+			}
+		})
+	}
+}
