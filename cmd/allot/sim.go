@@ -30,24 +30,34 @@ func init() { extraCommands = append(extraCommands, simCommand) }
 // trace starts on an empty cluster, which takes most of a day to fill.
 const defaultWarmup = 24 * time.Hour
 
+// simFlags are the flags of `allot sim`. They are Local: `allot sim
+// generate` has flags of its own, and must neither accept nor list these.
 func simFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "budgets", Usage: "directory of budget HCL files"},
-		&cli.StringFlag{Name: "trace", Usage: "trace file: .csv or .jsonl (optionally .gz); without one, a trace is generated"},
-		&cli.StringFlag{Name: "cluster", Usage: "HCL file of the cluster's node pools, instead of -nodes and -gpus-per-node (e.g. examples/sim/cluster.hcl)"},
-		&cli.IntFlag{Name: "nodes", Value: 128, Usage: "GPU nodes in the cluster (one pool, \"default\")"},
-		&cli.IntFlag{Name: "gpus-per-node", Value: 8, Usage: "GPUs per node"},
-		&cli.StringFlag{Name: "policies", Value: "allot,baseline", Usage: "comma-separated policies to compare: allot, baseline"},
-		&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the model's random choices and of a generated trace"},
-		&cli.DurationFlag{Name: "reaction-delay", Value: sim.DefaultOptions().ReactionDelay, Usage: "time from a change to the policy's reconcile"},
-		&cli.DurationFlag{Name: "checkpoint-loss", Value: sim.DefaultOptions().CheckpointLoss, Usage: "work a resumable job loses when preempted"},
-		&cli.DurationFlag{Name: "horizon", Usage: "simulated time to run (default: to the trace's end)"},
-		&cli.DurationFlag{Name: "warmup", Value: defaultWarmup, Usage: "start of the run left out of the measurements (the cluster starts empty); the default is dropped for runs not longer than twice it"},
-		&cli.BoolFlag{Name: "best-fit", Usage: "score every feasible node instead of Nomad's two"},
-		&cli.BoolFlag{Name: "skip-invalid", Usage: "drop invalid trace rows (counted) instead of failing"},
-		&cli.StringFlag{Name: "html", Usage: "write an HTML report to this file"},
-		jsonFlag(),
+		&cli.StringFlag{Name: "budgets", Local: true, Usage: "directory of budget HCL files"},
+		&cli.StringFlag{Name: "trace", Local: true, Usage: "trace file: .csv or .jsonl (optionally .gz); without one, a trace is generated"},
+		&cli.StringFlag{Name: "cluster", Local: true, Usage: "HCL file of the cluster's node pools, instead of -nodes and -gpus-per-node (e.g. examples/sim/cluster.hcl)"},
+		&cli.IntFlag{Name: "nodes", Local: true, Value: 128, Usage: "GPU nodes in the cluster (one pool, \"default\"), 1 to 100000"},
+		&cli.IntFlag{Name: "gpus-per-node", Local: true, Value: 8, Usage: "GPUs per node, 1 to 64"},
+		&cli.StringFlag{Name: "policies", Local: true, Value: "allot,baseline", Usage: "comma-separated policies to compare: allot, baseline"},
+		&cli.Uint64Flag{Name: "seed", Local: true, Value: 1, Usage: "seed of the model's random choices and of a generated trace"},
+		&cli.DurationFlag{Name: "reaction-delay", Local: true, Value: sim.DefaultOptions().ReactionDelay, Usage: "time from a change to the policy's reconcile (0 or more)"},
+		&cli.DurationFlag{Name: "checkpoint-loss", Local: true, Value: sim.DefaultOptions().CheckpointLoss, Usage: "work a resumable job loses when preempted (0 or more)"},
+		&cli.DurationFlag{Name: "horizon", Local: true, DefaultText: "the trace's end", Usage: "simulated time to run"},
+		&cli.DurationFlag{Name: "warmup", Local: true, Value: defaultWarmup, Usage: "start of the run left out of the measurements (the cluster starts empty); the default is dropped for runs not longer than twice it"},
+		&cli.BoolFlag{Name: "best-fit", Local: true, Usage: "score every feasible node instead of Nomad's two"},
+		&cli.BoolFlag{Name: "skip-invalid", Local: true, Usage: "drop invalid trace rows, jobs no node can hold and health rows for nodes or GPUs the cluster lacks (counted) instead of failing"},
+		&cli.StringFlag{Name: "html", Local: true, Usage: "write an HTML report to this file"},
+		localFlag(jsonFlag()),
 	}
+}
+
+// localFlag is f, not inherited by subcommands.
+func localFlag(f cli.Flag) cli.Flag {
+	if b, ok := f.(*cli.BoolFlag); ok {
+		b.Local = true
+	}
+	return f
 }
 
 func simCommand() *cli.Command {
@@ -491,16 +501,16 @@ func simGenerateCommand() *cli.Command {
 		Name:  "generate",
 		Usage: "write a seeded synthetic trace for the teams of a budget tree",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "budgets", Usage: "directory of budget HCL files (teams are its leaves)", Required: true},
-			&cli.StringFlag{Name: "o", Usage: "output file (.csv or .jsonl); default stdout as CSV"},
-			&cli.Uint64Flag{Name: "seed", Value: d.Seed},
-			&cli.Float64Flag{Name: "days", Value: d.Days},
-			&cli.IntFlag{Name: "nodes", Value: 128},
-			&cli.IntFlag{Name: "gpus-per-node", Value: 8},
+			&cli.StringFlag{Name: "budgets", Usage: "directory of budget HCL files, the teams being its leaves (required)", Required: true},
+			&cli.StringFlag{Name: "o", Usage: "output file, .csv or .jsonl (default: CSV on stdout)"},
+			&cli.Uint64Flag{Name: "seed", Value: d.Seed, Usage: "seed of the generator: the same seed and settings write the same trace"},
+			&cli.Float64Flag{Name: "days", Value: d.Days, Usage: "days of submissions, more than 0 and at most 3650"},
+			&cli.IntFlag{Name: "nodes", Value: 128, Usage: "GPU nodes in the cluster (one pool, \"default\"), 1 to 100000: faults are drawn from them"},
+			&cli.IntFlag{Name: "gpus-per-node", Value: 8, Usage: "GPUs per node, 1 to 64: no allocation asks more"},
 			&cli.StringFlag{Name: "cluster", Usage: "HCL file of the cluster's node pools, instead of -nodes and -gpus-per-node: faults then name its nodes"},
 			&cli.Float64Flag{Name: "demand", Value: d.Demand, Usage: "all work submitted (allocated and unallocated) as a multiple of capacity"},
 			&cli.Float64Flag{Name: "allocated", Value: d.Allocated, Usage: "allocated work submitted as a multiple of capacity; the rest of -demand is unallocated filler"},
-			&cli.Float64Flag{Name: "debug-per-day", Value: d.DebugPerDay},
+			&cli.Float64Flag{Name: "debug-per-day", Value: d.DebugPerDay, Usage: "debug jobs submitted a day, spread over the teams by share"},
 			&cli.Float64Flag{Name: "team-spread", Value: d.TeamSpread, Usage: "each team's training demand is drawn from [1-x, 1+x] times its share, in [0, 1)"},
 			&cli.Float64Flag{Name: "train-cap", Value: d.TrainCap, Usage: "largest training job as a multiple of its team's share of the GPUs; 0: every size for every team"},
 			&cli.IntFlag{Name: "failures", Value: d.Failures, Usage: "node faults (GPU XIDs) in the period"},
@@ -514,6 +524,13 @@ func simGenerateCommand() *cli.Command {
 			g.Seed, g.Days, g.Demand = c.Uint64("seed"), c.Float64("days"), c.Float64("demand")
 			g.Allocated, g.DebugPerDay, g.Failures = c.Float64("allocated"), c.Float64("debug-per-day"), c.Int("failures")
 			g.TeamSpread, g.TrainCap = c.Float64("team-spread"), c.Float64("train-cap")
+			if err := checkClusterFlags(c); err != nil {
+				return err
+			}
+			path := c.String("o")
+			if path != "" && !strings.HasSuffix(path, ".csv") && !strings.HasSuffix(path, ".jsonl") {
+				return usagef("-o %s: name the file .csv or .jsonl (the format is chosen by the name)", path)
+			}
 			spec := sim.UniformCluster(c.Int("nodes"), c.Int("gpus-per-node"))
 			if c.IsSet("cluster") {
 				if c.IsSet("nodes") || c.IsSet("gpus-per-node") {
@@ -529,20 +546,22 @@ func simGenerateCommand() *cli.Command {
 				return usagef("%v", err)
 			}
 			nameFaultNodes(tr, spec)
-			out := c.Root().Writer
-			path := c.String("o")
-			if path != "" {
-				f, err := os.Create(path)
-				if err != nil {
-					return err
-				}
-				defer f.Close()
-				out = f
-			}
+			write := sim.WriteCSV
 			if strings.HasSuffix(path, ".jsonl") {
-				return sim.WriteJSONL(out, tr)
+				write = sim.WriteJSONL
 			}
-			return sim.WriteCSV(out, tr)
+			if path == "" {
+				return write(c.Root().Writer, tr)
+			}
+			f, err := os.Create(path)
+			if err != nil {
+				return err
+			}
+			if err := write(f, tr); err != nil {
+				f.Close()
+				return err
+			}
+			return f.Close()
 		},
 	}
 }

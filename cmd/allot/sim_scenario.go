@@ -100,6 +100,9 @@ func decodeScenario(path string, text []byte) (*scenarioFile, []string) {
 	sc := &scenarioFile{path: path, at: map[string]int{}, text: text}
 	for _, k := range keys {
 		sc.at[k.path] = k.valueAt
+		if k.key == "" {
+			continue // an array's element
+		}
 		var valid []string
 		where := ""
 		switch {
@@ -110,6 +113,11 @@ func decodeScenario(path string, text []byte) (*scenarioFile, []string) {
 		case strings.HasPrefix(k.parent, "pools[") && !strings.Contains(k.parent, "]."):
 			valid, where = poolKeys, " in "+k.parent
 		default:
+			continue
+		}
+		if k.path == "generate.gpus" || k.path == "generate.nodes" {
+			p.add(k.keyAt, "generate.%s: the generator takes the cluster's %s from the scenario's cluster, pools or nodes and gpus_per_node (or the flags); leave it out",
+				k.key, map[string]string{"gpus": "GPUs", "nodes": "nodes"}[k.key])
 			continue
 		}
 		if !slices.Contains(valid, k.key) {
@@ -246,9 +254,10 @@ func (sc *scenarioFile) scenarioAt(key string) string {
 	return fmt.Sprintf("%s:%d:%d", sc.path, line, col)
 }
 
-// jsonKey is one key of a JSON document: the path of the object holding it
-// ("" for the top, "pools[0]"), the key, and where the key and its value
-// start.
+// jsonKey is one key of a JSON document, or an element of an array (key
+// ""): the path of the object or array holding it ("" for the top,
+// "pools[0]"), the key, its path ("pools[0].nodes", "pools[0]"), and where
+// the key and its value start.
 type jsonKey struct {
 	parent, key, path string
 	keyAt, valueAt    int
@@ -299,7 +308,9 @@ func walkJSON(text []byte) ([]jsonKey, error) {
 		seen := map[string]bool{}
 		for i := 0; dec.More(); i++ {
 			if d == '[' {
-				if err := value(path + "[" + strconv.Itoa(i) + "]"); err != nil {
+				elem := path + "[" + strconv.Itoa(i) + "]"
+				keys = append(keys, jsonKey{parent: path, path: elem, keyAt: next(), valueAt: next()})
+				if err := value(elem); err != nil {
 					return err
 				}
 				continue
