@@ -192,6 +192,9 @@ func simInputsFrom(c *cli.Command) (*simInputs, error) {
 	if run <= 0 {
 		run = in.trace.End()
 	}
+	if c.IsSet("warmup") && in.opts.Warmup > 0 && in.opts.Warmup >= run {
+		return nil, usagef("-warmup %v: want less than the run (%v); 0 measures from the start", in.opts.Warmup, run)
+	}
 	if !c.IsSet("warmup") && run <= 2*in.opts.Warmup {
 		fmt.Fprintf(stderr, "measuring from the start: a %v run is too short for the default %v warm-up (-warmup)\n",
 			run, in.opts.Warmup)
