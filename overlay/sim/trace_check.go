@@ -21,8 +21,8 @@ type CheckOptions struct {
 }
 
 // Check finds, before a run, what the run would otherwise take silently.
-// A job no node of spec could ever hold (more GPUs per allocation than the
-// largest node, or more in all than the cluster) and a health event for a
+// A job spec could never hold (more GPUs per allocation than the largest
+// node, or more allocations than the nodes hold at once) and a health event for a
 // node or GPU spec does not have are errors (*TraceError, naming the row's
 // line). What the allot contract would warn about each job's meta (a budget
 // the tree does not have or that has sub-budgets, a min_runtime above the
@@ -59,7 +59,6 @@ func (tr *Trace) checkFit(spec ClusterSpec, skip bool) error {
 			largest, pool = p.GPUsPerNode, p.Name
 		}
 	}
-	total := spec.GPUs()
 	kept := tr.Jobs[:0]
 	for k := range tr.Jobs {
 		j := &tr.Jobs[k]
@@ -68,9 +67,9 @@ func (tr *Trace) checkFit(spec ClusterSpec, skip bool) error {
 		case j.GPUs > largest:
 			err = traceErr(j.Line, 0, "job %s asks %d GPUs per allocation, but the largest node has %d (pool %s): it could never be placed; "+
 				"split it into allocations of at most %d GPUs (count) or run a larger cluster", quote(j.ID), j.GPUs, largest, quote(pool), largest)
-		case j.TotalGPUs() > total:
-			err = traceErr(j.Line, 0, "job %s asks %d GPUs in all (%d × %d), but the cluster has %d: it could never be placed",
-				quote(j.ID), j.TotalGPUs(), j.Count, j.GPUs, total)
+		case j.Count > 1 && allocSlots(spec, j.GPUs) < j.Count:
+			err = traceErr(j.Line, 0, "job %s asks %d allocations of %d GPUs, but the cluster's nodes hold at most %d of them at once: it could never be placed",
+				quote(j.ID), j.Count, j.GPUs, allocSlots(spec, j.GPUs))
 		}
 		if err != nil {
 			if !skip {
@@ -83,6 +82,16 @@ func (tr *Trace) checkFit(spec ClusterSpec, skip bool) error {
 	}
 	tr.Jobs = kept
 	return nil
+}
+
+// allocSlots is how many allocations of gpus GPUs the empty cluster holds
+// at once (an allocation's GPUs are on one node).
+func allocSlots(spec ClusterSpec, gpus int) int {
+	n := 0
+	for _, p := range spec.Pools {
+		n += p.Nodes * (p.GPUsPerNode / gpus)
+	}
+	return n
 }
 
 // nodeGPUs is the GPUs of each node of spec, by the name the model gives it.

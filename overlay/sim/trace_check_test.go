@@ -71,8 +71,10 @@ func TestTraceCheckRefuses(t *testing.T) {
 	}{
 		{"more GPUs per allocation than any node", "submit,job,count,gpus,work\n0,x,1,8,1h\n60,y,1,16,1h\n",
 			`line 3: job "y" asks 16 GPUs per allocation, but the largest node has 8 (pool "b"): it could never be placed; split it into allocations of at most 8 GPUs (count) or run a larger cluster`},
-		{"more GPUs in all than the cluster", "submit,job,count,gpus,work\n0,x,5,4,1h\n",
-			`line 2: job "x" asks 20 GPUs in all (5 × 4), but the cluster has 16: it could never be placed`},
+		{"more allocations than the nodes hold", "submit,job,count,gpus,work\n0,x,5,4,1h\n",
+			`line 2: job "x" asks 5 allocations of 4 GPUs, but the cluster's nodes hold at most 4 of them at once: it could never be placed`},
+		{"allocations only the largest node holds", "submit,job,count,gpus,work\n0,ok,4,4,1h\n0,x,2,8,1h\n",
+			`line 3: job "x" asks 2 allocations of 8 GPUs, but the cluster's nodes hold at most 1 of them at once: it could never be placed`},
 		{"a GPU the node does not have", "submit,job,gpus,work,node,health,gpu\n0,x,1,1h,,,\n10,,,,a-1,unhealthy,4\n",
 			`line 3: health event for GPU 4 of node "a-1", which has 4 GPUs (0 to 3); give one of them, or -1 (or empty) for the whole node`},
 		{"a node the cluster does not have", "submit,job,gpus,work,node,health\n0,x,1,1h,,\n10,,,,default-0,unhealthy\n",
