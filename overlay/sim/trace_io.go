@@ -73,12 +73,15 @@ func ReadCSV(r io.Reader, opt ReadOptions) (*Trace, error) {
 		if err == io.EOF {
 			break
 		}
-		line, _ := cr.FieldPos(0)
-		if err == nil && len(rec) != len(header) {
-			err = fieldCountErr(line, rec, names)
-		}
-		if err != nil {
+		if err != nil { // a *csv.ParseError, with its own line (FieldPos panics after one)
 			if err = rows.skip(tr, csvErr(err)); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		line, _ := cr.FieldPos(0)
+		if len(rec) != len(header) {
+			if err = rows.skip(tr, fieldCountErr(line, rec, names)); err != nil {
 				return nil, err
 			}
 			continue
