@@ -119,6 +119,8 @@ func TestSimRefusesBadScenarios(t *testing.T) {
 		}},
 		{"the generator's gpus", `{"generate": {"gpus": 64}}`,
 			[]string{`:1:15: generate.gpus: the generator takes the cluster's GPUs from the scenario's cluster, pools or nodes and gpus_per_node (or the flags); leave it out`}},
+		{"a trace and generator settings", "{\"trace\": \"t.csv\",\n \"generate\": {\"days\": 2}}",
+			[]string{`:2:14: generate: the scenario also names a trace, which it would replay instead; keep one of trace and generate`}},
 		{"a syntax error", "{\n  \"budgets\": \"b\"\n  \"nodes\": 4\n}", []string{`:3:3: invalid character '"' after object key:value pair`}},
 		{"a key twice", "{\"nodes\": 4, \"nodes\": 8}", []string{`:1:14: key "nodes" is given twice; give it once`}},
 		{"a second document", "{\"nodes\": 4}\n{\"nodes\": 8}\n", []string{`:2:1: a second JSON value after the scenario's object; a scenario file holds one object`}},

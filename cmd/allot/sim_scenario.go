@@ -166,6 +166,9 @@ func decodeScenario(path string, text []byte) (*scenarioFile, []string) {
 	if raw, ok := top["pools"]; ok {
 		decodePools(p, sc, raw, count)
 	}
+	if _, ok := top["trace"]; ok && sc.Generate != nil {
+		p.add(sc.at["generate"], "generate: the scenario also names a trace, which it would replay instead; keep one of trace and generate")
+	}
 	return sc, p.list
 }
 
