@@ -73,9 +73,9 @@ func TestSimWarnsPerKind(t *testing.T) {
 	}
 	lines := strings.Split(strings.TrimSpace(errOut), "\n")
 	want := []string{
-		path + `: 3 jobs name a budget the tree does not have and run unallocated (first: line 3 job "x": meta budget = "ai2/vision/vidoe": `,
-		path + `: 1 job names a budget that has sub-budgets and runs unallocated (name a leaf) (first: line 6 job "inner": meta budget = "ai2/vision": `,
-		path + `: 1 job asks a min_runtime above the cap and is protected for the cap only (first: line 7 job "long": meta min_runtime = "12h0m0s": above the cap of 8h0m0s`,
+		path + `: 3 jobs name an unknown budget (first: line 3 job "x": meta budget = "ai2/vision/vidoe": `,
+		path + `: 1 job names a budget with sub-budgets (first: line 6 job "inner": meta budget = "ai2/vision": `,
+		path + `: 1 job asks a min_runtime above the cap (first: line 7 job "long": meta min_runtime = "12h0m0s": above the cap of 8h0m0s`,
 		"measuring from the start",
 	}
 	if len(lines) != len(want) {

@@ -138,14 +138,15 @@ const (
 	numWarningKinds
 )
 
-// warningPhrases are each kind's sentence after the count, for one job and
-// for several.
+// warningPhrases are each kind's words after the count, for one job and
+// for several; the contract's own warning on the first job says what
+// becomes of them.
 var warningPhrases = [numWarningKinds][2]string{
-	{"job names a budget the tree does not have and runs unallocated", "jobs name a budget the tree does not have and run unallocated"},
-	{"job names a budget that has sub-budgets and runs unallocated (name a leaf)", "jobs name a budget that has sub-budgets and run unallocated (name a leaf)"},
-	{"job has a min_runtime but no budget and runs unallocated", "jobs have a min_runtime but no budget and run unallocated"},
-	{"job names a budget but no budget tree is loaded (-budgets), so it runs unallocated", "jobs name a budget but no budget tree is loaded (-budgets), so they run unallocated"},
-	{"job asks a min_runtime above the cap and is protected for the cap only", "jobs ask a min_runtime above the cap and are protected for the cap only"},
+	{"job names an unknown budget", "jobs name an unknown budget"},
+	{"job names a budget with sub-budgets", "jobs name a budget with sub-budgets"},
+	{"job has a min_runtime but no budget", "jobs have a min_runtime but no budget"},
+	{"job names a budget, but no budget tree is loaded (-budgets)", "jobs name a budget, but no budget tree is loaded (-budgets)"},
+	{"job asks a min_runtime above the cap", "jobs ask a min_runtime above the cap"},
 	{"job has meta the contract corrects", "jobs have meta the contract corrects"},
 }
 

@@ -38,10 +38,10 @@ func TestTraceCheckWarnings(t *testing.T) {
 		got = append(got, w.String())
 	}
 	want := []string{
-		`3 jobs name a budget the tree does not have and run unallocated (first: line 3 job "typo1": meta budget = "ai2/vision/vidoe": `,
-		`1 job names a budget that has sub-budgets and runs unallocated (name a leaf) (first: line 6 job "inner": meta budget = "ai2/vision": budget "ai2/vision" has sub-budgets`,
-		`1 job has a min_runtime but no budget and runs unallocated (first: line 8 job "nobudget": meta budget = "": `,
-		`1 job asks a min_runtime above the cap and is protected for the cap only (first: line 7 job "long": meta min_runtime = "12h0m0s": above the cap of 8h0m0s`,
+		`3 jobs name an unknown budget (first: line 3 job "typo1": meta budget = "ai2/vision/vidoe": `,
+		`1 job names a budget with sub-budgets (first: line 6 job "inner": meta budget = "ai2/vision": budget "ai2/vision" has sub-budgets`,
+		`1 job has a min_runtime but no budget (first: line 8 job "nobudget": meta budget = "": `,
+		`1 job asks a min_runtime above the cap (first: line 7 job "long": meta min_runtime = "12h0m0s": above the cap of 8h0m0s`,
 	}
 	if len(got) != len(want) {
 		t.Fatalf("warnings:\n%s\nwant %d", strings.Join(got, "\n"), len(want))
