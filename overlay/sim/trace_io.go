@@ -239,14 +239,14 @@ func ReadJSONL(r io.Reader, opt ReadOptions) (*Trace, error) {
 		if len(bytes.TrimSpace(b)) == 0 {
 			continue
 		}
-		obj, err := jsonlObject(line, b)
+		get, err := jsonlRowOf(line, b)
 		if err != nil {
 			if err = rows.skip(tr, err); err != nil {
 				return nil, err
 			}
 			continue
 		}
-		if err := rows.add(tr, line, func(name string) string { return obj[name] }); err != nil {
+		if err := rows.add(tr, line, get); err != nil {
 			return nil, err
 		}
 	}

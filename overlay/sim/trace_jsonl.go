@@ -14,10 +14,120 @@ import (
 // bytes; a longer line is not a trace).
 const jsonlMaxLine = 1 << 20
 
-// jsonlObject reads one line of a JSON lines trace: an object whose keys are
-// trace columns ("at" for "submit") and whose values are strings, numbers,
-// booleans or null (null: as if absent). Values come back as the text a CSV
-// field would hold. Errors name the line and the column of the byte at fault.
+// jsonlValue is one value of a JSON lines row, as the text a CSV field
+// would hold. Its UnmarshalJSON refuses what the row cannot hold (an array,
+// an object, a key given twice), so that jsonlObject's slow path says where.
+type jsonlValue struct {
+	set bool
+	v   string
+}
+
+var errJSONLRow = errors.New("not a plain row")
+
+func (f *jsonlValue) UnmarshalJSON(b []byte) error {
+	if f.set {
+		return errJSONLRow
+	}
+	f.set = true
+	switch b[0] {
+	case '"':
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		f.v = strings.TrimSpace(s)
+	case 'n': // null: as if absent
+	case '[', '{':
+		return errJSONLRow
+	default: // a number, true or false: its text
+		f.v = string(b)
+	}
+	return nil
+}
+
+// jsonlRow is a row decoded the fast way. encoding/json matches keys to
+// fields without regard to case, as a CSV header is read.
+type jsonlRow struct {
+	Submit     jsonlValue `json:"submit"`
+	At         jsonlValue `json:"at"`
+	Job        jsonlValue `json:"job"`
+	Budget     jsonlValue `json:"budget"`
+	Class      jsonlValue `json:"class"`
+	Count      jsonlValue `json:"count"`
+	GPUs       jsonlValue `json:"gpus"`
+	Work       jsonlValue `json:"work"`
+	MinRuntime jsonlValue `json:"min_runtime"`
+	Resumable  jsonlValue `json:"resumable"`
+	Priority   jsonlValue `json:"priority"`
+	Baseline   jsonlValue `json:"baseline"`
+	Node       jsonlValue `json:"node"`
+	Health     jsonlValue `json:"health"`
+	GPU        jsonlValue `json:"gpu"`
+	Reason     jsonlValue `json:"reason"`
+}
+
+func (r *jsonlRow) get(name string) string {
+	switch name {
+	case "submit":
+		if r.At.set {
+			return r.At.v
+		}
+		return r.Submit.v
+	case "job":
+		return r.Job.v
+	case "budget":
+		return r.Budget.v
+	case "class":
+		return r.Class.v
+	case "count":
+		return r.Count.v
+	case "gpus":
+		return r.GPUs.v
+	case "work":
+		return r.Work.v
+	case "min_runtime":
+		return r.MinRuntime.v
+	case "resumable":
+		return r.Resumable.v
+	case "priority":
+		return r.Priority.v
+	case "baseline":
+		return r.Baseline.v
+	case "node":
+		return r.Node.v
+	case "health":
+		return r.Health.v
+	case "gpu":
+		return r.GPU.v
+	case "reason":
+		return r.Reason.v
+	}
+	return ""
+}
+
+// jsonlRowOf reads one line of a JSON lines trace: an object whose keys are
+// trace columns ("at" for "submit", any case) and whose values are strings,
+// numbers, booleans or null (null: as if absent). Most lines decode in one
+// pass of encoding/json; one it refuses is read again token by token
+// (jsonlObject), to say what is wrong and at which column.
+func jsonlRowOf(line int, b []byte) (func(string) string, error) {
+	var r jsonlRow
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err == nil && !(r.At.set && r.Submit.set) && !dec.More() {
+		return r.get, nil
+	}
+	obj, err := jsonlObject(line, b)
+	if err != nil {
+		return nil, err
+	}
+	// The slow path found nothing wrong the fast one refused: a key's case
+	// is all that differs, or a value's JSON is unusual; use what it read.
+	return func(name string) string { return obj[name] }, nil
+}
+
+// jsonlObject reads one line of a JSON lines trace token by token, as
+// jsonlRowOf describes, naming the line and the column of the byte at fault.
 func jsonlObject(line int, b []byte) (map[string]string, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
@@ -56,7 +166,7 @@ func jsonlObject(line int, b []byte) (map[string]string, error) {
 			return nil, syntax(err)
 		}
 		key := tok.(string) // a JSON object's keys are strings, or Token fails
-		name := key
+		name := strings.ToLower(key)
 		if name == "at" {
 			name = "submit"
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Each trace a reader used to take silently (or with a useless message) is
@@ -41,6 +42,9 @@ func TestReadTraceRefuses(t *testing.T) {
 		{"a JSON key twice", "jsonl",
 			`{"submit":0,"job":"a","gpus":1,"at":600}`,
 			`line 1, column 32: key "at" is given twice ("at" and "submit" are the same key); give it once`},
+		{"a JSON key twice in two cases", "jsonl",
+			`{"submit":0,"job":"a","gpus":1,"GPUS":2,"work":600}`,
+			`line 1, column 32: key "GPUS" is given twice ("at" and "submit" are the same key); give it once`},
 		{"a JSON array value", "jsonl",
 			`{"submit":0,"job":"a","gpus":[1,2],"work":600}`,
 			`line 1, column 30: key "gpus": want a string, number, boolean or null, not an array`},
@@ -116,5 +120,17 @@ func TestReadCSVByteOrderMark(t *testing.T) {
 	tr, err := ReadCSV(strings.NewReader("\uFEFFsubmit,job,gpus,work\n0,a,1,10m\n"), ReadOptions{})
 	if err != nil || len(tr.Jobs) != 1 {
 		t.Fatalf("%v", err)
+	}
+}
+
+// JSON lines keys, like CSV header names, are read without regard to case.
+func TestReadJSONLKeysAnyCase(t *testing.T) {
+	tr, err := ReadJSONL(strings.NewReader(`{"Submit":0,"JOB":"a","Gpus":2,"work":"10m","Min_Runtime":"5m"}`+"\n"+
+		`{"AT":60,"node":"default-0","health":"unhealthy"}`), ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j := tr.Jobs[0]; j.ID != "a" || j.GPUs != 2 || j.MinRuntime != 5*time.Minute || len(tr.Health) != 1 || tr.Health[0].At != time.Minute {
+		t.Fatalf("read %+v and %+v", tr.Jobs, tr.Health)
 	}
 }
