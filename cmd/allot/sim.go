@@ -415,10 +415,15 @@ func newPolicy(name string) (sim.Policy, error) {
 }
 
 func runSim(_ context.Context, c *cli.Command) error {
+	seen := map[string]bool{}
 	for _, name := range strings.Split(c.String("policies"), ",") {
 		if _, err := newPolicy(name); err != nil {
 			return err
 		}
+		if name = strings.TrimSpace(name); seen[name] {
+			return usagef("-policies %s: %s is named twice; name each policy once", c.String("policies"), name)
+		}
+		seen[name] = true
 	}
 	in, err := simInputsFrom(c)
 	if err != nil {

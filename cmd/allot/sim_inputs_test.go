@@ -189,6 +189,7 @@ func TestSimRefusesBadFlags(t *testing.T) {
 		{[]string{"sim", "-horizon", "-1h"}, "-horizon -1h0m0s: want a duration of 0 or more (0: to the trace's end)"},
 		{[]string{"sim", "-warmup", "-1h"}, "-warmup -1h0m0s: want a duration of 0 or more (0: measure from the start)"},
 		{[]string{"sim", "-trace", "../../examples/sim/small.csv", "-nodes", "4", "-warmup", "4h"}, "-warmup 4h0m0s: want less than the run (4h0m0s); 0 measures from the start"},
+		{[]string{"sim", "-policies", "allot,baseline,allot"}, "-policies allot,baseline,allot: allot is named twice; name each policy once"},
 		{[]string{"sim", "-gpus-per-node", "1000"}, "-gpus-per-node 1000: want the GPUs of each node, 1 to 64"},
 		{[]string{"sim", "-nodes", "0"}, "-nodes 0: want the number of GPU nodes, 1 to 100000"},
 		{[]string{"sim", "generate", "-gpus-per-node", "1000"}, "-gpus-per-node 1000: want the GPUs of each node, 1 to 64"},
