@@ -425,6 +425,12 @@ func runSim(_ context.Context, c *cli.Command) error {
 		}
 		seen[name] = true
 	}
+	if path := c.String("html"); path != "" {
+		// Say so before the run, not after it.
+		if st, err := os.Stat(filepath.Dir(path)); err != nil || !st.IsDir() {
+			return fmt.Errorf("-html %s: no directory %s to write the report in", path, filepath.Dir(path))
+		}
+	}
 	in, err := simInputsFrom(c)
 	if err != nil {
 		return err

@@ -203,3 +203,12 @@ func TestSimRefusesBadFlags(t *testing.T) {
 		}
 	}
 }
+
+// An -html file that cannot be written is refused before the run.
+func TestSimHTMLDirectoryMissing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "no", "sim.html")
+	code, out, errOut := runCLI(t, "sim", "-budgets", "../../examples/budgets", "-html", path)
+	if want := "Error: -html " + path + ": no directory " + filepath.Dir(path) + " to write the report in\n"; code != exitInvalid || errOut != want || out != "" {
+		t.Errorf("code %d stdout %q stderr %q, want code 1 and %q", code, out, errOut, want)
+	}
+}
