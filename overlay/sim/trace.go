@@ -134,7 +134,8 @@ type HealthEvent struct {
 type Trace struct {
 	Jobs   []JobSpec
 	Health []HealthEvent
-	// Skipped counts invalid rows dropped by a lenient reader.
+	// Skipped counts invalid rows dropped by a lenient reader, and the jobs
+	// and health events Check dropped with SkipInvalid.
 	Skipped int
 }
 
