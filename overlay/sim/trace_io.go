@@ -121,7 +121,11 @@ func readHeader(header []string) (map[string]int, error) {
 			}
 		}
 		if len(missing) > 0 {
-			return nil, traceErr(1, 0, "the header has no %s column; every job row needs %s", strings.Join(missing, ", "),
+			what := "column"
+			if len(missing) > 1 {
+				what = "columns"
+			}
+			return nil, traceErr(1, 0, "the header has no %s %s; every job row needs %s", strings.Join(missing, ", "), what,
 				strings.Join(jobColumns, ", "))
 		}
 	}
