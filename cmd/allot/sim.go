@@ -148,6 +148,9 @@ func simInputsFrom(c *cli.Command) (*simInputs, error) {
 	}
 	if budgetsDir != "" {
 		if in.tree, err = hcl.LoadDir(budgetsDir); err != nil {
+			if e := sc.missing("budgets", err); e != err && !c.IsSet("budgets") {
+				return nil, e
+			}
 			return nil, fmt.Errorf("budgets %s: %w", budgetsDir, err)
 		}
 	}
@@ -169,7 +172,9 @@ func simInputsFrom(c *cli.Command) (*simInputs, error) {
 	traceName := tracePath
 	switch {
 	case tracePath != "":
-		in.trace, err = readTrace(tracePath, c.Bool("skip-invalid"))
+		if in.trace, err = readTrace(tracePath, c.Bool("skip-invalid")); err != nil && !c.IsSet("trace") {
+			err = sc.missing("trace", err)
+		}
 	case in.tree == nil:
 		return nil, usagef("sim needs -trace, or -budgets to generate a trace from (e.g. allot sim examples/sim/scenario.json)")
 	default:
@@ -277,7 +282,11 @@ func simCluster(c *cli.Command, sc *scenarioFile, base string) (sim.ClusterSpec,
 		path = ""
 	}
 	if path != "" {
-		return loadCluster(c, path)
+		spec, err := loadCluster(c, path)
+		if err != nil && !c.IsSet("cluster") {
+			err = sc.missing("cluster", err)
+		}
+		return spec, err
 	}
 	nodes, gpus := c.Int("nodes"), c.Int("gpus-per-node")
 	if sc.Nodes > 0 && !c.IsSet("nodes") {

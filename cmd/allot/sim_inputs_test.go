@@ -212,3 +212,24 @@ func TestSimHTMLDirectoryMissing(t *testing.T) {
 		t.Errorf("code %d stdout %q stderr %q, want code 1 and %q", code, out, errOut, want)
 	}
 }
+
+// A path from the scenario that does not open names the scenario's key, and
+// that the path is relative to the scenario file.
+func TestSimScenarioPathsMissing(t *testing.T) {
+	budgetsDir, err := filepath.Abs("../../examples/budgets")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, tc := range []struct{ name, content, want string }{
+		{"budgets", "{\n  \"budgets\": \"nope\"\n}", ":2:14: budgets (relative to the scenario file): reading budget directory: open " + filepath.Join(dir, "nope") + ": no such file or directory"},
+		{"trace", "{\n  \"budgets\": " + strconv.Quote(budgetsDir) + ",\n  \"trace\": \"t.csv\"\n}", ":3:12: trace (relative to the scenario file): open " + filepath.Join(dir, "t.csv") + ": no such file or directory"},
+		{"cluster", "{\"budgets\": " + strconv.Quote(budgetsDir) + ", \"cluster\": \"c.hcl\"}", ":1:" + strconv.Itoa(len(budgetsDir)+28) + ": cluster (relative to the scenario file): reading cluster file: open " + filepath.Join(dir, "c.hcl") + ": no such file or directory"},
+	} {
+		path := writeFile(t, filepath.Join(dir, tc.name+".json"), tc.content)
+		code, _, errOut := runCLI(t, "sim", path)
+		if want := "Error: " + path + tc.want + "\n"; code != exitInvalid || errOut != want {
+			t.Errorf("%s: code %d stderr\n  %q\nwant code 1 and\n  %q", tc.name, code, errOut, want)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"slices"
 	"strconv"
@@ -255,6 +256,17 @@ func suggestKey(got string, valid []string) string {
 func (sc *scenarioFile) scenarioAt(key string) string {
 	line, col := lineCol(sc.text, sc.at[key])
 	return fmt.Sprintf("%s:%d:%d", sc.path, line, col)
+}
+
+// missing names the scenario's key (and that its path is relative to the
+// scenario file) in err when err is a file that cannot be opened, the path
+// having come from key; other errors are left as they are.
+func (sc *scenarioFile) missing(key string, err error) error {
+	var pe *fs.PathError
+	if _, ok := sc.at[key]; !ok || !errors.As(err, &pe) {
+		return err
+	}
+	return fmt.Errorf("%s: %s (relative to the scenario file): %w", sc.scenarioAt(key), key, err)
 }
 
 // jsonKey is one key of a JSON document, or an element of an array (key
