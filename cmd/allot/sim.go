@@ -547,6 +547,9 @@ func simGenerateCommand() *cli.Command {
 			g.Seed, g.Days, g.Demand = c.Uint64("seed"), c.Float64("days"), c.Float64("demand")
 			g.Allocated, g.DebugPerDay, g.Failures = c.Float64("allocated"), c.Float64("debug-per-day"), c.Int("failures")
 			g.TeamSpread, g.TrainCap = c.Float64("team-spread"), c.Float64("train-cap")
+			if c.NArg() > 0 {
+				return usagef("sim generate takes no arguments, got %q (the output file is -o FILE)", c.Args().Slice())
+			}
 			if err := checkClusterFlags(c); err != nil {
 				return err
 			}

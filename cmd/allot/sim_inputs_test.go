@@ -194,6 +194,7 @@ func TestSimRefusesBadFlags(t *testing.T) {
 		{[]string{"sim", "-nodes", "0"}, "-nodes 0: want the number of GPU nodes, 1 to 100000"},
 		{[]string{"sim", "generate", "-gpus-per-node", "1000"}, "-gpus-per-node 1000: want the GPUs of each node, 1 to 64"},
 		{[]string{"sim", "generate", "--nodes", "-3"}, "-nodes -3: want the number of GPU nodes, 1 to 100000"},
+		{[]string{"sim", "generate", "-days", "1", "trace.csv"}, `sim generate takes no arguments, got ["trace.csv"] (the output file is -o FILE)`},
 		{[]string{"sim", "generate", "-o", "trace.txt"}, "-o trace.txt: name the file .csv or .jsonl (the format is chosen by the name)"},
 	} {
 		args := append(tc.args, "-budgets", "../../examples/budgets")
