@@ -89,7 +89,6 @@ func (a *Allot) Init(s *State, tree *budgets.Tree) error {
 		budget     string
 	}
 	parsed := make(map[metaKey]contract.Contract)
-	meta := make(map[string]string, 4)
 	for i := range s.jobs {
 		sp := s.jobs[i].spec
 		a.jobIndex[sp.ID] = int32(i)
@@ -99,14 +98,7 @@ func (a *Allot) Init(s *State, tree *budgets.Tree) error {
 			a.contracts[i] = c
 			continue
 		}
-		clear(meta)
-		meta[contract.KeyMinRuntime] = sp.MinRuntime.String()
-		meta[contract.KeyResumable] = strconv.FormatBool(sp.Resumable)
-		meta[contract.KeyPriority] = strconv.Itoa(sp.Priority)
-		if sp.Budget != "" {
-			meta[contract.KeyBudget] = sp.Budget
-		}
-		a.contracts[i] = contract.Parse(sp.ID, meta, ccfg, leaf)
+		a.contracts[i] = contract.Parse(sp.ID, jobMeta(sp), ccfg, leaf)
 		if len(a.contracts[i].Warnings) == 0 {
 			parsed[k] = a.contracts[i]
 		}
