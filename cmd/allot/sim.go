@@ -222,6 +222,10 @@ func generateFor(sc *scenarioFile, c *cli.Command, in *simInputs) (*sim.Trace, e
 				return nil, fmt.Errorf("%s: generate.%s: want %s, not %s %s", sc.scenarioAt("generate."+te.Field), te.Field,
 					jsonKind(te.Type.Kind()), articleFor(te.Value), te.Value)
 			}
+			var ke *sim.GenConfigKeyError
+			if errors.As(err, &ke) {
+				return nil, fmt.Errorf("%s: generate.%s: %v", sc.scenarioAt("generate."+ke.Key), ke.Key, ke.Err)
+			}
 			return nil, fmt.Errorf("%s: %v", sc.scenarioAt("generate"), err)
 		}
 	}

@@ -153,6 +153,8 @@ func TestSimScenarioGenerateErrors(t *testing.T) {
 	for _, tc := range []struct{ name, generate, want string }{
 		{"a type", `{"days": "two"}`, `:3:24: generate.days: want a number, not a string`},
 		{"a range", `{"days": 0}`, `:3:15: generate: days 0 must be in (0, 3650]`},
+		{"a priority range of three", `{"debug_priority": [80, 90, 100]}`, `:3:34: generate.debug_priority: [80 90 100]: want a range [lo, hi] of two priorities, not 3`},
+		{"a duration", `{"repair_min": "two hours"}`, `:3:30: generate.repair_min: "two hours" is not a duration; write it like "2h", "90m" or "3d" as "72h"`},
 	} {
 		path := writeFile(t, filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")+".json"),
 			"{\n  \"budgets\": "+strconv.Quote(budgetsDir)+",\n  \"generate\": "+tc.generate+"\n}\n")

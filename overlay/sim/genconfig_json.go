@@ -22,8 +22,8 @@ type genConfigJSON struct {
 	InteractivePerDay float64   `json:"interactive_per_day"`
 	Resumable         float64   `json:"resumable"`
 	HighInflation     float64   `json:"high_inflation"`
-	DebugPriority     [2]int    `json:"debug_priority"`
-	TrainPriority     [2]int    `json:"train_priority"`
+	DebugPriority     []int     `json:"debug_priority"` // [2]int in GenConfig: a slice, so that a third element is seen
+	TrainPriority     []int     `json:"train_priority"`
 	TrainSizes        []int     `json:"train_sizes"`
 	TrainWeights      []float64 `json:"train_weights"`
 	TrainWorkMin      string    `json:"train_work_min"`
@@ -41,7 +41,7 @@ func (g GenConfig) MarshalJSON() ([]byte, error) {
 	return json.Marshal(genConfigJSON{Seed: g.Seed, Days: g.Days, GPUs: g.GPUs, Demand: g.Demand, Allocated: g.Allocated,
 		TeamSpread: g.TeamSpread, DebugPerDay: g.DebugPerDay, InteractivePerDay: g.InteractivePerDay,
 		Resumable: g.Resumable, HighInflation: g.HighInflation,
-		DebugPriority: g.DebugPriority, TrainPriority: g.TrainPriority, TrainSizes: g.TrainSizes,
+		DebugPriority: g.DebugPriority[:], TrainPriority: g.TrainPriority[:], TrainSizes: g.TrainSizes,
 		TrainWeights: g.TrainWeights, TrainWorkMin: g.TrainWorkMin.String(), TrainWorkMax: g.TrainWorkMax.String(), TrainCap: g.TrainCap,
 		Failures: g.Failures, Nodes: g.Nodes, RepairMin: g.RepairMin.String(), RepairMax: g.RepairMax.String()})
 }
@@ -53,8 +53,8 @@ func (g *GenConfig) UnmarshalJSON(b []byte) error {
 	// Start from g's own values so that absent keys keep them.
 	cur := genConfigJSON{Seed: g.Seed, Days: g.Days, GPUs: g.GPUs, Demand: g.Demand, Allocated: g.Allocated, TeamSpread: g.TeamSpread,
 		DebugPerDay: g.DebugPerDay, InteractivePerDay: g.InteractivePerDay,
-		Resumable: g.Resumable, HighInflation: g.HighInflation, DebugPriority: g.DebugPriority,
-		TrainPriority: g.TrainPriority, TrainSizes: g.TrainSizes, TrainWeights: g.TrainWeights,
+		Resumable: g.Resumable, HighInflation: g.HighInflation, DebugPriority: g.DebugPriority[:],
+		TrainPriority: g.TrainPriority[:], TrainSizes: g.TrainSizes, TrainWeights: g.TrainWeights,
 		TrainWorkMin: g.TrainWorkMin.String(), TrainWorkMax: g.TrainWorkMax.String(), TrainCap: g.TrainCap, Failures: g.Failures,
 		Nodes: g.Nodes, RepairMin: g.RepairMin.String(), RepairMax: g.RepairMax.String()}
 	dec := json.NewDecoder(bytes.NewReader(b))
@@ -67,18 +67,38 @@ func (g *GenConfig) UnmarshalJSON(b []byte) error {
 		d, err := time.ParseDuration(s)
 		if err != nil {
 			name := [...]string{"train_work_min", "train_work_max", "repair_min", "repair_max"}[k]
-			return fmt.Errorf("generate: %s %q is not a duration; write it like \"2h\", \"90m\" or \"3d\" as \"72h\"", name, s)
+			return &GenConfigKeyError{name, fmt.Errorf("%q is not a duration; write it like \"2h\", \"90m\" or \"3d\" as \"72h\"", s)}
 		}
 		durs[k] = d
 	}
+	var ranges [2][2]int
+	for k, r := range [][]int{cur.DebugPriority, cur.TrainPriority} {
+		if len(r) != 2 {
+			return &GenConfigKeyError{[...]string{"debug_priority", "train_priority"}[k],
+				fmt.Errorf("%v: want a range [lo, hi] of two priorities, not %d", r, len(r))}
+		}
+		ranges[k] = [2]int{r[0], r[1]}
+	}
 	*g = GenConfig{Seed: cur.Seed, Days: cur.Days, GPUs: cur.GPUs, Demand: cur.Demand, Allocated: cur.Allocated, TeamSpread: cur.TeamSpread,
 		DebugPerDay: cur.DebugPerDay, InteractivePerDay: cur.InteractivePerDay,
-		Resumable: cur.Resumable, HighInflation: cur.HighInflation, DebugPriority: cur.DebugPriority,
-		TrainPriority: cur.TrainPriority, TrainSizes: cur.TrainSizes, TrainWeights: cur.TrainWeights,
+		Resumable: cur.Resumable, HighInflation: cur.HighInflation, DebugPriority: ranges[0],
+		TrainPriority: ranges[1], TrainSizes: cur.TrainSizes, TrainWeights: cur.TrainWeights,
 		TrainWorkMin: durs[0], TrainWorkMax: durs[1], TrainCap: cur.TrainCap, Failures: cur.Failures, Nodes: cur.Nodes,
 		RepairMin: durs[2], RepairMax: durs[3], GPUsPerNode: g.GPUsPerNode}
 	return nil
 }
+
+// GenConfigKeyError is a problem with the value of one key of a generator
+// configuration in JSON.
+type GenConfigKeyError struct {
+	Key string
+	Err error
+}
+
+func (e *GenConfigKeyError) Error() string { return "generate: " + e.Key + " " + e.Err.Error() }
+
+// Unwrap returns the problem.
+func (e *GenConfigKeyError) Unwrap() error { return e.Err }
 
 // GenConfigKeys are the keys a scenario's generator settings may have, in
 // the order of GenConfig's fields.

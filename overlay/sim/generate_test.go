@@ -2,6 +2,7 @@ package sim
 
 import (
 	"encoding/json"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -203,5 +204,21 @@ func TestGenerateFitsTheNodes(t *testing.T) {
 				t.Errorf("Check: %v", err)
 			}
 		})
+	}
+}
+
+// A priority range is two numbers: a third (which a Go [2]int drops) or a
+// lone one is an error naming the key, as a bad duration is.
+func TestGenConfigJSONKeyErrors(t *testing.T) {
+	for in, key := range map[string]string{
+		`{"debug_priority": [80, 90, 100]}`: "debug_priority",
+		`{"train_priority": [20]}`:          "train_priority",
+		`{"train_work_max": "3d"}`:          "train_work_max",
+	} {
+		g := DefaultGenConfig()
+		var ke *GenConfigKeyError
+		if err := json.Unmarshal([]byte(in), &g); !errors.As(err, &ke) || ke.Key != key {
+			t.Errorf("%s: %v, want a GenConfigKeyError for %s", in, err, key)
+		}
 	}
 }
