@@ -175,16 +175,23 @@ func (w TraceWarning) String() string {
 // contractWarnings reads each job's contract as the allot policy does and
 // counts its warnings by kind.
 func (tr *Trace) contractWarnings(tree *budgets.Tree, cfg contract.Config) []TraceWarning {
-	var leaf contract.LeafCheck
+	// What the contract knows of the tree: the policy's own leaf check, and
+	// the did-you-mean and the leaves under an inner budget for the warnings.
+	var known contract.Budgets
 	if tree != nil {
-		leaf = func(p string) (bool, bool) {
-			n, ok := tree.Lookup(p)
-			return ok, ok && n.IsLeaf()
+		known = contract.Budgets{
+			Leaf: func(p string) (bool, bool) {
+				n, ok := tree.Lookup(p)
+				return ok, ok && n.IsLeaf()
+			},
+			Nearest: tree.NearestLeaf,
+			Under:   tree.LeavesUnder,
 		}
 	}
 	var byKind [numWarningKinds]TraceWarning
 	// Jobs with the same meta warn alike (the job's name aside): parse each
-	// meta once, as Allot.Init does.
+	// meta once. The contract is the one Allot.Init reads (the same meta and
+	// leaf check); only the warnings' hints come on top.
 	type metaKey struct {
 		minRuntime time.Duration
 		resumable  bool
@@ -197,7 +204,7 @@ func (tr *Trace) contractWarnings(tree *budgets.Tree, cfg contract.Config) []Tra
 		key := metaKey{j.MinRuntime, j.Resumable, j.Priority, j.Budget}
 		ws, ok := parsed[key]
 		if !ok {
-			ws = contract.Parse(j.ID, jobMeta(j), cfg, leaf).Warnings
+			ws = contract.ParseIn(j.ID, jobMeta(j), cfg, known).Warnings
 			parsed[key] = ws
 		}
 		for _, w := range ws {

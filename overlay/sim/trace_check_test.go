@@ -38,8 +38,8 @@ func TestTraceCheckWarnings(t *testing.T) {
 		got = append(got, w.String())
 	}
 	want := []string{
-		`3 jobs name an unknown budget (first: line 3 job "typo1": meta budget = "ai2/vision/vidoe": `,
-		`1 job names a budget with sub-budgets (first: line 6 job "inner": meta budget = "ai2/vision": budget "ai2/vision" has sub-budgets`,
+		`3 jobs name an unknown budget (first: line 3 job "typo1": meta budget = "ai2/vision/vidoe": no such budget (did you mean "ai2/vision/video"?)`,
+		`1 job names a budget with sub-budgets (first: line 6 job "inner": meta budget = "ai2/vision": budget "ai2/vision" has sub-budgets; the job runs unallocated. Name one of its leaves instead: ai2/vision/geometry_3d, ai2/vision/perception, ai2/vision/video)`,
 		`1 job has a min_runtime but no budget (first: line 8 job "nobudget": meta budget = "": `,
 		`1 job asks a min_runtime above the cap (first: line 7 job "long": meta min_runtime = "12h0m0s": above the cap of 8h0m0s`,
 	}
