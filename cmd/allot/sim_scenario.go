@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/allot-sched/allot/budgets"
 	"github.com/allot-sched/allot/overlay/sim"
 )
 
@@ -238,7 +239,8 @@ func articleFor(s string) string {
 
 // suggestKey is ` (did you mean "x"?)` for the valid key that differs from
 // got only in case, dashes for underscores, or Go's field spelling
-// (GPUsPerNode for gpus_per_node); "" when none does.
+// (GPUsPerNode for gpus_per_node), else the one budgets.Nearest finds; ""
+// when none is close.
 func suggestKey(got string, valid []string) string {
 	norm := func(s string) string {
 		return strings.NewReplacer("_", "", "-", "").Replace(strings.ToLower(s))
@@ -247,6 +249,9 @@ func suggestKey(got string, valid []string) string {
 		if norm(v) == norm(got) {
 			return fmt.Sprintf(" (did you mean %q?)", v)
 		}
+	}
+	if near := budgets.Nearest(got, valid); near != "" {
+		return fmt.Sprintf(" (did you mean %q?)", near)
 	}
 	return ""
 }

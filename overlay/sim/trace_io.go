@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/allot-sched/allot/budgets"
 )
 
 // Trace file columns (CSV header names, JSONL keys). A row with a node is a
@@ -108,7 +110,11 @@ func readHeader(header []string) (map[string]int, error) {
 			return nil, traceErr(1, 0, "column %s is both field %d and field %d of the header; name each column once", quote(h), first+1, k+1)
 		}
 		if !slices.Contains(traceColumns, h) {
-			return nil, traceErr(1, 0, "field %d of the header: unknown column %s; valid columns: %s", k+1, quote(h),
+			hint := ""
+			if near := budgets.Nearest(h, traceColumns); near != "" {
+				hint = fmt.Sprintf(" (did you mean %q?)", near)
+			}
+			return nil, traceErr(1, 0, "field %d of the header: unknown column %s%s; valid columns: %s", k+1, quote(h), hint,
 				strings.Join(traceColumns, ", "))
 		}
 		col[h] = k

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/allot-sched/allot/budgets"
 )
 
 // jsonlMaxLine bounds one line of a JSON lines trace (a row is a few hundred
@@ -171,7 +174,11 @@ func jsonlObject(line int, b []byte) (map[string]string, error) {
 			name = "submit"
 		}
 		if !slices.Contains(traceColumns, name) {
-			return nil, traceErr(line, at, "unknown key %s; valid keys: %s, and \"at\" for \"submit\"", quote(key),
+			hint := ""
+			if near := budgets.Nearest(name, traceColumns); near != "" {
+				hint = fmt.Sprintf(" (did you mean %q?)", near)
+			}
+			return nil, traceErr(line, at, "unknown key %s%s; valid keys: %s, and \"at\" for \"submit\"", quote(key), hint,
 				strings.Join(traceColumns, ", "))
 		}
 		if _, dup := obj[name]; dup {
