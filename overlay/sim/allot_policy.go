@@ -48,7 +48,7 @@ type Allot struct {
 }
 
 // NewAllot returns the allot policy with cfg (policy.DefaultConfig() for
-// DESIGN.md's defaults).
+// docs/design.md's defaults).
 func NewAllot(cfg policy.Config) (*Allot, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err

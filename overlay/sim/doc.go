@@ -14,7 +14,7 @@
 // policy.Incremental make the plans themselves the server's. The package does no I/O beyond the readers and writers it is handed,
 // reads no clock, and never imports the server or the Nomad adapter.
 //
-// The cluster model reproduces ../../shared/nomad-facts.md (sections b, c, d,
+// The cluster model reproduces docs/nomad-facts.md (sections b, c, d,
 // e and i) with these simplifications:
 //   - Only GPUs are modelled; CPU and memory never bind. One GPU model per node.
 //   - Each job has one task group with one task; so Nomad's double counting of

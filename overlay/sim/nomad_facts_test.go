@@ -6,7 +6,7 @@ import (
 )
 
 // The tests of this file pin the cluster model against
-// ../../shared/nomad-facts.md, one behaviour each, named after the section.
+// docs/nomad-facts.md, one behaviour each, named after the section.
 
 type harness struct {
 	t *testing.T

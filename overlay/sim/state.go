@@ -400,7 +400,7 @@ func (s *State) Alloc(a int32) AllocView {
 		Start: time.Duration(al.start) * time.Second}
 }
 
-// SetPriority re-registers job i with priority p (nomad-facts a and d): a
+// SetPriority re-registers job i with priority p (docs/nomad-facts.md a and d): a
 // running allocation is updated in place; unplaced slots get a new eval,
 // processed at once, at the back of its new priority.
 func (s *State) SetPriority(i int32, p int) {
@@ -459,7 +459,7 @@ func (s *State) SetPreemptible(i int32, v bool) {
 }
 
 // StopAllocs stops the given running allocations of their jobs as
-// migrations (nomad-facts c): the GPUs are freed and replacements are queued
+// migrations (docs/nomad-facts.md c): the GPUs are freed and replacements are queued
 // at once, never counted as reschedules.
 func (s *State) StopAllocs(ids []int32, why StopReason) {
 	for _, a := range ids {
@@ -471,7 +471,7 @@ func (s *State) StopAllocs(ids []int32, why StopReason) {
 }
 
 // KillJob stops every allocation of job i without replacement: Nomad's
-// drain deadline (nomad-facts e). The job ends dead and its work is lost.
+// drain deadline (docs/nomad-facts.md e). The job ends dead and its work is lost.
 func (s *State) KillJob(i int32) {
 	j := &s.jobs[i]
 	if j.status >= StatusDone {
@@ -515,7 +515,7 @@ func (s *State) advance(t int64) {
 	s.m.advance(t)
 }
 
-// SetEligible sets node n's scheduling eligibility (nomad-facts e). Marking
+// SetEligible sets node n's scheduling eligibility (docs/nomad-facts.md e). Marking
 // it eligible wakes blocked evals, including class-ineligible ones.
 func (s *State) SetEligible(n int32, v bool) {
 	nd := &s.nodes[n]
