@@ -20,8 +20,10 @@ const (
 // that a misconfigured or corrupt ledger cannot ask for unbounded memory.
 const maxRetentionBuckets = 1 << 22
 
-// bucketLimit keeps bucket indexes far from int64 overflow whatever the time.
-const bucketLimit = 1 << 60
+// secondsLimit keeps bucket indexes, and bucket index × bucket length,
+// far from int64 overflow whatever the time: bucket indexes are clamped to
+// ±secondsLimit / bucket seconds (about ±36 billion years).
+const secondsLimit = 1 << 60
 
 var (
 	// ErrNegativeAmount is returned for a negative charge or demand.
@@ -29,6 +31,10 @@ var (
 	// ErrBucketOverflow is returned when a charge or demand would take one
 	// leaf's bucket above 4,294,967,295 GPU-seconds.
 	ErrBucketOverflow = errors.New("bucket overflow")
+	// ErrTooFarAhead is returned when a write or Advance would move the
+	// ledger's newest bucket, and with it the horizon, further than the
+	// ledger's MaxAdvance in one step.
+	ErrTooFarAhead = errors.New("too far ahead of the ledger's newest bucket")
 )
 
 // LedgerConfig sizes a Ledger. Zero values take the defaults.
@@ -39,6 +45,15 @@ type LedgerConfig struct {
 	// Retention is how far behind the newest bucket data is kept; it is
 	// rounded up to whole buckets, at most 4,194,304 buckets. Default 14 days.
 	Retention time.Duration
+	// MaxAdvance, when > 0, bounds how far one write (or Advance) may move
+	// the newest bucket forward, rounded up to whole buckets: a write to a
+	// bucket more than that after the newest one is refused with
+	// ErrTooFarAhead and changes nothing. The horizon follows the newest
+	// bucket, so no single call can then push out more than MaxAdvance of
+	// history: a timestamp from a wrong clock costs an error, not the ledger.
+	// The first write to a ledger never written (nothing to lose) is not
+	// bounded. Zero: no bound (the simulator's clock is trusted).
+	MaxAdvance time.Duration
 }
 
 // Ledger records, per leaf path and per time bucket, the GPU-seconds charged
@@ -53,7 +68,8 @@ type LedgerConfig struct {
 // Retention behind it, and buckets before the last Prune point, are gone,
 // and writes to them are dropped and counted (see Dropped). A write far in
 // the future therefore moves the horizon forward for every leaf; callers
-// choose timestamps (the raft leader does, before Apply).
+// choose timestamps (the raft leader does, before Apply), and MaxAdvance
+// bounds what one wrong timestamp can push out.
 //
 // Window sums cost O(1) per leaf: two block prefixes and at most 8 bucket
 // reads at each end, whatever the window length. A write at the newest
@@ -67,6 +83,7 @@ type Ledger struct {
 	head      int64 // newest bucket written (valid when written)
 	floor     int64 // oldest retained bucket
 	written   bool
+	maxAhead  int64 // MaxAdvance in buckets; 0: unbounded
 	leaves    map[string]*leafSeries
 	// leavesGen counts the entries added to or deleted from leaves, so
 	// that byLeaf knows when it is stale.
@@ -108,7 +125,28 @@ func NewLedger(cfg LedgerConfig) *Ledger {
 		rs++
 	}
 	span := min(max((rs+bs-1)/bs, 1), maxRetentionBuckets)
-	return newLedger(bs, span)
+	l := newLedger(bs, span)
+	l.SetMaxAdvance(cfg.MaxAdvance)
+	return l
+}
+
+// SetMaxAdvance sets the ledger's MaxAdvance (see LedgerConfig; <= 0: no
+// bound). It is configuration, not state: MarshalBinary does not keep it,
+// so whoever restores a ledger sets it again.
+func (l *Ledger) SetMaxAdvance(d time.Duration) {
+	l.maxAhead = 0
+	if d > 0 {
+		s := int64(d / time.Second)
+		if d%time.Second != 0 {
+			s++
+		}
+		l.maxAhead = max((s+l.bucketSec-1)/l.bucketSec, 1)
+	}
+}
+
+// MaxAdvance returns the bound SetMaxAdvance set, in whole buckets (0: none).
+func (l *Ledger) MaxAdvance() time.Duration {
+	return time.Duration(l.maxAhead*l.bucketSec) * time.Second
 }
 
 func newLedger(bucketSec, span int64) *Ledger {
@@ -136,6 +174,48 @@ func (l *Ledger) Horizon() (time.Time, bool) {
 	return time.Unix(l.floor*l.bucketSec, 0).UTC(), true
 }
 
+// Head returns the start of the newest bucket written (or advanced to), and
+// false while nothing has been.
+func (l *Ledger) Head() (time.Time, bool) {
+	if !l.written {
+		return time.Time{}, false
+	}
+	return time.Unix(l.head*l.bucketSec, 0).UTC(), true
+}
+
+// Advance moves the newest bucket to the one containing to, and the horizon
+// with it, as a write there would, without writing anything: the way to say
+// that time has passed when nothing was charged meanwhile. An earlier to
+// changes nothing. MaxAdvance bounds it as it bounds writes.
+func (l *Ledger) Advance(to time.Time) error {
+	j := l.bucketAt(to)
+	if err := l.checkAhead(j, "advance", ""); err != nil {
+		return err
+	}
+	l.moveHead(j)
+	return nil
+}
+
+// checkAhead returns ErrTooFarAhead when bucket j lies more than MaxAdvance
+// after the newest bucket.
+func (l *Ledger) checkAhead(j int64, what, leaf string) error {
+	if l.maxAhead == 0 || !l.written || j <= l.head+l.maxAhead {
+		return nil
+	}
+	return fmt.Errorf("%w: %s for %q at %s, %s after the newest bucket (%s); one write may move it at most %s",
+		ErrTooFarAhead, what, leaf, time.Unix(j*l.bucketSec, 0).UTC().Format(time.RFC3339),
+		time.Duration(min(j-l.head, math.MaxInt64/int64(time.Second)/l.bucketSec)*l.bucketSec)*time.Second,
+		time.Unix(l.head*l.bucketSec, 0).UTC().Format(time.RFC3339), l.MaxAdvance())
+}
+
+// moveHead makes j the newest bucket if it is later, moving the horizon.
+func (l *Ledger) moveHead(j int64) {
+	if !l.written || j > l.head {
+		l.head, l.written = j, true
+		l.floor = max(l.floor, j-l.span+1, -l.bucketLimit())
+	}
+}
+
 // Dropped returns how many writes (Charge or AddDemand calls with a positive
 // amount) were dropped because their bucket was older than the horizon.
 func (l *Ledger) Dropped() int64 { return l.dropped }
@@ -145,8 +225,9 @@ func (l *Ledger) DroppedGPUSeconds() int64 { return l.droppedSeconds }
 
 // Charge adds gpuSeconds of charged use to leaf's bucket containing at. A
 // write older than the horizon is dropped and counted, and returns nil. It
-// returns ErrNegativeAmount for gpuSeconds < 0 and ErrBucketOverflow if the
-// bucket would exceed 4,294,967,295 GPU-seconds; the ledger is then unchanged.
+// returns ErrNegativeAmount for gpuSeconds < 0, ErrTooFarAhead beyond
+// MaxAdvance, and ErrBucketOverflow if the bucket would exceed
+// 4,294,967,295 GPU-seconds; the ledger is then unchanged.
 func (l *Ledger) Charge(leaf string, at time.Time, gpuSeconds int64) error {
 	return l.write(leaf, at, gpuSeconds, false)
 }
@@ -169,6 +250,9 @@ func (l *Ledger) write(leaf string, at time.Time, v int64, demand bool) error {
 		return nil
 	}
 	j := l.bucketAt(at)
+	if err := l.checkAhead(j, what, leaf); err != nil {
+		return err
+	}
 	if j < l.floor {
 		l.dropped++
 		l.droppedSeconds += v
@@ -213,12 +297,8 @@ func (l *Ledger) writeSeries(leaf string, ls *leafSeries, j, v int64, demand boo
 		l.leaves[leaf] = ls
 		l.leavesGen++
 	}
-	s := ls.pick(demand)
-	if !l.written || j > l.head {
-		l.head, l.written = j, true
-		l.floor = max(l.floor, j-l.span+1)
-	}
-	s.add(j, v, l.nb)
+	l.moveHead(j)
+	ls.pick(demand).add(j, v, l.nb)
 }
 
 // Usage returns leaf's charged GPU-seconds in buckets starting in [from, to).
@@ -327,9 +407,11 @@ func (l *Ledger) SizeBytes() int64 {
 	return n
 }
 
-// bucketAt returns the index of the bucket containing at.
+// bucketAt returns the index of the bucket containing at. Times beyond the
+// limit land in the last bucket before it, which a window reaching the limit
+// still reads.
 func (l *Ledger) bucketAt(at time.Time) int64 {
-	return clampBucket(floorDiv(at.Unix(), l.bucketSec))
+	return min(l.clampBucket(floorDiv(at.Unix(), l.bucketSec)), l.bucketLimit()-1)
 }
 
 // firstBucketFrom returns the index of the first bucket starting at or after t.
@@ -339,7 +421,7 @@ func (l *Ledger) firstBucketFrom(t time.Time) int64 {
 	if floorMod(s, l.bucketSec) != 0 || t.Nanosecond() != 0 {
 		q++
 	}
-	return clampBucket(q)
+	return l.clampBucket(q)
 }
 
 // window returns the bucket range [a, b) of buckets starting in [from, to),
@@ -350,6 +432,11 @@ func (l *Ledger) window(from, to time.Time) (a, b int64) {
 	return a, b
 }
 
-func clampBucket(j int64) int64 {
-	return min(max(j, -bucketLimit), bucketLimit)
+// bucketLimit is the largest bucket index: its start in seconds stays
+// below secondsLimit.
+func (l *Ledger) bucketLimit() int64 { return secondsLimit / l.bucketSec }
+
+func (l *Ledger) clampBucket(j int64) int64 {
+	lim := l.bucketLimit()
+	return min(max(j, -lim), lim)
 }

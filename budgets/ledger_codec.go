@@ -181,10 +181,10 @@ func (l *Ledger) checkHeader(flags uint64) error {
 	if l.dropped < 0 || l.droppedSeconds < 0 {
 		return fmt.Errorf("%w: negative drop counters", ErrCorruptLedger)
 	}
-	if l.written && (l.head < -bucketLimit || l.head > bucketLimit || l.floor < l.head-l.span+1) {
+	if l.written && (l.head < -l.bucketLimit() || l.head > l.bucketLimit() || l.floor < l.head-l.span+1) {
 		return fmt.Errorf("%w: horizon %d behind head %d by more than %d buckets", ErrCorruptLedger, l.floor, l.head, l.span)
 	}
-	if l.floor != math.MinInt64 && (l.floor < -bucketLimit || l.floor > bucketLimit) {
+	if l.floor != math.MinInt64 && (l.floor < -l.bucketLimit() || l.floor > l.bucketLimit()) {
 		return fmt.Errorf("%w: horizon %d out of range", ErrCorruptLedger, l.floor)
 	}
 	return nil

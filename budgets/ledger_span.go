@@ -17,7 +17,8 @@ var ErrSpanTooLarge = errors.New("span too large")
 // exactly floor(gpus × seconds(end−start)) however the span is cut (with
 // whole-second times, gpus × overlap seconds per bucket).
 //
-// It is atomic: it returns ErrNegativeAmount, ErrBucketOverflow or
+// It is atomic: it returns ErrNegativeAmount, ErrBucketOverflow,
+// ErrTooFarAhead (the span's last bucket is beyond MaxAdvance) or
 // ErrSpanTooLarge without writing anything. The part of the span before the
 // horizon (as it stands before the call) is dropped and counted as one
 // dropped write; the part the span itself pushes out of retention (a span
@@ -61,6 +62,9 @@ func (l *Ledger) writeSpan(leaf string, start, end time.Time, gpus int64, demand
 	}
 	split := spanSplit{start: start, gpus: uint64(gpus)}
 	first, last := l.bucketAt(start), l.bucketAt(end.Add(-1))
+	if err := l.checkAhead(last, what+" span", leaf); err != nil {
+		return err
+	}
 	keepFrom := max(first, l.floor, last-l.span+1)
 	bucketStart := func(j int64) time.Time { return time.Unix(j*l.bucketSec, 0) }
 	clip := func(t time.Time) time.Time {
