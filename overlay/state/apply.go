@@ -31,6 +31,9 @@ func (f *FSM) applyBudgets(body []byte) any {
 	if err := decode(body, &req); err != nil {
 		return err
 	}
+	if err := CheckBudgetsApply(&req); err != nil {
+		return err
+	}
 	tree, err := budgets.NewTree(req.Specs)
 	if err != nil {
 		return err
@@ -52,9 +55,10 @@ func (f *FSM) applyBudgets(body []byte) any {
 	return nil
 }
 
-// spread calls add for each bucket-aligned piece of [from, to), with the
-// piece's GPU-seconds.
-func spread(from, to time.Time, bucket time.Duration, gpus int, add func(at time.Time, gpuSeconds int64) error) (int64, error) {
+// spread calls add for each bucket-aligned piece of [from, to), in time
+// order, with the piece's GPU-seconds. It returns the GPU-seconds added and
+// how far it got: to, or the start of the piece add refused.
+func spread(from, to time.Time, bucket time.Duration, gpus int, add func(at time.Time, gpuSeconds int64) error) (int64, time.Time, error) {
 	var total int64
 	for t := from; t.Before(to); {
 		next := t.Truncate(bucket).Add(bucket)
@@ -64,38 +68,145 @@ func spread(from, to time.Time, bucket time.Duration, gpus int, add func(at time
 		gs := int64(gpus) * int64(next.Sub(t)/time.Second)
 		if gs > 0 {
 			if err := add(t, gs); err != nil {
-				return total, err
+				return total, t, err
 			}
 			total += gs
 		}
 		t = next
 	}
-	return total, nil
+	return total, to, nil
 }
 
-// clampInterval cuts [from, to) to whole seconds and to the retention
-// window ending at to; reports false when nothing is left.
-func (f *FSM) clampInterval(from, to, after time.Time) (time.Time, time.Time, bool) {
+// ledgerEntry is what one charge or demand entry may do to the ledger. It
+// is fixed when the entry starts applying, from the entry and the state
+// alone, so every replica decides the same.
+type ledgerEntry struct {
+	window  TimeWindow // where items must lie; zero From and To without Now
+	hasNow  bool
+	until   time.Time // no write reaches this time or later
+	bounded bool      // false: until does not apply
+}
+
+// beginLedgerEntry applies the ledger rule of charge and demand entries,
+// which keeps any one entry, whatever its timestamps, from moving the
+// ledger's horizon by more than MaxAdvance:
+//
+//   - Let H be the start of the ledger's newest bucket when the entry
+//     begins. The entry may write only buckets starting at or before
+//     H + MaxAdvance: the part of an item after that is not charged (its
+//     allocation's ChargedThrough, or the leaf's demand mark, stays where
+//     the charge stopped, so a later entry sends it again) and the item
+//     reports it in its error. The ledger refuses such writes too
+//     (budgets.ErrTooFarAhead).
+//   - An entry with Now (the leader's clock) first advances the ledger to
+//     min(Now, H + MaxAdvance), so that time passing with nothing charged
+//     still moves the window, at most MaxAdvance per entry; and each item
+//     must lie in [Now - Retention + Bucket, Now + MaxSkew] (LedgerWindow),
+//     or it is refused whole with an error naming the field and the range.
+//   - On a ledger never written, an entry with Now advances it to Now; one
+//     without (written by a leader before Now existed) is not bounded:
+//     there is no history yet to lose.
+//
+// Parts of an item older than the ledger keeps (before the horizon, or more
+// than Retention before the item's end) are never charged; the item says
+// so in its error, so a charge is never acknowledged and then dropped.
+func (f *FSM) beginLedgerEntry(now time.Time) ledgerEntry {
+	var e ledgerEntry
+	head, written := f.ledger.Head()
+	if written {
+		e.until, e.bounded = head.Add(f.ledger.MaxAdvance()+f.cfg.Bucket), true
+	}
+	if now.IsZero() {
+		return e
+	}
+	e.hasNow, e.window = true, f.cfg.LedgerWindow(now)
+	target := now
+	if written && target.After(head.Add(f.ledger.MaxAdvance())) {
+		target = head.Add(f.ledger.MaxAdvance())
+	}
+	_ = f.ledger.Advance(target) // within MaxAdvance of the head by construction
+	if !written {
+		head, _ = f.ledger.Head()
+		e.until, e.bounded = head.Add(f.ledger.MaxAdvance()+f.cfg.Bucket), true
+	}
+	return e
+}
+
+// LedgerWindow is where a charge or demand sample may lie when the leader's
+// clock reads now: from Retention (less one bucket, which the horizon's
+// alignment may take) before now to MaxSkew after it.
+func (c FSMConfig) LedgerWindow(now time.Time) TimeWindow {
+	c = c.withDefaults()
+	return TimeWindow{From: now.Add(-c.Retention + c.Bucket), To: now.Add(c.MaxSkew)}
+}
+
+// ledgerSpan is the part of an item's interval an entry may charge.
+type ledgerSpan struct {
+	from, to time.Time
+	lost     error // the part older than the ledger keeps, nil when none
+	cut      error // the part after the entry's bound, nil when none
+}
+
+// clampInterval cuts [from, to), after the mark already charged, to whole
+// seconds, to what the ledger keeps and to the entry's bound.
+func (f *FSM) clampInterval(e ledgerEntry, from, to, after time.Time) ledgerSpan {
 	from, to = from.UTC().Truncate(time.Second), to.UTC().Truncate(time.Second)
 	if from.Before(after) {
 		from = after
 	}
-	if horizon := to.Add(-f.cfg.Retention); from.Before(horizon) {
-		from = horizon
+	sp := ledgerSpan{from: from, to: to}
+	keep := to.Add(-f.cfg.Retention)
+	if h, ok := f.ledger.Horizon(); ok && h.After(keep) {
+		keep = h
 	}
-	return from, to, from.Before(to)
+	if sp.from.Before(keep) && sp.from.Before(to) {
+		end := keep
+		if end.After(to) {
+			end = to
+		}
+		sp.lost = fmt.Errorf("[%s, %s) is older than the ledger keeps (from %s): not counted",
+			sp.from.Format(time.RFC3339), end.Format(time.RFC3339), keep.Format(time.RFC3339))
+		sp.from = keep
+	}
+	if e.bounded && sp.to.After(e.until) {
+		if sp.from.Before(e.until) {
+			sp.cut = fmt.Errorf("charged only up to %s: one entry may move the ledger at most %v past its newest bucket; the rest waits for a later entry",
+				e.until.Format(time.RFC3339), f.ledger.MaxAdvance())
+		} else {
+			sp.cut = fmt.Errorf("%w: [%s, %s) starts more than %v after the ledger's newest bucket: not charged",
+				ErrOutOfBounds, sp.from.Format(time.RFC3339), sp.to.Format(time.RFC3339), f.ledger.MaxAdvance())
+		}
+		sp.to = e.until
+	}
+	return sp
 }
 
+// ok reports whether anything is left to charge.
+func (sp ledgerSpan) ok() bool { return sp.from.Before(sp.to) }
+
+// err joins what the span left out.
+func (sp ledgerSpan) err() error { return errors.Join(sp.lost, sp.cut) }
+
 // applyCharge charges each allocation for the part of its interval after its
-// ChargedThrough, so a charge sent twice counts once.
+// ChargedThrough, so a charge sent twice counts once, under the ledger rule
+// of beginLedgerEntry.
 func (f *FSM) applyCharge(body []byte) any {
 	var req ChargeRequest
 	if err := decode(body, &req); err != nil {
 		return err
 	}
-	return chargeEach(f, req.Charges, f.chargeOne, func(i int, c Charge) string {
-		return fmt.Sprintf("charge %d (alloc %q)", i, c.Alloc)
-	})
+	e := f.beginLedgerEntry(req.Now)
+	return chargeEach(f, req.Charges, func(txn *memdb.Txn, c Charge) (int64, error) { return f.chargeOne(txn, e, c) },
+		func(i int, c Charge) string { return fmt.Sprintf("charge %d (alloc %s)", i, quotePrefix(c.Alloc)) })
+}
+
+// quotePrefix quotes s, or its first 64 bytes when longer: errors name an
+// item without echoing megabytes of it.
+func quotePrefix(s string) string {
+	if len(s) <= 64 {
+		return fmt.Sprintf("%q", s)
+	}
+	return fmt.Sprintf("%q... (%d bytes)", s[:64], len(s))
 }
 
 // chargeEach applies one to every item of a charge or demand entry in a
@@ -122,9 +233,30 @@ func chargeEach[T any](f *FSM, items []T, one func(*memdb.Txn, T) (int64, error)
 	return res
 }
 
-func (f *FSM) chargeOne(txn *memdb.Txn, c Charge) (int64, error) {
-	if c.Alloc == "" || c.GPUs < 0 {
-		return 0, errors.New("a charge needs an allocation ID and GPUs >= 0")
+// checkItem checks a charge's or demand sample's bounds; field names the
+// item as the API does ("charges" or "demand").
+func (e ledgerEntry) checkItem(field, leaf string, gpus int, from, to time.Time) error {
+	if err := CheckSize(field+".budget", leaf, MaxPathBytes); err != nil {
+		return err
+	}
+	if err := CheckGPUs(field+".gpus", gpus, MaxGPUs); err != nil {
+		return err
+	}
+	if e.hasNow {
+		return e.window.CheckInterval(field, from, to)
+	}
+	return nil
+}
+
+func (f *FSM) chargeOne(txn *memdb.Txn, e ledgerEntry, c Charge) (int64, error) {
+	if c.Alloc == "" {
+		return 0, errors.New("a charge needs an allocation ID")
+	}
+	if err := CheckSize("alloc", c.Alloc, MaxIDBytes); err != nil {
+		return 0, err
+	}
+	if err := e.checkItem("charge", c.Leaf, c.GPUs, c.From, c.To); err != nil {
+		return 0, err
 	}
 	raw, err := txn.First(TableAllocs, "id", c.Alloc)
 	if err != nil {
@@ -137,40 +269,50 @@ func (f *FSM) chargeOne(txn *memdb.Txn, c Charge) (int64, error) {
 		a = Alloc{ID: c.Alloc, Leaf: c.Leaf, GPUs: c.GPUs, StartedAt: c.From.UTC().Truncate(time.Second)}
 	}
 	if c.Leaf != "" && a.Leaf != c.Leaf {
-		return 0, fmt.Errorf("charged to budget %q but the allocation belongs to %q", c.Leaf, a.Leaf)
+		return 0, fmt.Errorf("charged to budget %s but the allocation belongs to %s", quotePrefix(c.Leaf), quotePrefix(a.Leaf))
 	}
 	if a.Leaf == "" {
 		return 0, errors.New("the allocation has no budget: unallocated work is never charged")
 	}
-	from, to, ok := f.clampInterval(c.From, c.To, a.ChargedThrough)
-	if !ok {
-		return 0, nil
+	sp := f.clampInterval(e, c.From, c.To, a.ChargedThrough)
+	if !sp.ok() {
+		if sp.lost != nil && sp.cut == nil && sp.to.After(a.ChargedThrough) {
+			a.ChargedThrough = sp.to // all of it is older than the ledger keeps: never chargeable
+			return 0, errors.Join(sp.lost, txn.Insert(TableAllocs, &a))
+		}
+		return 0, sp.err()
 	}
-	n, err := spread(from, to, f.cfg.Bucket, c.GPUs, func(at time.Time, gs int64) error {
+	n, reached, err := spread(sp.from, sp.to, f.cfg.Bucket, c.GPUs, func(at time.Time, gs int64) error {
 		return f.ledger.Charge(a.Leaf, at, gs)
 	})
-	a.ChargedThrough = to
+	a.ChargedThrough = reached
 	a.ChargedGPUSeconds += n
 	if ierr := txn.Insert(TableAllocs, &a); ierr != nil {
 		return n, ierr
 	}
-	return n, err
+	return n, errors.Join(sp.err(), err)
 }
 
-// applyDemand records demand samples, each only after the leaf's mark.
+// applyDemand records demand samples, each only after the leaf's mark,
+// under the ledger rule of beginLedgerEntry.
 func (f *FSM) applyDemand(body []byte) any {
 	var req DemandRequest
 	if err := decode(body, &req); err != nil {
 		return err
 	}
-	return chargeEach(f, req.Samples, f.demandOne, func(i int, s DemandSample) string {
-		return fmt.Sprintf("demand %d (budget %q)", i, s.Leaf)
-	})
+	e := f.beginLedgerEntry(req.Now)
+	return chargeEach(f, req.Samples, func(txn *memdb.Txn, s DemandSample) (int64, error) { return f.demandOne(txn, e, s) },
+		func(i int, s DemandSample) string {
+			return fmt.Sprintf("demand %d (budget %s)", i, quotePrefix(s.Leaf))
+		})
 }
 
-func (f *FSM) demandOne(txn *memdb.Txn, s DemandSample) (int64, error) {
-	if s.Leaf == "" || s.GPUs < 0 {
-		return 0, errors.New("a demand sample needs a budget and GPUs >= 0")
+func (f *FSM) demandOne(txn *memdb.Txn, e ledgerEntry, s DemandSample) (int64, error) {
+	if s.Leaf == "" {
+		return 0, errors.New("a demand sample needs a budget")
+	}
+	if err := e.checkItem("demand", s.Leaf, s.GPUs, s.From, s.To); err != nil {
+		return 0, err
 	}
 	raw, err := txn.First(TableDemandMarks, "id", s.Leaf)
 	if err != nil {
@@ -180,22 +322,22 @@ func (f *FSM) demandOne(txn *memdb.Txn, s DemandSample) (int64, error) {
 	if raw != nil {
 		mark = *raw.(*DemandMark)
 	}
-	from, to, ok := f.clampInterval(s.From, s.To, mark.Through)
-	if !ok {
-		if to.After(mark.Through) { // an empty first sample starts the leaf's record
-			mark.Through = to
-			return 0, txn.Insert(TableDemandMarks, &mark)
+	sp := f.clampInterval(e, s.From, s.To, mark.Through)
+	if !sp.ok() {
+		if sp.cut == nil && sp.to.After(mark.Through) { // an empty first sample starts the leaf's record
+			mark.Through = sp.to
+			return 0, errors.Join(sp.lost, txn.Insert(TableDemandMarks, &mark))
 		}
-		return 0, nil
+		return 0, sp.err()
 	}
-	n, err := spread(from, to, f.cfg.Bucket, s.GPUs, func(at time.Time, gs int64) error {
+	n, reached, err := spread(sp.from, sp.to, f.cfg.Bucket, s.GPUs, func(at time.Time, gs int64) error {
 		return f.ledger.AddDemand(s.Leaf, at, gs)
 	})
-	mark.Through = to
+	mark.Through = reached
 	if ierr := txn.Insert(TableDemandMarks, &mark); ierr != nil {
 		return n, ierr
 	}
-	return n, err
+	return n, errors.Join(sp.err(), err)
 }
 
 func (f *FSM) applyJobUpsert(body []byte) any {

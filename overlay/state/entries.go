@@ -68,8 +68,14 @@ type Charge struct {
 	To    time.Time
 }
 
-// ChargeRequest is a batch of charges.
-type ChargeRequest struct{ Charges []Charge }
+// ChargeRequest is a batch of charges. Now is the leader's clock when it
+// wrote the entry: every charge must lie within the ledger's retention
+// before it and MaxSkew after it. Entries written before Now existed have
+// it zero and are bounded by the ledger's MaxAdvance alone.
+type ChargeRequest struct {
+	Charges []Charge
+	Now     time.Time `json:",omitzero"`
+}
 
 // DemandSample records that Leaf wanted GPUs GPUs over [From, To). Only the
 // part after the leaf's previous sample counts.
@@ -80,8 +86,11 @@ type DemandSample struct {
 	To   time.Time
 }
 
-// DemandRequest is a batch of demand samples.
-type DemandRequest struct{ Samples []DemandSample }
+// DemandRequest is a batch of demand samples, with ChargeRequest's Now.
+type DemandRequest struct {
+	Samples []DemandSample
+	Now     time.Time `json:",omitzero"`
+}
 
 // JobUpsertRequest inserts or replaces managed jobs.
 type JobUpsertRequest struct{ Jobs []Job }

@@ -25,6 +25,13 @@ type FSMConfig struct {
 	Bucket          time.Duration // ledger bucket width
 	Retention       time.Duration // how much ledger history is kept
 	DecisionLogSize int           // decisions kept; older ones are dropped
+	// MaxAdvance bounds how far one charge or demand entry may move the
+	// ledger's newest bucket, and with it the horizon (default
+	// DefaultMaxAdvance; see applyCharge for the exact rule).
+	MaxAdvance time.Duration
+	// MaxSkew is how far after an entry's Now (the leader's clock) a
+	// charge or demand sample may end (default DefaultMaxSkew).
+	MaxSkew time.Duration
 }
 
 func (c FSMConfig) withDefaults() FSMConfig {
@@ -36,6 +43,12 @@ func (c FSMConfig) withDefaults() FSMConfig {
 	}
 	if c.DecisionLogSize <= 0 {
 		c.DecisionLogSize = DefaultDecisionLogSize
+	}
+	if c.MaxAdvance <= 0 {
+		c.MaxAdvance = DefaultMaxAdvance
+	}
+	if c.MaxSkew <= 0 {
+		c.MaxSkew = DefaultMaxSkew
 	}
 	return c
 }
@@ -65,7 +78,7 @@ func NewFSM(cfg FSMConfig) (*FSM, error) {
 }
 
 func (c FSMConfig) newLedger() *budgets.Ledger {
-	return budgets.NewLedger(budgets.LedgerConfig{Bucket: c.Bucket, Retention: c.Retention})
+	return budgets.NewLedger(budgets.LedgerConfig{Bucket: c.Bucket, Retention: c.Retention, MaxAdvance: c.MaxAdvance})
 }
 
 // Config returns the configuration the FSM was built with, defaults filled.

@@ -132,6 +132,7 @@ func readSnapshot(r io.Reader, cfg FSMConfig) (*memdb.MemDB, *budgets.Ledger, er
 	if err := ledger.UnmarshalBinary(ledgerBytes); err != nil {
 		return nil, nil, fmt.Errorf("%w: ledger: %v", ErrBadSnapshot, err)
 	}
+	ledger.SetMaxAdvance(cfg.MaxAdvance) // configuration, not in the encoding
 	return db, ledger, nil
 }
 
