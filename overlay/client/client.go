@@ -147,10 +147,15 @@ func apiError(status int, raw []byte) error {
 	return e
 }
 
+// readQuery asks for the server's own state (stale) or for the leader's,
+// confirmed (consistent): a server answers reads from its own state unless
+// asked for ?consistent, and the CLI reads consistently unless -stale.
 func readQuery(stale bool) url.Values {
 	q := url.Values{}
 	if stale {
 		q.Set("stale", "")
+	} else {
+		q.Set("consistent", "")
 	}
 	return q
 }

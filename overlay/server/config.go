@@ -21,6 +21,29 @@ const (
 // budgets or a large ledger batch is far below it.
 const DefaultMaxBodyBytes = 8 << 20
 
+// Read limits and HTTP timeouts. Reads are anonymous: without bounds, 200
+// concurrent reads of the whole decision log through a follower starved the
+// leader of the CPU its heartbeats needed, and it stepped down.
+const (
+	// DefaultMaxConcurrentReads: a read of a full page takes a few
+	// milliseconds; 64 at once keep every core busy without queueing more.
+	DefaultMaxConcurrentReads = 64
+	// MaxDecisionsPage is the most decisions one GET /v1/decisions returns.
+	MaxDecisionsPage = 1000
+	// DefaultHTTPIdleTimeout closes idle keep-alive connections (Nomad's
+	// HTTP server uses the same order of magnitude).
+	DefaultHTTPIdleTimeout = 2 * time.Minute
+	// httpReadHeaderTimeout, httpReadTimeout and httpWriteTimeout bound a
+	// request's headers, its whole body (8 MiB at most) and the answer; a
+	// forwarded request waits at most 30 s for the leader.
+	httpReadHeaderTimeout = 10 * time.Second
+	httpReadTimeout       = time.Minute
+	httpWriteTimeout      = 2 * time.Minute
+	// httpMaxHeaderBytes bounds the request line and headers: a 900 KB job
+	// ID in a path gets 431 before any handler reads it.
+	httpMaxHeaderBytes = 64 << 10
+)
+
 // TLSConfig turns on TLS. HTTP serves https with CertFile/KeyFile; RPC
 // makes raft peers use mutual TLS, each presenting CertFile and verifying
 // the other against CAFile.
@@ -77,12 +100,25 @@ type Config struct {
 	ReconcileInterval time.Duration
 	// Reconciler drives the cluster on the leader; nil runs no loop.
 	Reconciler Reconciler
-	// Clock gives the leader's timestamps (default time.Now).
+	// Clock gives the leader's timestamps (default time.Now). The leader
+	// checks it against a monotonic clock and does not obey a jump (see
+	// leaderClock).
 	Clock func() time.Time
+	// Monotonic, when set, is the monotonic clock Clock is checked against:
+	// time elapsed since any fixed instant. Default: the process's own when
+	// Clock is the default, none when Clock is set (a test's clock is
+	// trusted as it is).
+	Monotonic func() time.Duration
 	// Logger is named per component below; default: a null logger.
 	Logger hclog.Logger
 	// MaxBodyBytes bounds request bodies (default DefaultMaxBodyBytes).
 	MaxBodyBytes int64
+	// MaxConcurrentReads bounds the reads served (or forwarded) at once;
+	// a read beyond it gets 429 at once (default DefaultMaxConcurrentReads).
+	MaxConcurrentReads int
+	// HTTPIdleTimeout closes keep-alive connections idle that long
+	// (default DefaultHTTPIdleTimeout).
+	HTTPIdleTimeout time.Duration
 	// HTTPListener and RaftListener, when set, are used instead of binding
 	// BindAddr:HTTPPort and BindAddr:RaftPort (tests pass ready listeners
 	// so that ports are known before the servers start).
@@ -115,6 +151,12 @@ func (c *Config) withDefaults() Config {
 	}
 	if out.MaxBodyBytes <= 0 {
 		out.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if out.MaxConcurrentReads <= 0 {
+		out.MaxConcurrentReads = DefaultMaxConcurrentReads
+	}
+	if out.HTTPIdleTimeout <= 0 {
+		out.HTTPIdleTimeout = DefaultHTTPIdleTimeout
 	}
 	return out
 }

@@ -68,7 +68,7 @@ func (s *Server) putNodeReturn(r *http.Request, _ []byte) (any, error) {
 		}
 		return nil, errorf(http.StatusConflict, "node %s is %s: only a cordoned, draining or drained node can be returned", n.ID, phase)
 	}
-	_, idx, err := s.Apply(state.DrainReturnType, state.DrainReturnRequest{NodeID: n.ID, At: s.cfg.Clock().UTC()})
+	_, idx, err := s.Apply(state.DrainReturnType, state.DrainReturnRequest{NodeID: n.ID, At: s.clock.Now()})
 	if err != nil {
 		return nil, err
 	}

@@ -61,14 +61,15 @@ func (s *Server) startHTTP() error {
 				return
 			}
 		}
-		writeError(w, errorf(http.StatusNotFound, "no endpoint %s %s; see the API list in README.md", r.Method, r.URL.Path))
+		writeError(w, errorf(http.StatusNotFound, "no endpoint %s %s; see the API list in README.md", state.QuotePrefix(r.Method), state.QuotePrefix(r.URL.Path)))
 	})))
 	tlsConf, err := s.httpTLS()
 	if err != nil {
 		return err
 	}
-	s.httpSrv = &http.Server{Handler: mux, TLSConfig: tlsConf, ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog: s.cfg.Logger.Named("http").StandardLogger(nil)}
+	s.httpSrv = &http.Server{Handler: mux, TLSConfig: tlsConf, ReadHeaderTimeout: httpReadHeaderTimeout,
+		ReadTimeout: httpReadTimeout, WriteTimeout: httpWriteTimeout, IdleTimeout: s.cfg.HTTPIdleTimeout,
+		MaxHeaderBytes: httpMaxHeaderBytes, ErrorLog: s.cfg.Logger.Named("http").StandardLogger(nil)}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -92,25 +93,73 @@ func (s *Server) addPath(pattern string) {
 	s.paths = append(s.paths, path)
 }
 
-// read registers a read endpoint: served locally with ?stale (or on the
-// leader), forwarded to the leader otherwise.
+// read registers a read endpoint. Every server answers reads from its own
+// state, as Nomad and Consul do with ?stale, and says how fresh it is
+// (X-Allot-Index, X-Allot-Known-Leader, X-Allot-Last-Contact): reads cost
+// the leader nothing. With ?consistent a follower forwards the read and the
+// leader answers once it has confirmed it still leads and has applied
+// everything committed. At most MaxConcurrentReads are served at once.
 func (s *Server) read(mux *http.ServeMux, pattern, route string, fn readFn) {
 	s.addPath(pattern)
-	mux.Handle(pattern, s.instrument(route, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, stale := r.URL.Query()["stale"]; !stale && !s.IsLeader() {
+	mux.Handle(pattern, s.instrument(route, s.limitReads(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		_, stale := q["stale"]
+		_, consistent := q["consistent"]
+		switch {
+		case stale && consistent:
+			writeError(w, errorf(http.StatusBadRequest, "stale and consistent: ask for one of them (neither: this server's own state)"))
+			return
+		case consistent && !s.IsLeader():
 			s.forward(w, r, nil)
 			return
+		case consistent:
+			if err := s.consistentRead(); err != nil {
+				writeError(w, err)
+				return
+			}
 		}
 		s.answer(w, r, func() (any, error) { return fn(r, s.fsm.Read()) })
-	})))
+	}))))
 }
 
 // local registers an endpoint about this server itself, never forwarded.
 func (s *Server) local(mux *http.ServeMux, pattern, route string, fn readFn) {
 	s.addPath(pattern)
-	mux.Handle(pattern, s.instrument(route, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle(pattern, s.instrument(route, s.limitReads(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.answer(w, r, func() (any, error) { return fn(r, s.fsm.Read()) })
-	})))
+	}))))
+}
+
+// limitReads answers 429 at once when MaxConcurrentReads reads are being
+// served: waiting would only pile up goroutines and memory.
+func (s *Server) limitReads(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case s.reads <- struct{}{}:
+			defer func() { <-s.reads }()
+			h.ServeHTTP(w, r)
+		default:
+			w.Header().Set("Retry-After", "1")
+			writeError(w, errorf(http.StatusTooManyRequests, "this server is serving %d reads already; retry in a second, or ask another server", cap(s.reads)))
+		}
+	})
+}
+
+// consistentRead confirms on the leader that it still leads (a quorum
+// answers) and waits until its state holds everything committed before.
+func (s *Server) consistentRead() error {
+	commit := s.raft.CommitIndex()
+	if err := s.raft.VerifyLeader().Error(); err != nil {
+		return fmt.Errorf("%w: %v", ErrNotLeader, err)
+	}
+	deadline := time.Now().Add(applyTimeout)
+	for s.raft.AppliedIndex() < commit {
+		if time.Now().After(deadline) {
+			return errorf(http.StatusServiceUnavailable, "the leader has not applied index %d within %v; retry", commit, applyTimeout)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return nil
 }
 
 // write registers a write endpoint: the token is checked here, before any
@@ -166,7 +215,19 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, fn func() (any, 
 		writeError(w, err)
 		return
 	}
-	w.Header().Set("X-Allot-Index", strconv.FormatUint(s.raft.AppliedIndex(), 10))
+	h := w.Header()
+	h.Set("X-Allot-Index", strconv.FormatUint(s.raft.AppliedIndex(), 10))
+	addr, _ := s.raft.LeaderWithID()
+	h.Set("X-Allot-Known-Leader", strconv.FormatBool(addr != ""))
+	contact := int64(0)
+	if !s.IsLeader() {
+		if last := s.raft.LastContact(); last.IsZero() {
+			contact = -1
+		} else {
+			contact = time.Since(last).Milliseconds()
+		}
+	}
+	h.Set("X-Allot-Last-Contact", strconv.FormatInt(contact, 10))
 	writeJSON(w, http.StatusOK, out)
 }
 
@@ -194,7 +255,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, body []byte) {
 	req.Header.Set(forwardedHeader, s.id)
 	resp, err := s.fwd.Do(req)
 	if err != nil {
-		writeError(w, errorf(http.StatusBadGateway, "forwarding to the leader at %s: %v", addr, err))
+		writeError(w, forwardFailure(r, addr, err))
 		return
 	}
 	defer resp.Body.Close()
@@ -205,6 +266,28 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, body []byte) {
 	}
 	w.WriteHeader(resp.StatusCode)
 	_, _ = io.Copy(w, resp.Body)
+}
+
+// forwardFailure is the 502 of a request the leader did not answer. A write
+// may have been applied all the same (the connection can drop after the
+// commit and before the answer), and the message says so and how to check.
+func forwardFailure(r *http.Request, addr string, err error) error {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		return errorf(http.StatusBadGateway, "forwarding to the leader at %s: %v; retry, or read this server's own state without ?consistent", addr, err)
+	}
+	check := "the state it changes"
+	switch p := r.URL.Path; {
+	case p == "/v1/budgets":
+		check = "GET /v1/budgets?consistent (the revision in force); applying the same revision again is safe"
+	case p == "/v1/ledger":
+		check = "GET /v1/usage?consistent; sending the same charges again is safe: a charge already applied counts once"
+	case strings.HasPrefix(p, "/v1/nodes/"):
+		check = "GET /v1/nodes?consistent"
+	case strings.HasPrefix(p, "/v1/operator/raft/"):
+		check = "GET /v1/operator/raft/peers"
+	}
+	return errorf(http.StatusBadGateway, "forwarding %s %s to the leader at %s: %v. The leader may have applied it: check with %s before retrying",
+		r.Method, state.QuotePrefix(r.URL.Path), addr, err, check)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -1,7 +1,9 @@
 package server
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -39,11 +41,14 @@ func (s *Server) putBudgets(_ *http.Request, body []byte) (any, error) {
 	for i, b := range in.Budgets {
 		specs[i] = budgets.Spec{Path: b.Path, Share: b.Share, Description: b.Description, Owners: b.Owners}
 	}
+	req := state.BudgetsApplyRequest{Revision: in.Revision, Digests: in.Digests, Specs: specs, AppliedAt: s.clock.Now()}
+	if err := state.CheckBudgetsApply(&req); err != nil {
+		return nil, errorf(http.StatusBadRequest, "%v", err)
+	}
 	if _, err := budgets.NewTree(specs); err != nil {
 		return nil, errorf(http.StatusBadRequest, "%v", err)
 	}
-	_, idx, err := s.Apply(state.BudgetsApplyType, state.BudgetsApplyRequest{Revision: in.Revision,
-		Digests: in.Digests, Specs: specs, AppliedAt: s.cfg.Clock().UTC()})
+	_, idx, err := s.Apply(state.BudgetsApplyType, req)
 	if err != nil {
 		return nil, err
 	}
@@ -77,6 +82,9 @@ func (s *Server) getQueue(_ *http.Request, v *state.View) (any, error) {
 
 func (s *Server) getExplain(r *http.Request, v *state.View) (any, error) {
 	id := r.PathValue("id")
+	if err := state.CheckSize("job ID", id, state.MaxIDBytes); err != nil {
+		return nil, errorf(http.StatusBadRequest, "%v", err)
+	}
 	j := v.Job(id)
 	if j == nil && !strings.Contains(id, "/") {
 		id = "default/" + id
@@ -125,17 +133,20 @@ func decision(d *state.Decision) client.Decision {
 	return client.Decision{Seq: d.Seq, At: d.At, Kind: d.Kind, JobID: d.JobID, AllocID: d.AllocID, NodeID: d.NodeID, Reason: d.Reason}
 }
 
+// maxSinceDays keeps a look-back in days within a time.Duration.
+const maxSinceDays = math.MaxInt64 / int64(24*time.Hour)
+
 // ParseSince parses a look-back like "7d", "36h" or "90m".
 func ParseSince(s string) (time.Duration, error) {
 	if days, ok := strings.CutSuffix(s, "d"); ok {
-		n, err := strconv.Atoi(days)
-		if err == nil && n > 0 {
+		n, err := strconv.ParseInt(days, 10, 64)
+		if err == nil && n > 0 && n <= maxSinceDays {
 			return time.Duration(n) * 24 * time.Hour, nil
 		}
 	} else if d, err := time.ParseDuration(s); err == nil && d > 0 {
 		return d, nil
 	}
-	return 0, fmt.Errorf("since %q: want a positive duration such as 7d, 36h or 90m", s)
+	return 0, fmt.Errorf("since %s: want a positive duration such as 7d, 36h or 90m", state.QuotePrefix(s))
 }
 
 func (s *Server) getUsage(r *http.Request, v *state.View) (any, error) {
@@ -148,9 +159,9 @@ func (s *Server) getUsage(r *http.Request, v *state.View) (any, error) {
 		since = d
 	}
 	if max := s.fsm.Config().Retention; since > max {
-		return nil, errorf(http.StatusBadRequest, "since %v reaches beyond the ledger's %v of history", since, max)
+		return nil, errorf(http.StatusBadRequest, "since %v reaches beyond the ledger's %v of history: want at most %v", since, max, max)
 	}
-	to := s.cfg.Clock().UTC().Truncate(time.Second)
+	to := s.clock.Now().Truncate(time.Second)
 	out := client.Usage{From: to.Add(-since), To: to, Budgets: []client.UsageRow{}}
 	for _, n := range v.Nodes() {
 		out.CapacityGPUs += n.TotalGPUs
@@ -199,8 +210,8 @@ func (s *Server) getDecisions(r *http.Request, v *state.View) (any, error) {
 	limit := 100
 	if q := r.URL.Query().Get("limit"); q != "" {
 		n, err := strconv.Atoi(q)
-		if err != nil || n <= 0 {
-			return nil, errorf(http.StatusBadRequest, "limit %q: want a positive integer", q)
+		if err != nil || n <= 0 || n > MaxDecisionsPage {
+			return nil, errorf(http.StatusBadRequest, "limit %s: want 1 to %d (decisions per page)", state.QuotePrefix(q), MaxDecisionsPage)
 		}
 		limit = n
 	}
@@ -219,9 +230,13 @@ func (s *Server) postLedger(_ *http.Request, body []byte) (any, error) {
 	if len(in.Charges) == 0 && len(in.Demand) == 0 {
 		return nil, errorf(http.StatusBadRequest, "nothing to append: give charges and/or demand")
 	}
+	now := s.clock.Now()
+	if err := s.checkLedger(s.fsm.Read(), &in, now); err != nil {
+		return nil, err
+	}
 	var out client.LedgerResult
 	if len(in.Charges) > 0 {
-		req := state.ChargeRequest{Charges: make([]state.Charge, len(in.Charges))}
+		req := state.ChargeRequest{Charges: make([]state.Charge, len(in.Charges)), Now: now}
 		for i, c := range in.Charges {
 			req.Charges[i] = state.Charge{Alloc: c.Alloc, Leaf: c.Budget, GPUs: c.GPUs, From: c.From, To: c.To}
 		}
@@ -233,7 +248,7 @@ func (s *Server) postLedger(_ *http.Request, body []byte) (any, error) {
 		addResult(&out, res.(state.ChargeResult), &out.ChargedGPUSeconds)
 	}
 	if len(in.Demand) > 0 {
-		req := state.DemandRequest{Samples: make([]state.DemandSample, len(in.Demand))}
+		req := state.DemandRequest{Samples: make([]state.DemandSample, len(in.Demand)), Now: now}
 		for i, d := range in.Demand {
 			req.Samples[i] = state.DemandSample{Leaf: d.Budget, GPUs: d.GPUs, From: d.From, To: d.To}
 		}
@@ -245,6 +260,57 @@ func (s *Server) postLedger(_ *http.Request, body []byte) (any, error) {
 		addResult(&out, res.(state.ChargeResult), &out.DemandGPUSeconds)
 	}
 	return out, nil
+}
+
+// checkLedger refuses a ledger append with any item out of bounds, before
+// anything reaches raft: the error names each bad field (the first ten)
+// and its valid range. Times must lie in the ledger's window around the
+// leader's clock; a charge's GPUs within the cluster's (every GPU the nodes
+// report, or state.MaxGPUs while no node is known), demand's within
+// state.MaxGPUs (pending work may want more than the cluster has).
+func (s *Server) checkLedger(v *state.View, in *client.LedgerAppend, now time.Time) error {
+	window := s.fsm.Config().LedgerWindow(now)
+	capacity := 0
+	for _, n := range v.Nodes() {
+		capacity += n.TotalGPUs
+	}
+	maxGPUs := state.MaxGPUs
+	if capacity > 0 {
+		maxGPUs = min(capacity, maxGPUs)
+	}
+	var errs []error
+	add := func(err error) {
+		if err != nil && len(errs) < 10 {
+			errs = append(errs, err)
+		}
+	}
+	for i, c := range in.Charges {
+		f := fmt.Sprintf("charges[%d]", i)
+		if c.Alloc == "" {
+			add(fmt.Errorf("%s.alloc is required: the allocation charged", f))
+		}
+		add(state.CheckSize(f+".alloc", c.Alloc, state.MaxIDBytes))
+		add(state.CheckSize(f+".budget", c.Budget, state.MaxPathBytes))
+		if err := state.CheckGPUs(f+".gpus", c.GPUs, maxGPUs); err != nil && capacity > 0 {
+			add(fmt.Errorf("%w (the cluster has %d GPUs)", err, capacity))
+		} else {
+			add(err)
+		}
+		add(window.CheckInterval(f, c.From, c.To))
+	}
+	for i, d := range in.Demand {
+		f := fmt.Sprintf("demand[%d]", i)
+		if d.Budget == "" {
+			add(fmt.Errorf("%s.budget is required", f))
+		}
+		add(state.CheckSize(f+".budget", d.Budget, state.MaxPathBytes))
+		add(state.CheckGPUs(f+".gpus", d.GPUs, state.MaxGPUs))
+		add(window.CheckInterval(f, d.From, d.To))
+	}
+	if len(errs) > 0 {
+		return errorf(http.StatusBadRequest, "%v", errors.Join(errs...))
+	}
+	return nil
 }
 
 func (s *Server) getPeers(_ *http.Request, v *state.View) (any, error) {

@@ -52,6 +52,8 @@ type Server struct {
 	fwdTLS   *tls.Config
 	metrics  *metrics
 	paths    []string // HTTP paths served, for 405 answers
+	clock    *leaderClock
+	reads    chan struct{} // one token per read being served: MaxConcurrentReads
 
 	notifyCh   chan bool
 	shutdownCh chan struct{}
@@ -70,7 +72,9 @@ func New(cfg Config) (*Server, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: c, log: c.Logger.Named("server"), notifyCh: make(chan bool, 16), shutdownCh: make(chan struct{})}
+	s := &Server{cfg: c, log: c.Logger.Named("server"), notifyCh: make(chan bool, 16), shutdownCh: make(chan struct{}),
+		reads: make(chan struct{}, c.MaxConcurrentReads)}
+	s.clock = newLeaderClock(&cfg, s.log.Named("clock"))
 	ok := false
 	defer func() {
 		if !ok {

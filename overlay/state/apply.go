@@ -197,12 +197,12 @@ func (f *FSM) applyCharge(body []byte) any {
 	}
 	e := f.beginLedgerEntry(req.Now)
 	return chargeEach(f, req.Charges, func(txn *memdb.Txn, c Charge) (int64, error) { return f.chargeOne(txn, e, c) },
-		func(i int, c Charge) string { return fmt.Sprintf("charge %d (alloc %s)", i, quotePrefix(c.Alloc)) })
+		func(i int, c Charge) string { return fmt.Sprintf("charge %d (alloc %s)", i, QuotePrefix(c.Alloc)) })
 }
 
-// quotePrefix quotes s, or its first 64 bytes when longer: errors name an
+// QuotePrefix quotes s, or its first 64 bytes when longer: errors name an
 // item without echoing megabytes of it.
-func quotePrefix(s string) string {
+func QuotePrefix(s string) string {
 	if len(s) <= 64 {
 		return fmt.Sprintf("%q", s)
 	}
@@ -269,7 +269,7 @@ func (f *FSM) chargeOne(txn *memdb.Txn, e ledgerEntry, c Charge) (int64, error) 
 		a = Alloc{ID: c.Alloc, Leaf: c.Leaf, GPUs: c.GPUs, StartedAt: c.From.UTC().Truncate(time.Second)}
 	}
 	if c.Leaf != "" && a.Leaf != c.Leaf {
-		return 0, fmt.Errorf("charged to budget %s but the allocation belongs to %s", quotePrefix(c.Leaf), quotePrefix(a.Leaf))
+		return 0, fmt.Errorf("charged to budget %s but the allocation belongs to %s", QuotePrefix(c.Leaf), QuotePrefix(a.Leaf))
 	}
 	if a.Leaf == "" {
 		return 0, errors.New("the allocation has no budget: unallocated work is never charged")
@@ -303,7 +303,7 @@ func (f *FSM) applyDemand(body []byte) any {
 	e := f.beginLedgerEntry(req.Now)
 	return chargeEach(f, req.Samples, func(txn *memdb.Txn, s DemandSample) (int64, error) { return f.demandOne(txn, e, s) },
 		func(i int, s DemandSample) string {
-			return fmt.Sprintf("demand %d (budget %s)", i, quotePrefix(s.Leaf))
+			return fmt.Sprintf("demand %d (budget %s)", i, QuotePrefix(s.Leaf))
 		})
 }
 

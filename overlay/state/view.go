@@ -1,6 +1,7 @@
 package state
 
 import (
+	"slices"
 	"sort"
 
 	memdb "github.com/hashicorp/go-memdb"
@@ -59,10 +60,19 @@ func (v *View) Nodes() []*Node { return all[Node](v, TableNodes) }
 // Decisions returns up to limit of the newest decisions, oldest first
 // (all of them when limit <= 0).
 func (v *View) Decisions(limit int) []*Decision {
-	ds := all[Decision](v, TableDecisions)
-	if limit > 0 && len(ds) > limit {
-		ds = ds[len(ds)-limit:]
+	if limit <= 0 {
+		return all[Decision](v, TableDecisions)
 	}
+	// Read only the newest limit rows: a page costs its own size, not the log's.
+	it, err := v.txn.GetReverse(TableDecisions, "id")
+	if err != nil {
+		return nil
+	}
+	var ds []*Decision
+	for raw := it.Next(); raw != nil && len(ds) < limit; raw = it.Next() {
+		ds = append(ds, raw.(*Decision))
+	}
+	slices.Reverse(ds)
 	return ds
 }
 
