@@ -155,7 +155,10 @@ func (f *FSM) clampInterval(e ledgerEntry, from, to, after time.Time) ledgerSpan
 		from = after
 	}
 	sp := ledgerSpan{from: from, to: to}
-	keep := to.Add(-f.cfg.Retention)
+	// Writing up to to makes the bucket holding to's last second the newest
+	// one at the latest, and the horizon Retention (in whole buckets) behind
+	// its end: what lies before that would be written and pushed out at once.
+	keep := to.Add(-time.Nanosecond).Truncate(f.cfg.Bucket).Add(f.cfg.Bucket - f.ledger.Retention())
 	if h, ok := f.ledger.Horizon(); ok && h.After(keep) {
 		keep = h
 	}

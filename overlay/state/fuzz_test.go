@@ -27,6 +27,36 @@ func (g *entryGen) byte() byte {
 func (g *entryGen) pick(choices ...string) string { return choices[int(g.byte())%len(choices)] }
 func (g *entryGen) at() time.Time                 { return t0.Add(time.Duration(g.byte()) * 37 * time.Second) }
 
+// when is mostly at, sometimes days behind or years ahead (a wrong clock,
+// issue 14).
+func (g *entryGen) when() time.Time {
+	switch b := g.byte(); b % 16 {
+	case 0:
+		return t0.Add(time.Duration(b) * 24 * 365 * time.Hour) // years ahead
+	case 1:
+		return t0.Add(-time.Duration(b) * 12 * time.Minute) // up to 2 days behind
+	default:
+		return g.at()
+	}
+}
+
+// now is an entry's leader clock: none (an old leader's entry) or near t0.
+func (g *entryGen) now() time.Time {
+	if g.byte()%2 == 0 {
+		return time.Time{}
+	}
+	return g.at()
+}
+
+// gpus is mostly small, sometimes beyond any bound.
+func (g *entryGen) gpus() int {
+	if b := g.byte(); b >= 250 {
+		return []int{math.MaxInt, -1, MaxGPUs + 1, MaxGPUs, math.MinInt, 1 << 40}[b-250]
+	} else {
+		return int(b % 9)
+	}
+}
+
 var (
 	fuzzJobs   = []string{"default/a", "default/b", "ml/c"}
 	fuzzAllocs = []string{"a1", "a2", "a3", "a4"}
@@ -46,9 +76,9 @@ func (g *entryGen) next() []byte {
 			Digests: map[string]string{g.pick("a.hcl", "b.hcl"): g.pick("d1", "d2")}}
 	case ChargeType:
 		req = ChargeRequest{Charges: []Charge{{Alloc: g.pick(fuzzAllocs...), Leaf: g.pick(fuzzLeaves...),
-			GPUs: int(g.byte() % 9), From: g.at(), To: g.at()}}}
+			GPUs: g.gpus(), From: g.when(), To: g.when()}}, Now: g.now()}
 	case DemandType:
-		req = DemandRequest{Samples: []DemandSample{{Leaf: g.pick(fuzzLeaves...), GPUs: int(g.byte() % 9), From: g.at(), To: g.at()}}}
+		req = DemandRequest{Samples: []DemandSample{{Leaf: g.pick(fuzzLeaves...), GPUs: g.gpus(), From: g.when(), To: g.when()}}, Now: g.now()}
 	case JobUpsertType:
 		req = JobUpsertRequest{Jobs: []Job{{ID: g.pick(fuzzJobs...), GPUs: int(g.byte()),
 			Contract: Contract{Budget: g.pick(fuzzLeaves...), MinRuntime: time.Duration(g.byte()) * time.Minute}, SubmittedAt: g.at()}}}
@@ -119,7 +149,17 @@ func FuzzApply(f *testing.F) {
 		fsm := newFSM(t, FSMConfig{DecisionLogSize: 4})
 		g := &entryGen{data: data}
 		for len(g.data) > 0 {
+			var head0 time.Time
+			var written bool
+			fsm.WithLedger(func(l *budgets.Ledger) { head0, written = l.Head() })
 			fsm.ApplyEntry(g.next())
+			fsm.WithLedger(func(l *budgets.Ledger) {
+				// The ledger rule (beginLedgerEntry): no entry moves the
+				// newest bucket, and with it the horizon, more than MaxAdvance.
+				if head, _ := l.Head(); written && head.Sub(head0) > l.MaxAdvance() {
+					t.Fatalf("an entry moved the ledger's newest bucket from %v to %v, more than %v", head0, head, l.MaxAdvance())
+				}
+			})
 		}
 		checkLedgerMatchesAllocs(t, fsm)
 		want := snapshotBytes(t, fsm)
@@ -147,7 +187,7 @@ func checkLedgerMatchesAllocs(t *testing.T, f *FSM) {
 	}
 	f.WithLedger(func(l *budgets.Ledger) {
 		for _, leaf := range l.Leaves() {
-			got := l.Usage(leaf, t0.Add(-time.Hour), t0.Add(24*time.Hour))
+			got := l.Usage(leaf, t0.AddDate(-1, 0, 0), t0.AddDate(300, 0, 0)) // when() reaches 2 days back, 255 years on
 			if got < perLeaf[leaf] {
 				t.Fatalf("leaf %s: ledger %d < allocations %d", leaf, got, perLeaf[leaf])
 			}

@@ -183,3 +183,24 @@ func TestBudgetsApplySizesBounded(t *testing.T) {
 		t.Fatal("the tree was applied")
 	}
 }
+
+// TestRetentionLongChargeAcknowledgesOnlyWhatIsKept: a charge reaching back
+// past retention, ending mid-bucket, used to count its first seconds in the
+// answer while the ledger pushed them out at once (found by FuzzApply).
+func TestRetentionLongChargeAcknowledgesOnlyWhatIsKept(t *testing.T) {
+	f := newFSM(t, FSMConfig{})
+	to := t0.Add(29*time.Minute + 36*time.Second)
+	r := applyCharges(t, f, ChargeRequest{Charges: []Charge{{Alloc: "a2", Leaf: "x", GPUs: 4, From: to.Add(-50 * 24 * time.Hour), To: to}}})
+	got := usageOf(f, "x", to.AddDate(0, -3, 0), to.Add(time.Hour))
+	if r.GPUSeconds != got || f.Read().Alloc("a2").ChargedGPUSeconds != got {
+		t.Fatalf("acknowledged %d, alloc says %d, ledger holds %d", r.GPUSeconds, f.Read().Alloc("a2").ChargedGPUSeconds, got)
+	}
+	if r.Err == nil || !strings.Contains(r.Err.Error(), "is older than the ledger keeps") {
+		t.Fatalf("the part before retention is not reported: %v", r.Err)
+	}
+	var dropped int64
+	f.WithLedger(func(l *budgets.Ledger) { dropped = l.Dropped() })
+	if dropped != 0 {
+		t.Fatalf("the ledger dropped %d writes", dropped)
+	}
+}
