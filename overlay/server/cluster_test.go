@@ -49,7 +49,6 @@ type cluster struct {
 	t     testing.TB
 	nodes []*node
 	tune  RaftTuning
-	edit  func(*Config) // changes every server's configuration, when set
 }
 
 // freePort returns a free port below Linux's ephemeral range (32768-60999 by
@@ -89,12 +88,7 @@ func fastRaft() RaftTuning {
 }
 
 func newCluster(t testing.TB, n int, tune RaftTuning) *cluster {
-	return newClusterWith(t, n, tune, nil)
-}
-
-// newClusterWith is newCluster with edit applied to each server's Config.
-func newClusterWith(t testing.TB, n int, tune RaftTuning, edit func(*Config)) *cluster {
-	c := &cluster{t: t, tune: tune, edit: edit}
+	c := &cluster{t: t, tune: tune}
 	for i := 0; i < n; i++ {
 		c.nodes = append(c.nodes, &node{dir: t.TempDir(), httpPort: freePort(t), raftPort: freePort(t)})
 	}
@@ -117,16 +111,12 @@ func (c *cluster) start(i int) {
 	for _, o := range c.nodes {
 		join = append(join, "127.0.0.1:"+strconv.Itoa(o.httpPort))
 	}
-	cfg := Config{
+	srv, err := New(Config{
 		DataDir: nd.dir, BootstrapExpect: len(c.nodes), RetryJoin: join, RetryInterval: 50 * time.Millisecond,
 		Token: testToken, Raft: c.tune, ReconcileInterval: time.Hour, Reconciler: nd.reconcile,
 		HTTPListener: listenOn(c.t, nd.httpPort), RaftListener: listenOn(c.t, nd.raftPort),
 		Logger: hclog.New(&hclog.LoggerOptions{Name: fmt.Sprintf("s%d", i), Level: hclog.Off}),
-	}
-	if c.edit != nil {
-		c.edit(&cfg)
-	}
-	srv, err := New(cfg)
+	})
 	if err != nil {
 		c.t.Fatalf("start server %d: %v", i, err)
 	}

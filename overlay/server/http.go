@@ -130,15 +130,19 @@ func (s *Server) local(mux *http.ServeMux, pattern, route string, fn readFn) {
 	}))))
 }
 
-// limitReads answers 429 at once when MaxConcurrentReads reads are being
-// served: waiting would only pile up goroutines and memory.
+// limitReads serves at most MaxConcurrentReads reads at once; a read beyond
+// them waits (blocked, using no CPU) up to readQueueWait for a slot, then
+// gets 429.
 func (s *Server) limitReads(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t := time.NewTimer(readQueueWait)
+		defer t.Stop()
 		select {
 		case s.reads <- struct{}{}:
 			defer func() { <-s.reads }()
 			h.ServeHTTP(w, r)
-		default:
+		case <-r.Context().Done():
+		case <-t.C:
 			w.Header().Set("Retry-After", "1")
 			writeError(w, errorf(http.StatusTooManyRequests, "this server is serving %d reads already; retry in a second, or ask another server", cap(s.reads)))
 		}

@@ -45,12 +45,18 @@ func TestIdleKeepAliveClosed(t *testing.T) {
 	}
 }
 
-// TestReadsBeyondLimitGet429: a read beyond MaxConcurrentReads is answered
-// 429 at once, and served again once a slot frees.
+// TestReadsBeyondLimitGet429: a read beyond MaxConcurrentReads waits for a
+// slot, is served when one frees in time, and gets 429 when none does.
 func TestReadsBeyondLimitGet429(t *testing.T) {
 	s := devServer(t, Config{Token: testToken, MaxConcurrentReads: 2})
 	s.reads <- struct{}{}
 	s.reads <- struct{}{} // two reads in flight
+	go func() { time.Sleep(100 * time.Millisecond); <-s.reads }()
+	if code, body := rawRequest(t, s, "GET", "/v1/decisions", "", nil); code != 200 {
+		t.Fatalf("a slot freed while waiting: %d %s", code, body)
+	}
+	s.reads <- struct{}{}
+	start := time.Now()
 	req, _ := http.NewRequest("GET", "http://"+s.HTTPAddr()+"/v1/decisions", nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -60,6 +66,9 @@ func TestReadsBeyondLimitGet429(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "1" || !strings.Contains(string(body), "serving 2 reads already") {
 		t.Fatalf("full: %d %q %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+	if waited := time.Since(start); waited < readQueueWait {
+		t.Fatalf("429 after %v, want after waiting %v for a slot", waited, readQueueWait)
 	}
 	<-s.reads
 	if code, body := rawRequest(t, s, "GET", "/v1/decisions", "", nil); code != 200 {
@@ -215,14 +224,14 @@ func TestFollowerReadsSpareTheLeader(t *testing.T) {
 	if testing.Short() {
 		t.Skip("three-server cluster test skipped in -short mode")
 	}
-	// The three servers share this process's CPUs, so the follower's read
-	// limit is what keeps the leader's heartbeats going here; on separate
-	// machines the leader would not see the reads at all.
-	const maxReads = 8
 	// raft's own timing (what `allot server` runs with), not fastRaft: the
-	// claim is that reads do not depose a leader configured as in production.
+	// claim is that reads do not depose a leader configured as in
+	// production. The three servers share this process's CPUs, so the
+	// follower's default read limit (one per core) is what keeps the
+	// leader's heartbeats going here; on separate machines the leader would
+	// not see the reads at all.
 	tune := RaftTuning{CommitTimeout: 5 * time.Millisecond}
-	c := newClusterWith(t, 3, tune, func(cfg *Config) { cfg.MaxConcurrentReads = maxReads })
+	c := newCluster(t, 3, tune)
 	lead := c.leader()
 	f := (lead + 1) % 3
 	leader, follower := c.nodes[lead].srv, c.nodes[f].srv
