@@ -32,9 +32,9 @@ const (
 	// what deposed the leader. Measured on a loaded 2-core machine, three
 	// in-process servers, 200 concurrent page reads through a follower: 64
 	// at once deposed the leader in 3 runs of 3, 8 at once in 1 of 2 under
-	// -race, 2 at once in none of 6 (3 of them under -race). A read waits up
-	// to readQueueWait for a slot
-	// (blocked, costing no CPU) before it gets 429.
+	// -race, 2 at once in none of 6 (3 of them under -race). A read waits
+	// up to readQueueWait for a slot (blocked, costing no CPU) before it
+	// gets 429.
 	readQueueWait = time.Second
 	// MaxDecisionsPage is the most decisions one GET /v1/decisions returns.
 	MaxDecisionsPage = 1000
