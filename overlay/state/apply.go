@@ -203,15 +203,6 @@ func (f *FSM) applyCharge(body []byte) any {
 		func(i int, c Charge) string { return fmt.Sprintf("charge %d (alloc %s)", i, QuotePrefix(c.Alloc)) })
 }
 
-// QuotePrefix quotes s, or its first 64 bytes when longer: errors name an
-// item without echoing megabytes of it.
-func QuotePrefix(s string) string {
-	if len(s) <= 64 {
-		return fmt.Sprintf("%q", s)
-	}
-	return fmt.Sprintf("%q... (%d bytes)", s[:64], len(s))
-}
-
 // chargeEach applies one to every item of a charge or demand entry in a
 // single transaction. Unlike an upsert, an invalid item does not refuse the
 // entry: it counts as skipped, its error (prefixed with name(i, item)) joins

@@ -66,6 +66,15 @@ func CheckSize(field, s string, max int) error {
 	return nil
 }
 
+// QuotePrefix quotes s, or its first 64 bytes when longer: errors name an
+// item without echoing megabytes of it.
+func QuotePrefix(s string) string {
+	if len(s) <= 64 {
+		return fmt.Sprintf("%q", s)
+	}
+	return fmt.Sprintf("%q... (%d bytes)", s[:64], len(s))
+}
+
 // CheckGPUs returns an error naming field unless 0 <= gpus <= max.
 func CheckGPUs(field string, gpus, max int) error {
 	if gpus < 0 || gpus > max {
