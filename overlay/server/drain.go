@@ -41,7 +41,7 @@ func findNode(v *state.View, arg string) (*state.Node, error) {
 	}
 	switch len(matches) {
 	case 0:
-		return nil, errorf(http.StatusNotFound, "no GPU node %q: give a node ID, a unique ID prefix (4+ characters) or a node name from `allot nodes`", arg)
+		return nil, errorf(http.StatusNotFound, "no GPU node %s: give a node ID, a unique ID prefix (4+ characters) or a node name from `allot nodes`", state.QuotePrefix(arg))
 	case 1:
 		return matches[0], nil
 	}
@@ -49,7 +49,7 @@ func findNode(v *state.View, arg string) (*state.Node, error) {
 	for _, n := range matches {
 		ids = append(ids, n.ID)
 	}
-	return nil, errorf(http.StatusConflict, "node %q is ambiguous: it matches %s; give the full node ID", arg, strings.Join(ids, ", "))
+	return nil, errorf(http.StatusConflict, "node %s is ambiguous: it matches %s; give the full node ID", state.QuotePrefix(arg), strings.Join(ids, ", "))
 }
 
 // putNodeReturn asks for a drained node's return to service. The next
