@@ -180,19 +180,28 @@ func (s *Server) applyLedger(t state.MessageType, req any) error {
 	return nil
 }
 
-// checkClockAgainstState warns, when this server starts leading, if its
-// clock is behind the newest time the replicated ledger holds: either this
-// clock or a previous leader's is wrong. Nothing is obeyed from it: charges
-// for intervals already charged count once, and the FSM bounds how far any
-// entry moves the ledger.
+// checkClockAgainstState compares, when this server starts leading, its
+// clock with the newest time the replicated ledger holds. Behind it: this
+// clock or a previous leader's is wrong (an error; charges for intervals
+// already charged count once, so nothing is lost). Ahead by more than one
+// entry may move the ledger: allot was down that long, or this clock is
+// wrong (a warning; the ledger catches up MaxAdvance per entry, so a wrong
+// clock noticed within minutes costs minutes of the oldest history, not all
+// of it).
 func (s *Server) checkClockAgainstState() {
 	now := s.clock.Now()
 	var head time.Time
 	var ok bool
 	s.fsm.WithLedger(func(l *budgets.Ledger) { head, ok = l.Head() })
-	if skew := s.fsm.Config().MaxSkew; ok && now.Add(skew).Before(head) {
+	cfg := s.fsm.Config()
+	switch {
+	case !ok:
+	case now.Add(cfg.MaxSkew).Before(head):
 		s.log.Error("this server's clock is behind the replicated ledger: check NTP on every server",
 			"clock", now.Format(time.RFC3339), "ledger_newest_bucket", head.Format(time.RFC3339), "behind", head.Sub(now).String())
+	case now.After(head.Add(cfg.MaxAdvance)):
+		s.log.Warn("this server's clock is far ahead of the replicated ledger: if allot was not down that long, the clock is wrong (check NTP); the ledger catches up one max_advance per entry",
+			"clock", now.Format(time.RFC3339), "ledger_newest_bucket", head.Format(time.RFC3339), "ahead", now.Sub(head).String(), "max_advance", cfg.MaxAdvance.String())
 	}
 }
 

@@ -354,3 +354,39 @@ func rawGet(t *testing.T, url string) (int, string) {
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
 }
+
+// TestClockCheckedAgainstLedgerOnLeading: a new leader whose clock is
+// behind the replicated ledger, or far ahead of it, says so.
+func TestClockCheckedAgainstLedgerOnLeading(t *testing.T) {
+	clock := &fakeClock{now: tBase}
+	var logs strings.Builder
+	var mu sync.Mutex
+	logger := hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return logs.Write(p)
+	})})
+	s := devServer(t, Config{Token: testToken, Clock: clock.Now, Logger: logger})
+	if _, _, err := s.Apply(state.ChargeType, state.ChargeRequest{Now: tBase, Charges: []state.Charge{
+		{Alloc: "a", Leaf: "x", GPUs: 1, From: tBase.Add(-time.Minute), To: tBase}}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		shift time.Duration
+		want  string
+	}{
+		{-2 * time.Hour, "clock is behind the replicated ledger"},
+		{5 * time.Hour, "clock is far ahead of the replicated ledger"},
+	} {
+		clock.mu.Lock()
+		clock.now = tBase.Add(tc.shift)
+		clock.mu.Unlock()
+		s.checkClockAgainstState()
+		mu.Lock()
+		got := logs.String()
+		mu.Unlock()
+		if !strings.Contains(got, tc.want) {
+			t.Errorf("clock %v from the ledger: log lacks %q:\n%s", tc.shift, tc.want, got)
+		}
+	}
+}
