@@ -101,7 +101,8 @@ type ledgerEntry struct {
 //   - An entry with Now (the leader's clock) first advances the ledger to
 //     min(Now, H + MaxAdvance), so that time passing with nothing charged
 //     still moves the window, at most MaxAdvance per entry; and each item
-//     must lie in [Now - Retention + Bucket, Now + MaxSkew] (LedgerWindow),
+//     must lie in [Now - Retention + Bucket + MaxSkew, Now + MaxSkew]
+//     (LedgerWindow),
 //     or it is refused whole with an error naming the field and the range.
 //   - On a ledger never written, an entry with Now advances it to Now; one
 //     without (written by a leader before Now existed) is not bounded:
@@ -133,11 +134,13 @@ func (f *FSM) beginLedgerEntry(now time.Time) ledgerEntry {
 }
 
 // LedgerWindow is where a charge or demand sample may lie when the leader's
-// clock reads now: from Retention (less one bucket, which the horizon's
-// alignment may take) before now to MaxSkew after it.
+// clock reads now: from Retention before now to MaxSkew after it, less at
+// the old end one bucket (the horizon's alignment) and MaxSkew (a write at
+// the new end moves the horizon that much), so that nothing acknowledged
+// inside the window is pushed out by the entry that brought it.
 func (c FSMConfig) LedgerWindow(now time.Time) TimeWindow {
 	c = c.withDefaults()
-	return TimeWindow{From: now.Add(-c.Retention + c.Bucket), To: now.Add(c.MaxSkew)}
+	return TimeWindow{From: now.Add(-c.Retention + c.Bucket + c.MaxSkew), To: now.Add(c.MaxSkew)}
 }
 
 // ledgerSpan is the part of an item's interval an entry may charge.

@@ -41,7 +41,7 @@ func TestFutureChargeKeepsLedger(t *testing.T) {
 		now     time.Time // zero: an entry from before Now existed
 		wantErr string
 	}{
-		{"leader's clock in the entry", t0.Add(10 * time.Minute), "charge.from 2036-01-01T00:00:00Z is outside [2026-02-16T09:11:00Z, 2026-03-02T09:11:00Z]"},
+		{"leader's clock in the entry", t0.Add(10 * time.Minute), "charge.from 2036-01-01T00:00:00Z is outside [2026-02-16T09:12:00Z, 2026-03-02T09:11:00Z]"},
 		{"entry without a clock", time.Time{}, "starts more than 1h0m0s after the ledger's newest bucket: not charged"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -91,7 +91,7 @@ func TestChargeBoundsNamed(t *testing.T) {
 		"charge.gpus = 9223372036854775807: want 0 to 1048576",
 		"charge.gpus = -1: want 0 to 1048576",
 		"alloc is 900000 bytes; at most 256 are allowed",
-		"charge.from 2026-02-15T09:00:00Z is outside [2026-02-16T10:01:00Z, 2026-03-02T10:01:00Z]",
+		"charge.from 2026-02-15T09:00:00Z is outside [2026-02-16T10:02:00Z, 2026-03-02T10:01:00Z]",
 		"charge.to 2026-03-02T10:02:00Z is outside",
 		"charge: to 2026-03-02T09:59:00Z is before from 2026-03-02T10:00:00Z",
 	} {
