@@ -85,13 +85,22 @@ func BuildSnapshot(s *State, in SnapshotInput) *policy.Snapshot {
 	}
 	sort.Slice(snap.Nodes, func(i, j int) bool { return snap.Nodes[i].ID < snap.Nodes[j].ID })
 	managed := map[JobKey]string{}
+	// A job whose allocations stopped waits again from the last stop.
+	stopped := map[JobKey]time.Time{}
+	for _, a := range s.Allocs {
+		if !holdsOrDone(&a) && a.FinishedAt.After(stopped[a.Job]) {
+			stopped[a.Job] = a.FinishedAt
+		}
+	}
 	for _, j := range s.SortedJobs() {
 		if j.Stop || j.Status == "dead" || !cfg.Manages(&j) {
 			continue
 		}
 		id := PolicyJobID(j.Key)
 		managed[j.Key] = id
-		snap.Jobs = append(snap.Jobs, policyJob(&j, id, in))
+		pj := policyJob(&j, id, in)
+		pj.QueuedSince = stopped[j.Key]
+		snap.Jobs = append(snap.Jobs, pj)
 	}
 	for _, a := range s.Allocs {
 		id, ok := managed[a.Job]

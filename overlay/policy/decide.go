@@ -46,6 +46,8 @@ type Decider struct {
 	vGPUs       []int32   // by node: GPUs of those allocations
 	vServed     float64   // the most served leaf among those jobs, -1
 	vMost       []float64 // by node: the same on that node
+	vLeaves     []uint64  // by node: the leaves of those jobs there (leafBit)
+	vAnyLeaf    uint64    // the leaves of those jobs anywhere (leafBit)
 	allocJob    []int32
 	allocNode   []int32
 	classNode   csr     // nodes by class

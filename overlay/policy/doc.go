@@ -56,7 +56,9 @@
 // not fit, each ask that does not fit gets victims on one node n of the
 // right pool and model with healthy GPUs >= ask, among running jobs past
 // their window whose leaf v satisfies served(v) >= served(job) +
-// FairnessMargin. Work lost by stopping V: lost(V) = GPUs(V) × r, r = now -
+// FairnessMargin, or of the job's own leaf with a lower meta priority (the
+// budget's own order; equal priorities do not rotate, which would only
+// throw work away). Work lost by stopping V: lost(V) = GPUs(V) × r, r = now -
 // start(V) (start = window end - window) when V is not resumable (it
 // restarts from zero), min(now - start(V), ResumeLoss) when it is. On each
 // node candidates are taken least lost first, then most over-served, then
@@ -65,10 +67,15 @@
 // the whole jobs, -min served) wins. A set is refused when its sum of lost
 // exceeds MaxSliceLoss × g(B) × min(Protected(B), RuntimeCap), g(B) the
 // GPUs of B's missing allocations (reservation stops, rule 7, too; 0: no
-// bound): stopping a 64-GPU job that ran two days, restarting from zero, to
-// give 8 GPUs to a job promised 1 h never pays for the fairness it buys (in
-// the 30-day example the unbounded rule threw away 31% of the month's
-// capacity). B then waits (WaitWork) for those jobs to end or for cheaper
+// bound), until B has waited SliceLossMaxWait since it was submitted or
+// requeued (Job.QueuedSince): the bound paces rotation in time and never
+// protects a job past its window for longer, whatever its run. Stopping a
+// 64-GPU job that ran two days, restarting from zero, to give 8 GPUs to a
+// job promised 1 h rarely pays for the fairness it buys (in the 30-day
+// example the unbounded rule threw away 31% of the month's capacity, and
+// letting the bound lapse after 10m-1h raised the work redone from 95k to
+// 130k-205k GPU hours). B then waits (WaitWork, FreeAt the lapse) for
+// those jobs to end or for cheaper
 // victims.
 //
 // FairnessMargin defaults to 0.20: between budgets served within 0.2 of

@@ -79,9 +79,13 @@ func genCluster(r *rand.Rand, g genSpec) (*budgets.Tree, *budgets.FairShare, *Sn
 		if r.Intn(4) == 0 {
 			model = models[r.Intn(len(models))]
 		}
-		return Job{ID: id, Namespace: "default", Type: "batch", Contract: contract.Parse(id, meta, contract.Config{}, leaf),
+		j := Job{ID: id, Namespace: "default", Type: "batch", Contract: contract.Parse(id, meta, contract.Config{}, leaf),
 			SubmitTime: now.Add(-time.Duration(r.Intn(100000)) * time.Second), Priority: prio, ModifyIndex: uint64(r.Intn(1000)),
 			Groups: []TaskGroup{{Name: "g", Count: count, GPUs: gpus, Model: model}}}
+		if r.Intn(3) == 0 { // requeued: waiting again since a stop, minutes or hours ago
+			j.QueuedSince = now.Add(-time.Duration(r.Intn(7200)) * time.Second)
+		}
+		return j
 	}
 	asks := g.asks
 	if asks == nil {

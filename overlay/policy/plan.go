@@ -146,12 +146,14 @@ const (
 	WaitTooLarge              // no node has enough healthy GPUs of its model
 	WaitPartial               // placed in part: the rest comes before any pending job
 	WaitHeld                  // a victim: held below the job it made room for until that one places
-	WaitWork                  // its only victims would throw away more work than Config.MaxSliceLoss allows
+	WaitWork                  // its only victims would throw away more work than Config.MaxSliceLoss allows, until FreeAt (SliceLossMaxWait)
+	WaitOrder                 // the GPUs are held past their windows by its own budget's jobs of the same or a higher meta priority
 )
 
 var waitNames = [...]string{"nothing", "placement", "queue", "victims", "protected windows",
 	"reservation", "fair share", "a node with enough healthy GPUs", "rest of its allocations",
-	"the job it made room for", "running jobs that would lose too much work"}
+	"the job it made room for", "running jobs that would lose too much work",
+	"its own budget's jobs of the same or a higher meta priority"}
 
 func (w Wait) String() string {
 	if int(w) < len(waitNames) {

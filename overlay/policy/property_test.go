@@ -193,7 +193,7 @@ func checkPlan(t *testing.T, seed int64, snap *Snapshot, p *Plan, now time.Time,
 	minPending := 1 << 30
 	victims := map[string]bool{}
 	for _, s := range p.Stops {
-		if s.Reason.Code == ReasonVictim || s.Reason.Code == ReasonReservationStop {
+		if s.Reason.Code == ReasonVictim || s.Reason.Code == ReasonVictimOwn || s.Reason.Code == ReasonReservationStop {
 			victims[s.Job] = true
 		}
 	}
@@ -278,7 +278,7 @@ func checkPlan(t *testing.T, seed int64, snap *Snapshot, p *Plan, now time.Time,
 	asks := map[string]int{}
 	askOf := map[[2]string]int{}
 	for _, s := range p.Stops {
-		if s.Reason.Code != ReasonVictim {
+		if s.Reason.Code != ReasonVictim && s.Reason.Code != ReasonVictimOwn {
 			continue
 		}
 		askOf[[2]string{s.Reason.Job, s.Reason.Node}] = s.Reason.N
@@ -321,13 +321,23 @@ func checkPlan(t *testing.T, seed int64, snap *Snapshot, p *Plan, now time.Time,
 		}
 	}
 	// Victims are past their window, and from a leaf served at least the
-	// margin more than the job they make room for.
+	// margin more than the job they make room for, or from its own leaf
+	// with a lower meta priority.
 	for _, s := range p.Stops {
-		if s.Reason.Code != ReasonVictim {
+		if s.Reason.Code != ReasonVictim && s.Reason.Code != ReasonVictimOwn {
 			continue
 		}
 		v, _ := p.Explain(s.Job)
 		j, _ := p.Explain(s.Reason.Job)
+		if v.Budget != "" && v.Budget == j.Budget {
+			vj, _ := findJob(snap, s.Job)
+			bj, _ := findJob(snap, s.Reason.Job)
+			if vj.Contract.Priority >= bj.Contract.Priority {
+				t.Errorf("seed %d: victim %s of %s has meta priority %d, not below %s's %d", seed, s.Job, v.Budget,
+					vj.Contract.Priority, s.Reason.Job, bj.Contract.Priority)
+			}
+			continue
+		}
 		if v.Rank == nil || j.Rank == nil || v.Rank.ServedRatio() < j.Rank.ServedRatio()+cfg.FairnessMargin {
 			t.Errorf("seed %d: victim %s is not served more than %s by the margin", seed, s.Job, s.Reason.Job)
 		}

@@ -50,6 +50,10 @@ const (
 	ReasonPendingReserved   // N: place in the pending queue, Job: the job holding a reservation above it
 	ReasonReservationLanded // Job: the job its node was released for, At: since (SetPriority, Explanation)
 	ReasonLanded            // Job: the job that landed on the released node first (an Evaluate)
+	// The contract past the window, continued.
+	ReasonProtectedRestart // At: end of the protected window; the job is not resumable
+	ReasonRunningRestart   // At: end of the protected window; the job is not resumable
+	ReasonVictimOwn        // Job: beneficiary of the same budget, Node, N: GPUs asked, Detail: "<its meta priority> over <the victim's>"
 )
 
 // Reason is a ReasonCode with its operands.
@@ -135,6 +139,12 @@ func (r Reason) Format(at func(time.Time) string) string {
 		return "landed at " + at(r.At) + " on a node just released for " + r.Job + ", which still waits: held a preemption gap below it, not protected, so that Nomad preempts it for " + r.Job
 	case ReasonLanded:
 		return r.Job + " took GPUs of the nodes released for it first, a preemption gap below it: evaluate so Nomad preempts it"
+	case ReasonProtectedRestart:
+		return "inside its protected window until " + at(r.At) + "; not resumable: after that it may be stopped for a less served budget's job or a higher-priority job of its own budget, and then restarts from zero"
+	case ReasonRunningRestart:
+		return "running past its protected window (ended " + at(r.At) + "); not resumable: it may be stopped at any time for a less served budget's job or a higher-priority job of its own budget, and then restarts from zero"
+	case ReasonVictimOwn:
+		return fmt.Sprintf("time slicing: past its protected window, stopped (requeued) so that %s, of the same budget with a higher meta priority (%s), gets %d GPUs on %s", r.Job, r.Detail, r.N, r.Node)
 	case ReasonNodeReturned:
 		how := "allot nodes return"
 		if r.Detail != "" {

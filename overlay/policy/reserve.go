@@ -385,7 +385,9 @@ func (d *Decider) freeAt(j int32, nodes []int32) time.Time {
 
 // earliest is the first time at which gpus GPUs can be free on node n for
 // job j: now for what is free (stopping allocations included), held by
-// unallocated work, or stopped by this plan; the window end for protected jobs that rule 5 will then allow; never
+// unallocated work, or stopped by this plan; the window end for jobs that
+// rule 5 will then allow (mayStop: a less served leaf, or j's own leaf
+// after j in its order); never
 // for anything else (no end is known).
 func (d *Decider) earliest(n, gpus, j int32) (time.Time, bool) {
 	if int32(d.snap.Nodes[n].GPUs) < gpus {
@@ -411,7 +413,7 @@ func (d *Decider) earliest(n, gpus, j int32) (time.Time, bool) {
 		case vi.state == jsUnallocated || vi.victimFor >= 0 || vi.moving:
 			have += int32(al.GPUs)
 		case vi.state == jsRunning || vi.state == jsProtected:
-			if vi.leaf != d.jobs[j].leaf && d.served[vi.leaf] >= d.served[d.jobs[j].leaf]+d.cfg.FairnessMargin {
+			if ok, _ := d.mayStop(v, j); ok {
 				ev = append(ev, event{maxTime(vi.windowEnd, d.now), int32(al.GPUs)})
 			}
 		}

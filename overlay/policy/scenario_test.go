@@ -542,6 +542,9 @@ func (w *world) effects(p *Plan) {
 	}
 	for _, s := range p.Stops {
 		w.snap.Allocs = slices.DeleteFunc(w.snap.Allocs, func(a Alloc) bool { return slices.Contains(s.Allocs, a.ID) })
+		if j, err := w.findJob([]string{s.Job}); err == nil {
+			j.QueuedSince = w.now // requeued: it waits again from its stop
+		}
 	}
 	for _, a := range p.NodeActions {
 		n, _ := w.findNode([]string{a.Node})

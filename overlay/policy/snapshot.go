@@ -96,6 +96,10 @@ type Job struct {
 	Contract  contract.Contract
 	// SubmitTime orders jobs of the same leaf and meta priority.
 	SubmitTime time.Time
+	// QueuedSince is when the job last began to wait: when allocations of
+	// it that ran were stopped (requeued); zero for its submission. Time
+	// slicing's loss bound lasts SliceLossMaxWait from then (Config).
+	QueuedSince time.Time
 	// Priority is the job's Nomad priority now.
 	Priority int
 	// LastWrittenPriority is the priority allot last wrote (0: never). When

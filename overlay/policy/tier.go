@@ -56,6 +56,9 @@ func (d *Decider) target(j int32) {
 	switch info.state {
 	case jsProtected:
 		info.target, info.reason = c.Protected, Reason{Code: ReasonProtected, At: info.windowEnd}
+		if !d.jp[j].Contract.Resumable {
+			info.reason.Code = ReasonProtectedRestart
+		}
 		d.wakeAt(info.windowEnd)
 	case jsStarting:
 		info.target, info.reason = c.Protected, Reason{Code: ReasonStarting}
@@ -76,6 +79,9 @@ func (d *Decider) target(j int32) {
 		}
 	case jsRunning:
 		info.target, info.reason = c.Running, Reason{Code: ReasonRunning, At: info.windowEnd}
+		if !d.jp[j].Contract.Resumable {
+			info.reason.Code = ReasonRunningRestart
+		}
 	}
 	if info.released >= 0 {
 		info.reason = Reason{Code: ReasonVictimReleased, Job: d.jp[info.released].ID, At: info.heldSince}

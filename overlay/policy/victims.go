@@ -3,6 +3,7 @@ package policy
 import (
 	"math"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -149,6 +150,7 @@ type victimScratch struct {
 	added  []int32 // victims chosen in this attempt, for rollback
 	limit  int64   // sliceLossLimit of the job nodeCandidates listed for
 	lossy  bool    // pickOnNode refused a set over limit
+	order  bool    // mayStop found a job of the same leaf that its order keeps
 }
 
 // sliceFor looks for victims so that every ask of pending job j fits (rule
@@ -160,6 +162,7 @@ func (d *Decider) sliceFor(j int32, asks []ask) bool {
 	mark := d.cap.mark()
 	sc := &d.scratch
 	sc.added = sc.added[:0]
+	sc.order = false
 	blockedByMargin := false
 	for i := range asks {
 		a := &asks[i]
@@ -177,9 +180,13 @@ func (d *Decider) sliceFor(j int32, asks []ask) bool {
 			}
 			switch {
 			case lossy:
-				info.wait = WaitWork
+				// The bound lasts SliceLossMaxWait: then the cheapest set is taken.
+				info.wait, info.freeAt = WaitWork, d.lossyFrom(j)
+				d.wakeAt(info.freeAt)
 			case blockedByMargin:
 				info.wait = WaitFairShare
+			case sc.order:
+				info.wait = WaitOrder
 			default:
 				info.wait = WaitWindows
 			}
@@ -196,9 +203,13 @@ func (d *Decider) sliceFor(j int32, asks []ask) bool {
 		vi := &d.jobs[v]
 		vj := d.jp[v]
 		node = d.snap.Nodes[vi.victimNode].ID
+		r := Reason{Code: ReasonVictim, Job: job.ID, Node: node, N: int(vi.victimGPUs)}
+		if vi.leaf == info.leaf {
+			r.Code = ReasonVictimOwn
+			r.Detail = strconv.Itoa(job.Contract.Priority) + " over " + strconv.Itoa(vj.Contract.Priority)
+		}
 		d.plan.Stops = append(d.plan.Stops, StopJob{Job: vj.ID, Namespace: vj.Namespace,
-			Allocs: d.liveAllocs(v, -1),
-			Reason: Reason{Code: ReasonVictim, Job: job.ID, Node: node, N: int(vi.victimGPUs)}})
+			Allocs: d.liveAllocs(v, -1), Reason: r})
 	}
 	d.evaluate(j, Reason{Code: ReasonVictimsStopped, Node: node})
 	return true
@@ -218,13 +229,32 @@ func (d *Decider) liveAllocs(j, n int32) []string {
 }
 
 // victimOK reports whether running job v may be stopped for pending job j:
-// past its window, not already leaving, and from a leaf served at least
-// FairnessMargin more than j's (served = usage share / effective share).
-// marginOnly reports a job that only the margin protects.
+// past its window, not already leaving, and either of j's own leaf with a
+// lower meta priority than j's (the budget's own order rotates its own
+// work), or of another leaf served at least FairnessMargin more than j's
+// (served = usage share / effective share). marginOnly reports a job that
+// only the margin protects.
 func (d *Decider) victimOK(v, j int32) (ok, marginOnly bool) {
-	vi, ji := &d.jobs[v], &d.jobs[j]
-	if vi.state != jsRunning || vi.victimFor >= 0 || vi.heldFor >= 0 || vi.moving || vi.leaf == ji.leaf {
+	vi := &d.jobs[v]
+	if vi.state != jsRunning || vi.victimFor >= 0 || vi.heldFor >= 0 || vi.moving {
 		return false, false
+	}
+	return d.mayStop(v, j)
+}
+
+// mayStop is victimOK's rule on standing alone, whatever v's state: the
+// budget's own order within a leaf, fair share with FairnessMargin across
+// leaves. Within a leaf only a higher meta priority stops a job: submit
+// time orders who waits first, but stopping a running job for an older
+// one of the same budget and priority changes neither the budget's
+// standing nor its own order, and only throws work away (each requeued
+// job would evict its younger sibling).
+func (d *Decider) mayStop(v, j int32) (ok, marginOnly bool) {
+	vi, ji := &d.jobs[v], &d.jobs[j]
+	if vi.leaf == ji.leaf {
+		ok = d.jp[j].Contract.Priority > d.jp[v].Contract.Priority
+		d.scratch.order = d.scratch.order || !ok
+		return ok, false
 	}
 	if d.served[vi.leaf] < d.served[ji.leaf]+d.cfg.FairnessMargin {
 		return false, true
@@ -255,16 +285,27 @@ func (d *Decider) indexVictims() {
 	}
 	d.vAlloc.buildKeys(len(d.nodes), d.vKey)
 	d.vMost = resize(d.vMost, len(d.nodes))
+	d.vLeaves = resize(d.vLeaves, len(d.nodes))
+	clear(d.vLeaves)
+	d.vAnyLeaf = 0
 	for n := range d.vMost {
 		d.vMost[n] = -1
 	}
 	for _, ai := range d.vAlloc.items {
-		n, sv := d.allocNode[ai], d.served[d.jobs[d.allocJob[ai]].leaf]
+		n, l := d.allocNode[ai], d.jobs[d.allocJob[ai]].leaf
+		sv := d.served[l]
 		d.vGPUs[n] += int32(d.ap[ai].GPUs)
 		d.vMost[n] = max(d.vMost[n], sv)
 		d.vServed = max(d.vServed, sv)
+		d.vLeaves[n] |= leafBit(l)
+		d.vAnyLeaf |= leafBit(l)
 	}
 }
+
+// leafBit is leaf l's bit in a set of leaves folded into 64 bits: a
+// filter that may name leaves that are not there, never one that is
+// missing (nodeCandidates checks each job).
+func leafBit(l int32) uint64 { return 1 << (uint32(l) & 63) }
 
 // chooseVictims frees GPUs for ask a of job j on one node, choosing the node
 // whose victim set is best by (work lost, victims, GPUs of the victims, then
@@ -275,9 +316,11 @@ func (d *Decider) chooseVictims(j int32, a *ask) (node int32, margin, lossy bool
 	sc := &d.scratch
 	best := int32(-1)
 	var bestScore victimScore
-	// No candidate anywhere when no possible victim is served enough.
+	// No candidate anywhere when no possible victim is served enough and
+	// none is of j's own leaf.
 	least := d.served[d.jobs[j].leaf] + d.cfg.FairnessMargin
-	some := d.vServed >= least
+	own := leafBit(d.jobs[j].leaf)
+	some := d.vServed >= least || d.vAnyLeaf&own != 0
 	sc.lossy = false
 	sc.limit = d.sliceLossLimit(j)
 	for c := range d.classes {
@@ -289,7 +332,7 @@ func (d *Decider) chooseVictims(j int32, a *ask) (node int32, margin, lossy bool
 				continue
 			}
 			need := a.gpus - d.cap.avail[n]
-			if !some || d.vGPUs[n] < need || d.vMost[n] < least {
+			if !some || d.vGPUs[n] < need || d.vMost[n] < least && d.vLeaves[n]&own == 0 {
 				// Not enough to take here: only the margin is news.
 				margin = margin || d.nodeMargin(n, j)
 				if margin && !some {
@@ -326,20 +369,41 @@ func (d *Decider) chooseVictims(j int32, a *ask) (node int32, margin, lossy bool
 }
 
 // sliceLossLimit is the most work, in GPU-seconds, that the victims freeing
-// one node for job j may throw away: MaxSliceLoss times the GPU-time j's
-// missing allocations (d.asks) are protected for, GPUs × min(Protected,
-// RuntimeCap). A stop that loses more than the beneficiary is even promised
-// to run does not pay for the fairness it buys. MaxSliceLoss 0 sets no bound.
+// one node for job j may throw away: MaxSliceLoss × P, P = GPUs of j's
+// missing allocations (d.asks) × min(Protected, RuntimeCap), the GPU-time
+// j is promised; and no bound once j has waited SliceLossMaxWait (since it
+// was submitted or requeued: Job.QueuedSince). So the bound paces rotation
+// in time and never protects a job past its window for longer, whatever
+// its accumulated run; victims are still taken least lost first.
+// MaxSliceLoss 0 sets no bound.
 func (d *Decider) sliceLossLimit(j int32) int64 {
-	if d.cfg.MaxSliceLoss <= 0 {
+	if d.cfg.MaxSliceLoss <= 0 || !d.now.Before(d.lossyFrom(j)) {
 		return math.MaxInt64
 	}
+	return int64(d.cfg.MaxSliceLoss * d.promised(j))
+}
+
+// lossyFrom is when job j's loss bound ends: SliceLossMaxWait after it
+// began to wait (its submission or its requeue).
+func (d *Decider) lossyFrom(j int32) time.Time {
+	return d.queuedSince(j).Add(d.cfg.SliceLossMaxWait)
+}
+
+// promised is the GPU-time, in GPU-seconds, job j's missing allocations
+// (d.asks) are protected for.
+func (d *Decider) promised(j int32) float64 {
 	var gpus int64
 	for _, a := range d.asks {
 		gpus += int64(a.gpus)
 	}
-	w := min(d.jp[j].Contract.Protected, d.cfg.RuntimeCap)
-	return int64(d.cfg.MaxSliceLoss * float64(gpus) * w.Seconds())
+	return float64(gpus) * min(d.jp[j].Contract.Protected, d.cfg.RuntimeCap).Seconds()
+}
+
+// queuedSince is when waiting job j last began to wait: its submission or
+// its requeue (Job.QueuedSince).
+func (d *Decider) queuedSince(j int32) time.Time {
+	job := d.jp[j]
+	return maxTime(job.SubmitTime, job.QueuedSince)
 }
 
 // nodeMargin reports whether node n holds a job that only the fairness

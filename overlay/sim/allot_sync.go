@@ -46,6 +46,8 @@ func (a *Allot) syncModel(s *State, now time.Time) {
 		a.inc.RemoveAlloc(a.allocID(al))
 		if j := &s.jobs[r.job]; j.status >= StatusDone {
 			a.inc.RemoveJob(j.spec.ID)
+		} else if j.requeuedAt >= 0 {
+			a.putJob(s, r.job) // waiting again since requeuedAt
 		}
 	}
 	for ; y.nextAlloc < len(s.allocs); y.nextAlloc++ {
@@ -73,9 +75,13 @@ func (a *Allot) putJob(s *State, i int32) {
 		return
 	}
 	sp := j.spec
-	a.inc.PutJob(policy.Job{ID: sp.ID, Namespace: "default", Type: "batch", Contract: a.contracts[i],
+	pj := policy.Job{ID: sp.ID, Namespace: "default", Type: "batch", Contract: a.contracts[i],
 		SubmitTime: at(int64(sp.Submit / time.Second)), Priority: j.prio, LastWrittenPriority: j.lastWritten,
-		ModifyIndex: j.modifyIndex, Groups: a.groups[i : i+1 : i+1]})
+		ModifyIndex: j.modifyIndex, Groups: a.groups[i : i+1 : i+1]}
+	if j.requeuedAt >= 0 {
+		pj.QueuedSince = at(j.requeuedAt)
+	}
+	a.inc.PutJob(pj)
 }
 
 // syncNodes puts every node whose health, eligibility or state changed
