@@ -6,7 +6,7 @@ LDFLAGS   := -X github.com/allot-sched/allot/internal/version.Version=$(VERSION)
 FUZZTIME  ?= 10s
 BENCHTIME ?= 1s
 
-.PHONY: all build test fmt-check vet unit arrows bench e2e fuzz tidy-check clean
+.PHONY: all build test fmt-check vet unit arrows bench e2e fuzz tidy-check clean sim-suite
 
 all: build
 
@@ -28,6 +28,12 @@ arrows:
 
 unit:
 	$(GO) test -race -count=1 ./...
+
+# sim-suite prints allot against the baseline on every scenario of
+# examples/sim/suite (a few minutes on two cores); the regression suite
+# pinned by make test is examples/sim/suite/regress (TestSimSuiteFigures).
+sim-suite: build
+	$(BIN)/allot sim suite examples/sim/suite
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...

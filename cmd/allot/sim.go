@@ -66,7 +66,7 @@ func simCommand() *cli.Command {
 		Usage:     "replay a workload through allot and the baseline on a model of Nomad, and compare",
 		ArgsUsage: "[SCENARIO.json]",
 		Flags:     simFlags(),
-		Commands:  []*cli.Command{simGenerateCommand()},
+		Commands:  []*cli.Command{simGenerateCommand(), simSuiteCommand()},
 		Action:    runSim,
 	}
 }
