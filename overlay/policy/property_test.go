@@ -193,7 +193,7 @@ func checkPlan(t *testing.T, seed int64, snap *Snapshot, p *Plan, now time.Time,
 	minPending := 1 << 30
 	victims := map[string]bool{}
 	for _, s := range p.Stops {
-		if s.Reason.Code == ReasonVictim || s.Reason.Code == ReasonVictimOwn || s.Reason.Code == ReasonReservationStop {
+		if s.Reason.Code == ReasonVictim || s.Reason.Code == ReasonVictimOwn || s.Reason.Code == ReasonVictimPartial || s.Reason.Code == ReasonReservationStop {
 			victims[s.Job] = true
 		}
 	}
@@ -278,7 +278,7 @@ func checkPlan(t *testing.T, seed int64, snap *Snapshot, p *Plan, now time.Time,
 	asks := map[string]int{}
 	askOf := map[[2]string]int{}
 	for _, s := range p.Stops {
-		if s.Reason.Code != ReasonVictim && s.Reason.Code != ReasonVictimOwn {
+		if s.Reason.Code != ReasonVictim && s.Reason.Code != ReasonVictimOwn && s.Reason.Code != ReasonVictimPartial {
 			continue
 		}
 		askOf[[2]string{s.Reason.Job, s.Reason.Node}] = s.Reason.N
@@ -322,13 +322,22 @@ func checkPlan(t *testing.T, seed int64, snap *Snapshot, p *Plan, now time.Time,
 	}
 	// Victims are past their window, and from a leaf served at least the
 	// margin more than the job they make room for, or from its own leaf
-	// with a lower meta priority.
+	// with a lower meta priority; a job placed in part only for another
+	// placed in part.
 	for _, s := range p.Stops {
-		if s.Reason.Code != ReasonVictim && s.Reason.Code != ReasonVictimOwn {
+		if s.Reason.Code != ReasonVictim && s.Reason.Code != ReasonVictimOwn && s.Reason.Code != ReasonVictimPartial {
 			continue
 		}
 		v, _ := p.Explain(s.Job)
 		j, _ := p.Explain(s.Reason.Job)
+		if placedInPart(snap, s.Job) {
+			// A job placed in part is stopped only for another placed in
+			// part (it makes no progress; the first in order completes).
+			if !placedInPart(snap, s.Reason.Job) {
+				t.Errorf("seed %d: victim %s is placed in part, but %s is not", seed, s.Job, s.Reason.Job)
+			}
+			continue
+		}
 		if v.Budget != "" && v.Budget == j.Budget {
 			vj, _ := findJob(snap, s.Job)
 			bj, _ := findJob(snap, s.Reason.Job)
@@ -366,6 +375,31 @@ func checkOrder(t *testing.T, seed int64, pend []*Explanation, final map[string]
 			}
 		}
 	}
+}
+
+// placedInPart reports whether job id has live allocations but fewer than
+// it asks for, counting finished ones as placed.
+func placedInPart(s *Snapshot, id string) bool {
+	j, ok := findJob(s, id)
+	if !ok {
+		return false
+	}
+	want := 0
+	for _, g := range j.Groups {
+		want += g.Count
+	}
+	live, done := 0, 0
+	for i := range s.Allocs {
+		if a := &s.Allocs[i]; a.Job == id {
+			switch {
+			case a.live():
+				live++
+			case a.done():
+				done++
+			}
+		}
+	}
+	return live > 0 && live+done < want
 }
 
 func findJob(s *Snapshot, id string) (*Job, bool) {

@@ -54,6 +54,7 @@ const (
 	ReasonProtectedRestart // At: end of the protected window; the job is not resumable
 	ReasonRunningRestart   // At: end of the protected window; the job is not resumable
 	ReasonVictimOwn        // Job: beneficiary of the same budget, Node, N: GPUs asked, Detail: "<its meta priority> over <the victim's>"
+	ReasonVictimPartial    // Job: the beneficiary, also placed in part and before it in the order, Node, N: GPUs asked
 )
 
 // Reason is a ReasonCode with its operands.
@@ -145,6 +146,8 @@ func (r Reason) Format(at func(time.Time) string) string {
 		return "running past its protected window (ended " + at(r.At) + "); not resumable: it may be stopped at any time for a less served budget's job or a higher-priority job of its own budget, and then restarts from zero"
 	case ReasonVictimOwn:
 		return fmt.Sprintf("time slicing: past its protected window, stopped (requeued) so that %s, of the same budget with a higher meta priority (%s), gets %d GPUs on %s", r.Job, r.Detail, r.N, r.Node)
+	case ReasonVictimPartial:
+		return fmt.Sprintf("placed in part, like %s, which sorts before it: stopped (requeued, it never ran, so nothing is lost) so that %s completes with %d GPUs on %s", r.Job, r.Job, r.N, r.Node)
 	case ReasonNodeReturned:
 		how := "allot nodes return"
 		if r.Detail != "" {

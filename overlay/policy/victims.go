@@ -32,6 +32,9 @@ func (d *Decider) place() {
 		if info.fits {
 			continue // placed on its released reservation
 		}
+		if info.victimFor >= 0 {
+			continue // placed in part and stopped for a job placed in part before it
+		}
 		job := d.jp[j]
 		d.asks = d.jobAsks(j, d.asks)
 		if info.reserved >= 0 {
@@ -134,6 +137,10 @@ func (d *Decider) lostWork(v int32) int64 {
 	if info.lostSet {
 		return info.lost
 	}
+	if info.state == jsPartial {
+		info.lost, info.lostSet = 0, true // placed in part: it has made no progress
+		return 0
+	}
 	start := info.windowEnd.Add(-min(job.Contract.Protected, d.cfg.RuntimeCap))
 	ran := max(d.now.Sub(start), 0)
 	if job.Contract.Resumable {
@@ -204,7 +211,10 @@ func (d *Decider) sliceFor(j int32, asks []ask) bool {
 		vj := d.jp[v]
 		node = d.snap.Nodes[vi.victimNode].ID
 		r := Reason{Code: ReasonVictim, Job: job.ID, Node: node, N: int(vi.victimGPUs)}
-		if vi.leaf == info.leaf {
+		switch {
+		case vi.state == jsPartial:
+			r.Code = ReasonVictimPartial
+		case vi.leaf == info.leaf:
 			r.Code = ReasonVictimOwn
 			r.Detail = strconv.Itoa(job.Contract.Priority) + " over " + strconv.Itoa(vj.Contract.Priority)
 		}
@@ -236,10 +246,23 @@ func (d *Decider) liveAllocs(j, n int32) []string {
 // only the margin protects.
 func (d *Decider) victimOK(v, j int32) (ok, marginOnly bool) {
 	vi := &d.jobs[v]
+	if vi.state == jsPartial && vi.victimFor < 0 && vi.heldFor < 0 && !vi.moving {
+		return d.partialBefore(j, v), false
+	}
 	if vi.state != jsRunning || vi.victimFor >= 0 || vi.heldFor >= 0 || vi.moving {
 		return false, false
 	}
 	return d.mayStop(v, j)
+}
+
+// partialBefore reports whether job j, placed in part, sorts before job v,
+// also placed in part. Jobs placed in part make no progress (a distributed
+// job waits for its last allocation), so when two hold the GPUs each needs
+// to complete, neither ever runs: the first in the order may stop the
+// later one, which throws no work away (lostWork is 0), whatever its
+// budget.
+func (d *Decider) partialBefore(j, v int32) bool {
+	return d.jobs[j].state == jsPartial && d.compareKeys(d.keyOf(j, true), d.keyOf(v, true)) < 0
 }
 
 // mayStop is victimOK's rule on standing alone, whatever v's state: the
@@ -278,7 +301,7 @@ func (d *Decider) indexVictims() {
 		if n < 0 || v < 0 || !d.ap[i].live() {
 			continue
 		}
-		if vi := &d.jobs[v]; vi.state != jsRunning || vi.moving || vi.heldFor >= 0 {
+		if vi := &d.jobs[v]; vi.state != jsRunning && vi.state != jsPartial || vi.moving || vi.heldFor >= 0 {
 			continue
 		}
 		d.vKey[i] = n
@@ -297,8 +320,12 @@ func (d *Decider) indexVictims() {
 		d.vGPUs[n] += int32(d.ap[ai].GPUs)
 		d.vMost[n] = max(d.vMost[n], sv)
 		d.vServed = max(d.vServed, sv)
-		d.vLeaves[n] |= leafBit(l)
-		d.vAnyLeaf |= leafBit(l)
+		bit := leafBit(l)
+		if d.jobs[d.allocJob[ai]].state == jsPartial {
+			bit = ^uint64(0) // a victim for a job placed in part, of any leaf
+		}
+		d.vLeaves[n] |= bit
+		d.vAnyLeaf |= bit
 	}
 }
 
