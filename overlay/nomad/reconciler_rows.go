@@ -393,6 +393,9 @@ func explanationText(e *policy.Explanation) string {
 	b.WriteString(e.Reason.String())
 	if e.Wait != policy.WaitNone {
 		b.WriteString("; waiting for " + e.Wait.String())
+		if e.WaitsFor != "" {
+			b.WriteString(" (" + e.WaitsFor + ")")
+		}
 	}
 	if !e.FreeAt.IsZero() {
 		b.WriteString(" (GPUs free at " + e.FreeAt.UTC().Format(time.RFC3339) + ")")

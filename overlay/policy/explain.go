@@ -76,6 +76,9 @@ func (d *Decider) explain() {
 		if info.reserved >= 0 {
 			e.ReservedNodes = d.plan.Reservations[info.reserved].Nodes
 		}
+		if info.waitFor >= 0 && e.Wait != WaitNone {
+			e.WaitsFor = d.jp[info.waitFor].ID
+		}
 		ex = append(ex, e)
 	}
 	d.explBuf = ex

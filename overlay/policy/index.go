@@ -46,6 +46,7 @@ type jobInfo struct {
 	final      int // its priority once the plan is applied
 	reason     Reason
 	wait       Wait
+	waitFor    int32 // the job it waits for (Explanation.WaitsFor), -1
 	freeAt     time.Time
 	lost       int64 // lostWork, once computed (lostSet)
 	lostSet    bool
@@ -255,7 +256,7 @@ func managedBy(cfg *Config, job *Job) bool {
 // place: the record is large, and this runs for every job read).
 func (d *Decider) jobState(j int32, info *jobInfo) {
 	job := d.jp[j]
-	*info = jobInfo{leaf: -1, victimFor: -1, heldFor: -1, released: -1, reserved: -1}
+	*info = jobInfo{leaf: -1, victimFor: -1, heldFor: -1, released: -1, reserved: -1, waitFor: -1}
 	if d.tl != nil && d.tl.rank[j] != 0 {
 		// Queued (managed, allocated to a leaf, no allocation): the
 		// Incremental classified it already.

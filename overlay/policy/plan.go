@@ -188,6 +188,11 @@ type Explanation struct {
 	ReservedNodes []string
 	// FreeAt is when the GPUs it needs free up, when known.
 	FreeAt time.Time
+	// WaitsFor is a job the Wait rule keeps the GPUs with ("" when none
+	// is named): the first job its budget's order or the fairness margin
+	// protects, or the first victim of the cheapest set the loss bound
+	// refused.
+	WaitsFor string
 	// Reason is a short account of the job's state.
 	Reason   Reason
 	Warnings []contract.Warning

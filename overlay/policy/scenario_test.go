@@ -505,6 +505,9 @@ func (w *world) printPlan(p *Plan) string {
 		if e.Wait != WaitNone {
 			fmt.Fprintf(&b, " waits for %s", e.Wait)
 		}
+		if e.WaitsFor != "" {
+			fmt.Fprintf(&b, " [%s]", e.WaitsFor)
+		}
 		if !e.FreeAt.IsZero() {
 			fmt.Fprintf(&b, " (free at %s)", w.at(e.FreeAt))
 		}

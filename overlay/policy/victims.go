@@ -158,6 +158,11 @@ type victimScratch struct {
 	limit  int64   // sliceLossLimit of the job nodeCandidates listed for
 	lossy  bool    // pickOnNode refused a set over limit
 	order  bool    // mayStop found a job of the same leaf that its order keeps
+	// The first job found that each rule keeps from being a victim (the
+	// order, the margin), and the first victim of the cheapest set the
+	// loss bound refused; -1 when none: what the job waits for.
+	orderJob, marginJob, lossyJob int32
+	lossyLost                     int64
 }
 
 // sliceFor looks for victims so that every ask of pending job j fits (rule
@@ -170,6 +175,7 @@ func (d *Decider) sliceFor(j int32, asks []ask) bool {
 	sc := &d.scratch
 	sc.added = sc.added[:0]
 	sc.order = false
+	sc.orderJob, sc.marginJob, sc.lossyJob, sc.lossyLost = -1, -1, -1, math.MaxInt64
 	blockedByMargin := false
 	for i := range asks {
 		a := &asks[i]
@@ -188,12 +194,12 @@ func (d *Decider) sliceFor(j int32, asks []ask) bool {
 			switch {
 			case lossy:
 				// The bound lasts SliceLossMaxWait: then the cheapest set is taken.
-				info.wait, info.freeAt = WaitWork, d.lossyFrom(j)
+				info.wait, info.freeAt, info.waitFor = WaitWork, d.lossyFrom(j), sc.lossyJob
 				d.wakeAt(info.freeAt)
 			case blockedByMargin:
-				info.wait = WaitFairShare
+				info.wait, info.waitFor = WaitFairShare, sc.marginJob
 			case sc.order:
-				info.wait = WaitOrder
+				info.wait, info.waitFor = WaitOrder, sc.orderJob
 			default:
 				info.wait = WaitWindows
 			}
@@ -276,10 +282,15 @@ func (d *Decider) mayStop(v, j int32) (ok, marginOnly bool) {
 	vi, ji := &d.jobs[v], &d.jobs[j]
 	if vi.leaf == ji.leaf {
 		ok = d.jp[j].Contract.Priority > d.jp[v].Contract.Priority
-		d.scratch.order = d.scratch.order || !ok
+		if !ok && !d.scratch.order {
+			d.scratch.order, d.scratch.orderJob = true, v
+		}
 		return ok, false
 	}
 	if d.served[vi.leaf] < d.served[ji.leaf]+d.cfg.FairnessMargin {
+		if d.scratch.marginJob < 0 {
+			d.scratch.marginJob = v
+		}
 		return false, true
 	}
 	return true, false
@@ -516,6 +527,9 @@ func (d *Decider) pickOnNode(need int32) bool {
 	}
 	if lost > sc.limit {
 		sc.lossy = true // freeing this node would throw away too much work
+		if lost < sc.lossyLost && len(sc.chosen) > 0 {
+			sc.lossyJob, sc.lossyLost = sc.chosen[0].job, lost
+		}
 		return false
 	}
 	return true
