@@ -41,8 +41,10 @@ type Config struct {
 	// MaxSliceLoss × g × min(B's protected window, RuntimeCap) GPU-time,
 	// until B has waited SliceLossMaxWait (doc.go, rule 5). 0 sets no bound.
 	MaxSliceLoss float64
-	// SliceLossMaxWait bounds MaxSliceLoss in time: it paces rotation and
-	// never protects a job past its window for longer. The default is the
+	// SliceLossMaxWait bounds MaxSliceLoss in time: B waits for a cheaper
+	// stop only while one is in sight (a protected window ending gives it
+	// room) and at most this long; it paces rotation and never protects a
+	// job past its window for longer. The default is the
 	// default RuntimeCap (8h): no job waits for a cheaper victim longer
 	// than the longest window anyone may be promised. In the 30-day
 	// example 10m to 1h let the bound lapse so often that the work redone

@@ -67,9 +67,13 @@
 // the whole jobs, -min served) wins. A set is refused when its sum of lost
 // exceeds MaxSliceLoss × g(B) × min(Protected(B), RuntimeCap), g(B) the
 // GPUs of B's missing allocations (reservation stops, rule 7, too; 0: no
-// bound), until B has waited SliceLossMaxWait since it was submitted or
-// requeued (Job.QueuedSince): the bound paces rotation in time and never
-// protects a job past its window for longer, whatever its run. Stopping a
+// bound), and only while a cheaper stop is in sight: some usable node of
+// the ask's class would have room once protected windows of jobs rule 5
+// allows end, before B has waited SliceLossMaxWait since it was submitted
+// or requeued (Job.QueuedSince; cheaperAt, which is B's FreeAt). When none
+// is, waiting would only delay the same stop, and the cheapest set is
+// taken at once. The bound paces rotation in time and never protects a job
+// past its window for longer, whatever its run. Stopping a
 // 64-GPU job that ran two days, restarting from zero, to give 8 GPUs to a
 // job promised 1 h rarely pays for the fairness it buys (in the 30-day
 // example the unbounded rule threw away 31% of the month's capacity, and

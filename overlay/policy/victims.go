@@ -158,6 +158,8 @@ type victimScratch struct {
 	limit  int64   // sliceLossLimit of the job nodeCandidates listed for
 	lossy  bool    // pickOnNode refused a set over limit
 	order  bool    // mayStop found a job of the same leaf that its order keeps
+	// noBound lifts the loss bound for one chooseVictims (cheaperInSight).
+	noBound bool
 	// The first job found that each rule keeps from being a victim (the
 	// order, the margin), and the first victim of the cheapest set the
 	// loss bound refused; -1 when none: what the job waits for.
@@ -185,6 +187,16 @@ func (d *Decider) sliceFor(j int32, asks []ask) bool {
 			continue
 		}
 		n, margin, lossy := d.chooseVictims(j, a)
+		var sight time.Time
+		if n < 0 && lossy {
+			sight = d.cheaperAt(j, a)
+		}
+		if n < 0 && lossy && sight.IsZero() {
+			// Waiting would not buy a cheaper stop: take the cheapest now.
+			sc.noBound = true
+			n, margin, lossy = d.chooseVictims(j, a)
+			sc.noBound = false
+		}
 		blockedByMargin = blockedByMargin || margin
 		if n < 0 {
 			d.cap.rollback(mark)
@@ -194,7 +206,7 @@ func (d *Decider) sliceFor(j int32, asks []ask) bool {
 			switch {
 			case lossy:
 				// The bound lasts SliceLossMaxWait: then the cheapest set is taken.
-				info.wait, info.freeAt, info.waitFor = WaitWork, d.lossyFrom(j), sc.lossyJob
+				info.wait, info.freeAt, info.waitFor = WaitWork, sight, sc.lossyJob
 				d.wakeAt(info.freeAt)
 			case blockedByMargin:
 				info.wait, info.waitFor = WaitFairShare, sc.marginJob
@@ -361,6 +373,9 @@ func (d *Decider) chooseVictims(j int32, a *ask) (node int32, margin, lossy bool
 	some := d.vServed >= least || d.vAnyLeaf&own != 0
 	sc.lossy = false
 	sc.limit = d.sliceLossLimit(j)
+	if sc.noBound {
+		sc.limit = math.MaxInt64
+	}
 	for c := range d.classes {
 		if !d.classFits(int32(c), job, a) {
 			continue
@@ -425,6 +440,51 @@ func (d *Decider) sliceLossLimit(j int32) int64 {
 // began to wait (its submission or its requeue).
 func (d *Decider) lossyFrom(j int32) time.Time {
 	return d.queuedSince(j).Add(d.cfg.SliceLossMaxWait)
+}
+
+// cheaperAt is when ask a of job j could be freed with cheaper stops, if
+// before its loss bound lapses (lossyFrom); zero when no such time is in
+// sight. It is the earliest, over usable nodes of its class, of the time
+// by which the node has room for the ask, counting the GPUs free or held by
+// unallocated work and those of protected jobs rule 5 may stop once their
+// windows end (the last such window end counted). Only then does waiting
+// buy a cheaper stop; otherwise the bound would only delay the same stop,
+// and j takes the cheapest set at once. Jobs finishing are not counted:
+// their ends are not known.
+func (d *Decider) cheaperAt(j int32, a *ask) time.Time {
+	until := d.lossyFrom(j)
+	job := d.jp[j]
+	var best time.Time
+	for c := range d.classes {
+		if !d.classFits(int32(c), job, a) {
+			continue
+		}
+		for _, n := range d.classNode.row(int32(c)) {
+			if !d.cap.usable[n] || int32(d.snap.Nodes[n].GPUs) < a.gpus {
+				continue
+			}
+			have := d.cap.avail[n]
+			last := d.now
+			for _, ai := range d.nodeAlloc.row(n) {
+				v := d.allocJob[ai]
+				if v < 0 || !d.ap[ai].live() {
+					continue
+				}
+				vi := &d.jobs[v]
+				if vi.state != jsProtected || vi.windowEnd.After(until) || vi.victimFor >= 0 {
+					continue
+				}
+				if ok, _ := d.mayStop(v, j); ok {
+					have += int32(d.ap[ai].GPUs)
+					last = maxTime(last, vi.windowEnd)
+				}
+			}
+			if have >= a.gpus && (best.IsZero() || last.Before(best)) {
+				best = last
+			}
+		}
+	}
+	return best
 }
 
 // promised is the GPU-time, in GPU-seconds, job j's missing allocations
