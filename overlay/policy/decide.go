@@ -48,6 +48,9 @@ type Decider struct {
 	vMost       []float64 // by node: the same on that node
 	vLeaves     []uint64  // by node: the leaves of those jobs there (leafBit)
 	vAnyLeaf    uint64    // the leaves of those jobs anywhere (leafBit)
+	pAlloc      csr       // by node: live allocations of protected jobs (indexProtected)
+	pGPUs       []int32   // by node: their GPUs
+	pBuilt      bool      // pAlloc and pGPUs hold for this decision
 	allocJob    []int32
 	allocNode   []int32
 	classNode   csr     // nodes by class
@@ -98,7 +101,7 @@ func (d *Decider) Decide(snap *Snapshot, tree *budgets.Tree, fs *budgets.FairSha
 	if d.tl != nil {
 		d.plan.reuse(&d.bufs)
 	}
-	d.evals, d.wake = 0, time.Time{}
+	d.evals, d.wake, d.pBuilt = 0, time.Time{}, false
 	d.snap = snap
 	if d.tl == nil {
 		d.pointAt(snap)

@@ -459,19 +459,17 @@ func (d *Decider) cheaperAt(j int32, a *ask) time.Time {
 		if !d.classFits(int32(c), job, a) {
 			continue
 		}
+		d.indexProtected()
 		for _, n := range d.classNode.row(int32(c)) {
-			if !d.cap.usable[n] || int32(d.snap.Nodes[n].GPUs) < a.gpus {
+			if !d.cap.usable[n] || int32(d.snap.Nodes[n].GPUs) < a.gpus || d.cap.avail[n]+d.pGPUs[n] < a.gpus {
 				continue
 			}
 			have := d.cap.avail[n]
 			last := d.now
-			for _, ai := range d.nodeAlloc.row(n) {
+			for _, ai := range d.pAlloc.row(n) {
 				v := d.allocJob[ai]
-				if v < 0 || !d.ap[ai].live() {
-					continue
-				}
 				vi := &d.jobs[v]
-				if vi.state != jsProtected || vi.windowEnd.After(until) || vi.victimFor >= 0 {
+				if vi.windowEnd.After(until) || vi.victimFor >= 0 {
 					continue
 				}
 				if ok, _ := d.mayStop(v, j); ok {
@@ -485,6 +483,28 @@ func (d *Decider) cheaperAt(j int32, a *ask) time.Time {
 		}
 	}
 	return best
+}
+
+// indexProtected lists, by node, the live allocations of protected jobs
+// (pAlloc) and their GPUs (pGPUs), once per decision: cheaperAt reads them.
+func (d *Decider) indexProtected() {
+	if d.pBuilt {
+		return
+	}
+	d.pBuilt = true
+	d.vKey = resize(d.vKey, len(d.ap)) // indexVictims is done with it
+	for i := range d.vKey {
+		d.vKey[i] = -1
+		if n, v := d.allocNode[i], d.allocJob[i]; n >= 0 && v >= 0 && d.ap[i].live() && d.jobs[v].state == jsProtected {
+			d.vKey[i] = n
+		}
+	}
+	d.pAlloc.buildKeys(len(d.nodes), d.vKey)
+	d.pGPUs = resize(d.pGPUs, len(d.nodes))
+	clear(d.pGPUs)
+	for _, ai := range d.pAlloc.items {
+		d.pGPUs[d.allocNode[ai]] += int32(d.ap[ai].GPUs)
+	}
 }
 
 // promised is the GPU-time, in GPU-seconds, job j's missing allocations

@@ -15,6 +15,7 @@ type syncState struct {
 	live      []int32       // allocations put and not yet seen ended
 	nodeGen   uint64        // State.nodeGen when the nodes were last put
 	nodesDue  bool          // apply changed a node's state since
+	requeued  []int64       // by job: 1 + the requeuedAt last put (putJob)
 }
 
 // syncModel feeds what changed in the model since the last decision into
@@ -26,6 +27,7 @@ func (a *Allot) syncModel(s *State, now time.Time) {
 	if y.nodes == nil {
 		y.nodes = make([]policy.Node, len(s.nodes))
 		y.nodesDue = true
+		y.requeued = make([]int64, len(s.jobs))
 	}
 	if y.nodesDue || y.nodeGen != s.nodeGen {
 		a.syncNodes(s, now)
@@ -46,8 +48,9 @@ func (a *Allot) syncModel(s *State, now time.Time) {
 		a.inc.RemoveAlloc(a.allocID(al))
 		if j := &s.jobs[r.job]; j.status >= StatusDone {
 			a.inc.RemoveJob(j.spec.ID)
-		} else if j.requeuedAt >= 0 {
-			a.putJob(s, r.job) // waiting again since requeuedAt
+		} else if j.requeuedAt >= 0 && y.requeued[r.job] != j.requeuedAt+1 {
+			y.requeued[r.job] = j.requeuedAt + 1 // once per requeue, not per allocation
+			a.putJob(s, r.job)                   // waiting again since requeuedAt
 		}
 	}
 	for ; y.nextAlloc < len(s.allocs); y.nextAlloc++ {
