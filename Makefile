@@ -79,3 +79,15 @@ proto:
 # proto-check fails when the committed generated code differs from what `make proto` writes.
 proto-check: proto
 	@git diff --exit-code -- nvplugin/proto || { echo "generated protobuf code is stale: run make proto and commit"; exit 1; }
+
+# ui rebuilds the web UI's bundle (ui/dist, embedded by the server and
+# committed, so `make test` needs no Node) from ui/src and the uPlot pinned
+# in ui/package-lock.json; ui-check fails when the committed bundle differs.
+.PHONY: ui ui-check
+
+ui:
+	@command -v npm >/dev/null || { echo "npm missing: apt-get update && apt-get install -y npm"; exit 1; }
+	cd ui && npm ci --no-audit --no-fund && npm run --silent build
+
+ui-check: ui
+	@git diff --exit-code -- ui/dist && test -z "$$(git status --porcelain -- ui/dist)" || { echo "ui/dist is stale: run make ui and commit"; exit 1; }

@@ -29,9 +29,20 @@ func explainCommand() *cli.Command {
 				if c.NArg() != 1 {
 					return usagef("explain job needs exactly one job ID, e.g. allot explain job default/olmo-7b")
 				}
+				var base string
 				return showAnswer(c, func(cl *client.Client) (*client.Explain, error) {
+					base = cl.Address()
 					return cl.Explain(ctx, c.Args().First(), c.Bool("stale"))
-				}, func(w io.Writer, ex *client.Explain) error { return printExplain(w, ex, time.Now()) })
+				}, func(w io.Writer, ex *client.Explain) error {
+					if err := printExplain(w, ex, time.Now()); err != nil {
+						return err
+					}
+					fmt.Fprintf(w, "Web UI:       %s\n", uiLink(base, "job/"+ex.JobID))
+					if ex.Budget != "" {
+						fmt.Fprintf(w, "Budget page:  %s\n", uiLink(base, "budgets/"+ex.Budget))
+					}
+					return nil
+				})
 			},
 		}},
 		Action: needSubcommand,

@@ -22,9 +22,17 @@ func queueCommand() *cli.Command {
 			if c.NArg() > 0 {
 				return usagef("queue takes no arguments")
 			}
+			var base string
 			return showAnswer(c, func(cl *client.Client) (*client.Queue, error) {
+				base = cl.Address()
 				return cl.Queue(ctx, c.Bool("stale"))
-			}, printQueue)
+			}, func(w io.Writer, q *client.Queue) error {
+				if err := printQueue(w, q); err != nil {
+					return err
+				}
+				fmt.Fprintf(w, "Web UI: %s (a job's page: %s)\n", uiLink(base, "queue"), uiLink(base, "job/ID"))
+				return nil
+			})
 		},
 	}
 }

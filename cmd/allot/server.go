@@ -128,6 +128,7 @@ func runServer(ctx context.Context, c *cli.Command, cfg server.Config, ns nomadS
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var rec *nomad.Reconciler
+	cfg.Lookback = ns.Policy.Lookback
 	if ns.Enabled {
 		var err error
 		if rec, err = startNomad(ctx, ns, cfg.Logger, c.Root().Writer); err != nil {
@@ -150,6 +151,7 @@ func runServer(ctx context.Context, c *cli.Command, cfg server.Config, ns nomadS
 	} else {
 		fmt.Fprintf(c.Root().Writer, "allot server %s: HTTP API on %s, raft on %s\n", s.ID(), s.HTTPAddr(), s.RaftAddr())
 	}
+	fmt.Fprintf(c.Root().Writer, "web UI: %s\n", serverUIURL(s.HTTPAddr(), cfg.TLS.HTTP))
 	<-ctx.Done()
 	fmt.Fprintln(c.Root().Writer, "shutting down")
 	err = s.Shutdown()

@@ -18,9 +18,10 @@ func init() { extraCommands = append(extraCommands, usageCommand) }
 
 func usageCommand() *cli.Command {
 	return &cli.Command{
-		Name:  "usage",
-		Usage: "GPU time per budget over a window: charged, demand, owed and delivered/owed",
-		Flags: append(apiFlags(true), &cli.StringFlag{Name: "since", Value: "7d", Usage: "window length, e.g. 7d, 36h, 90m"}),
+		Name:     "usage",
+		Usage:    "GPU time per budget over a window: charged, demand, owed and delivered/owed",
+		Commands: []*cli.Command{usageSeriesCommand()},
+		Flags:    append(apiFlags(true), &cli.StringFlag{Name: "since", Value: "7d", Usage: "window length, e.g. 7d, 36h, 90m"}),
 		Action: func(ctx context.Context, c *cli.Command) error {
 			if c.NArg() > 0 {
 				return usagef("usage takes no arguments (use -since)")

@@ -155,6 +155,19 @@ type Node struct {
 	HealthyGPUs int              `json:"healthy_gpus"`
 	// Lifecycle is the node's drain lifecycle (drain.go).
 	Lifecycle NodeDrain `json:"lifecycle"`
+	// Running are the managed allocations running on the node, each with
+	// the end of its protected window.
+	Running []NodeAlloc `json:"running"`
+}
+
+// NodeAlloc is a managed allocation running on a node.
+type NodeAlloc struct {
+	ID             string    `json:"id"`
+	JobID          string    `json:"job_id"`
+	Budget         string    `json:"budget,omitempty"` // "" for unallocated work
+	GPUs           int       `json:"gpus"`
+	StartedAt      time.Time `json:"started_at"`
+	ProtectedUntil time.Time `json:"protected_until,omitzero"`
 }
 
 // NodeReservation is a node held ineligible for a large pending job until

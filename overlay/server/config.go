@@ -117,6 +117,9 @@ type Config struct {
 	// Clock is the default, none when Clock is set (a test's clock is
 	// trusted as it is).
 	Monotonic func() time.Duration
+	// Lookback is the policy's fair-share window; the server only shows it
+	// (GET /v1/usage/series, the UI's charts). Default 7 days.
+	Lookback time.Duration
 	// Logger is named per component below; default: a null logger.
 	Logger hclog.Logger
 	// MaxBodyBytes bounds request bodies (default DefaultMaxBodyBytes).
@@ -154,6 +157,9 @@ func (c *Config) withDefaults() Config {
 	}
 	if out.Clock == nil {
 		out.Clock = time.Now
+	}
+	if out.Lookback <= 0 {
+		out.Lookback = 7 * 24 * time.Hour
 	}
 	if out.Logger == nil {
 		out.Logger = hclog.NewNullLogger()

@@ -52,6 +52,9 @@ func (s *Server) startHTTP() error {
 	s.local(mux, "GET /v1/operator/raft/peers", "peers", s.getPeers)
 	s.write(mux, "PUT /v1/operator/raft/join", "join", s.putJoin)
 	s.local(mux, "GET /v1/agent/self", "self", s.getSelf)
+	s.read(mux, "GET /v1/usage/series", "usage_series", s.getUsageSeries)
+	s.read(mux, "GET /v1/jobs/{id...}", "job_history", s.getJobHistory)
+	s.serveUI(mux)
 	mux.Handle("GET /v1/metrics", s.instrument("metrics", s.metrics.handler()))
 	s.addPath("GET /v1/metrics")
 	mux.Handle("/", s.instrument("unknown", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -298,7 +301,11 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
+	if c, ok := v.(compactJSON); ok {
+		v = c.v
+	} else {
+		enc.SetIndent("", "  ")
+	}
 	_ = enc.Encode(v)
 }
 

@@ -193,9 +193,11 @@ func (s *Server) getUsage(r *http.Request, v *state.View) (any, error) {
 
 func (s *Server) getNodes(_ *http.Request, v *state.View) (any, error) {
 	out := client.Nodes{Nodes: []client.Node{}}
+	running := runningByNode(v)
 	for _, n := range v.Nodes() {
 		cn := client.Node{ID: n.ID, Name: n.Name, Drain: n.Drain, Reason: n.Reason, Since: n.Since,
-			TotalGPUs: n.TotalGPUs, HealthyGPUs: n.HealthyGPUs, Lifecycle: lifecycle(v.Drain(n.ID))}
+			TotalGPUs: n.TotalGPUs, HealthyGPUs: n.HealthyGPUs, Lifecycle: lifecycle(v.Drain(n.ID)),
+			Running: append([]client.NodeAlloc{}, running[n.ID]...)}
 		if n.Drain == state.NodeReserved {
 			// A reservation is not a drain: the node is in service, held.
 			cn.Drain = state.NodeActive
@@ -216,7 +218,7 @@ func (s *Server) getDecisions(r *http.Request, v *state.View) (any, error) {
 		limit = n
 	}
 	out := client.Decisions{Decisions: []client.Decision{}}
-	for _, d := range v.Decisions(limit) {
+	for _, d := range filterDecisions(r, v, limit) {
 		out.Decisions = append(out.Decisions, decision(d))
 	}
 	return out, nil

@@ -1,0 +1,166 @@
+package server
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/allot-sched/allot/budgets"
+	"github.com/allot-sched/allot/overlay/client"
+	"github.com/allot-sched/allot/overlay/state"
+)
+
+// seriesSteps are the steps GET /v1/usage/series picks from when none is
+// asked for: the smallest giving at most maxSeriesPoints points.
+var seriesSteps = []time.Duration{time.Minute, 5 * time.Minute, 15 * time.Minute, time.Hour,
+	3 * time.Hour, 6 * time.Hour, 24 * time.Hour}
+
+// maxSeriesPoints bounds the default resolution: about one point per two
+// pixels of a wide chart, and 14 days at 1h (336 points) for 1,000 leaves
+// stays well under a second to compute and encode.
+const maxSeriesPoints = 500
+
+// maxSeriesSteps bounds an explicit step, so that one request cannot ask
+// for 14 days of 1-minute points for every child of a large budget.
+const maxSeriesSteps = 20160 // 14 days of minutes
+
+// getUsageSeries answers GET /v1/usage/series?budget=P&since=7d&step=1h:
+// for budget P (the root by default) and each of its children, the average
+// GPUs used and wanted per step, with each one's allocation.
+func (s *Server) getUsageSeries(r *http.Request, v *state.View) (any, error) {
+	q := r.URL.Query()
+	since := 7 * 24 * time.Hour
+	if x := q.Get("since"); x != "" {
+		d, err := ParseSince(x)
+		if err != nil {
+			return nil, errorf(http.StatusBadRequest, "%v", err)
+		}
+		since = d
+	}
+	fsmCfg := s.fsm.Config()
+	if since > fsmCfg.Retention {
+		return nil, errorf(http.StatusBadRequest, "since %v reaches beyond the ledger's %v of history", since, fsmCfg.Retention)
+	}
+	bucket := fsmCfg.Bucket
+	if bucket <= 0 {
+		bucket = budgets.DefaultBucket
+	}
+	step := time.Duration(0)
+	if x := q.Get("step"); x != "" {
+		d, err := ParseSince(x)
+		if err != nil {
+			return nil, errorf(http.StatusBadRequest, "step: %v", err)
+		}
+		if d%bucket != 0 {
+			return nil, errorf(http.StatusBadRequest, "step %v: want a multiple of the ledger's %v buckets", d, bucket)
+		}
+		if since/d > maxSeriesSteps {
+			return nil, errorf(http.StatusBadRequest, "step %v over %v gives %d points; at most %d (use a larger step)", d, since, since/d, maxSeriesSteps)
+		}
+		step = d
+	} else {
+		step = seriesSteps[len(seriesSteps)-1]
+		for _, d := range seriesSteps {
+			if d%bucket == 0 && since/d <= maxSeriesPoints {
+				step = d
+				break
+			}
+		}
+	}
+	to := s.cfg.Clock().UTC().Truncate(bucket)
+	out := &client.UsageSeries{From: to.Add(-since), To: to, Step: step, StepSeconds: int64(step / time.Second),
+		LookbackSeconds: int64(s.cfg.Lookback / time.Second), RetentionSeconds: int64(fsmCfg.Retention / time.Second),
+		Times: []int64{}, Series: []client.BudgetSerie{}}
+	for _, n := range v.Nodes() {
+		out.CapacityGPUs += n.TotalGPUs
+	}
+	b := v.Budgets()
+	if b == nil {
+		if p := q.Get("budget"); p != "" {
+			return nil, errorf(http.StatusNotFound, "budget %q: no budget tree has been applied yet", p)
+		}
+		return compactJSON{out}, nil
+	}
+	tree := b.Tree()
+	node := tree.Root()
+	if p := q.Get("budget"); p != "" {
+		n, ok := tree.Lookup(p)
+		if !ok {
+			return nil, errorf(http.StatusNotFound, "budget %q is not in the budget tree in force (revision %s)", p, b.Revision)
+		}
+		node = n
+	}
+	var starts []time.Time
+	for t := out.From; t.Before(out.To); t = t.Add(step) {
+		starts = append(starts, t)
+		out.Times = append(out.Times, t.Unix())
+	}
+	shown := append([]*budgets.Node{node}, node.Children...)
+	leaves := tree.Leaves()
+	s.fsm.WithLedger(func(l *budgets.Ledger) {
+		for _, n := range shown {
+			row := client.BudgetSerie{Path: n.Path, Leaf: n.IsLeaf(), Program: program(n), Effective: n.Effective,
+				AllocationGPUs: n.Effective * float64(out.CapacityGPUs),
+				UsedGPUs:       make([]float64, len(starts)), DemandGPUs: make([]float64, len(starts))}
+			first, last := n, n
+			for !first.IsLeaf() {
+				first = first.Children[0]
+			}
+			for !last.IsLeaf() {
+				last = last.Children[len(last.Children)-1]
+			}
+			for _, leaf := range leaves[first.LeafIndex : last.LeafIndex+1] {
+				for i, t := range starts {
+					end := stepEnd(t, step, out.To)
+					row.UsedGPUs[i] += float64(l.Usage(leaf.Path, t, end))
+					row.DemandGPUs[i] += float64(l.Demand(leaf.Path, t, end))
+				}
+			}
+			for i, t := range starts {
+				secs := stepEnd(t, step, out.To).Sub(t).Seconds()
+				row.UsedGPUs[i] = round3(row.UsedGPUs[i] / secs)
+				row.DemandGPUs[i] = round3(row.DemandGPUs[i] / secs)
+			}
+			out.Series = append(out.Series, row)
+		}
+	})
+	return compactJSON{out}, nil
+}
+
+// stepEnd is the end of the step starting at t: t+step, or to for the last.
+func stepEnd(t time.Time, step time.Duration, to time.Time) time.Time {
+	if e := t.Add(step); e.Before(to) {
+		return e
+	}
+	return to
+}
+
+// program is the child of the root that n lies under ("" for the root): the
+// UI groups colours by it.
+func program(n *budgets.Node) string {
+	if n.Parent == nil {
+		return ""
+	}
+	for n.Parent.Parent != nil {
+		n = n.Parent
+	}
+	return n.Path
+}
+
+// round3 keeps three decimals: a thousandth of a GPU is below what a chart
+// or a person reads, and it keeps the answer small.
+func round3(x float64) float64 {
+	if x < 0 {
+		return -round3(-x)
+	}
+	return float64(int64(x*1000+0.5)) / 1000
+}
+
+// compactJSON marks an answer written without indentation: series answers
+// run to megabytes, and indenting one number per line would triple them.
+type compactJSON struct{ v any }
+
+// hasBudgetPrefix reports whether path is budget or lies under it.
+func hasBudgetPrefix(path, budget string) bool {
+	return path == budget || strings.HasPrefix(path, budget+"/")
+}

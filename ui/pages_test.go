@@ -1,0 +1,202 @@
+package ui_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/chromedp"
+
+	"github.com/allot-sched/allot/overlay/client"
+	"github.com/allot-sched/allot/ui/uitest"
+)
+
+// TestPagesInBrowser opens every page of the UI in headless Chromium
+// against a seeded -dev server and checks the figures it shows against the
+// seed's formulas and the API, the charts' ink, the filters and links, and
+// that the browser logged no error.
+func TestPagesInBrowser(t *testing.T) {
+	b := newBrowser(t)
+	now := time.Now().UTC().Truncate(time.Hour)
+	s := seeded(t, now)
+	base := "http://" + s.HTTPAddr() + "/ui/"
+	cl, _ := client.New(s.HTTPAddr(), "", nil)
+	ctx := context.Background()
+
+	t.Run("budgets", func(t *testing.T) {
+		ms := b.open(t, base+"#/budgets", "budgets")
+		t.Logf("budgets page ready in %.0f ms", ms)
+		// The tree: shares as declared, normalized and effective.
+		row := b.text(t, `tr[data-path="ai2/prior/olmo/pretrain"]`)
+		if !strings.Contains(row, "55") || !strings.Contains(row, "55.0%") || !strings.Contains(row, "13.2%") {
+			t.Errorf("pretrain row %q: want share 55, 55.0%% of parent, 13.2%% of the cluster", row)
+		}
+		// Charged over 7 days of a leaf that only the seeded ledger charged.
+		bs, _ := cl.Budgets(ctx, false)
+		eff := 0.0
+		for _, x := range bs.Budgets {
+			if x.Path == uitest.ExactLeaf {
+				eff = x.Effective
+			}
+		}
+		want := fmt.Sprintf("%.1f", uitest.ExpectedCharged(uitest.ExactLeaf, eff, now.Add(-7*24*time.Hour), now))
+		if row := b.text(t, fmt.Sprintf(`tr[data-path=%q]`, uitest.ExactLeaf)); !strings.Contains(row, "\t"+want+"\t") {
+			t.Errorf("%s row %q: want charged %s GPU-h over 7d", uitest.ExactLeaf, row, want)
+		}
+		// Delivered/owed as the API computes it, for 1 and 7 days.
+		for i, since := range []string{"1d", "7d"} {
+			u, err := cl.Usage(ctx, since, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range u.Budgets {
+				if r.Path != "ai2/prior/olmo/pretrain" {
+					continue
+				}
+				cell := eval[string](t, b, fmt.Sprintf(`document.querySelector('tr[data-path="ai2/prior/olmo/pretrain"]').cells[%d].innerText`, 4+i))
+				if w := fmt.Sprintf("%.0f%%", 100*float64(r.Ratio)); cell != w {
+					t.Errorf("pretrain delivered/owed %s: page %q, API %s", since, cell, w)
+				}
+			}
+		}
+		// Charts: a used line and a dashed share per program (5), 7 days
+		// of hourly points, with ink on the canvas.
+		charts := eval[[]struct {
+			Series, Points int
+			Max            float64
+		}](t, b, `window.allotCharts`)
+		if len(charts) != 2 || charts[0].Series != 10 || charts[0].Points != 168 || charts[0].Max <= 0 || charts[1].Series != 5 {
+			t.Errorf("charts %+v: want used (10 series, 168 points) and demand (5 series)", charts)
+		}
+		ink := eval[int](t, b, fmt.Sprintf(inkedPixels, 0))
+		if ink < 2000 {
+			t.Errorf("the used-vs-allocation chart has %d inked pixels: drew nothing?", ink)
+		}
+		// Hover reads exact values in the legend.
+		box := eval[[]float64](t, b, `(() => { const r = document.querySelector('#chart-used .u-over').getBoundingClientRect(); return [r.x, r.y, r.width, r.height]; })()`)
+		if err := chromedp.Do(b.ctx, chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, box[0]+box[2]*0.6, box[1]+box[3]/2)); err != nil {
+			t.Fatal(err)
+		}
+		if legend := b.text(t, "#chart-used .u-legend"); !strings.Contains(legend, " GPUs") {
+			t.Errorf("hovering the chart shows no values in its legend: %q", legend)
+		}
+		b.screenshot(t, "budgets.png")
+		// Range 24h: 5-minute points.
+		b.click(t, `button[data-range="24h"]`)
+		if _, err := poll[int](b, `window.allotCharts.length === 2 && window.allotCharts[0].points === 288 && 288`); err != nil {
+			t.Errorf("range 24h: want 288 five-minute points: %v", err)
+		}
+		// A budget's link shows its subtree: olmo has 3 children.
+		b.click(t, `tr[data-path="ai2/prior/olmo"] a`)
+		b.waitReady(t, "budgets")
+		n, err := poll[int](b, `location.hash === "#/budgets/ai2%2Fprior%2Folmo" && window.allotCharts.length === 2 && window.allotCharts[0].series`)
+		if err != nil || n != 6 {
+			t.Errorf("olmo's page: %d series, want 6 (3 children used + share): %v", n, err)
+		}
+		if rows := b.text(t, "#tree-table tbody"); strings.Contains(rows, "ai2/nlp") || !strings.Contains(rows, "ai2/prior/olmo/evals") {
+			t.Errorf("olmo's tree lists %q: want only olmo's subtree", rows)
+		}
+		b.screenshot(t, "budget-olmo.png")
+		b.noErrors(t)
+	})
+
+	t.Run("queue", func(t *testing.T) {
+		b.open(t, base+"#/queue", "queue")
+		q, _ := cl.Queue(ctx, false)
+		ids := eval[[]string](t, b, `[...document.querySelectorAll('#queue-table tbody tr')].map(r => r.dataset.job)`)
+		if len(ids) != len(q.Jobs) || len(ids) != 7 || ids[0] != "default/olmo-eval-sweep" || ids[2] != "default/big-pretrain" {
+			t.Fatalf("queue rows %v: want the 7 seeded jobs in the API's order", ids)
+		}
+		first := q.Jobs[0]
+		row := b.text(t, `tr[data-job="default/olmo-eval-sweep"]`)
+		wantServed := fmt.Sprintf("%.2f", float64(first.Standing.ServedRatio))
+		wantLF := fmt.Sprintf("%.2f", float64(first.Standing.Parts[0].Level))
+		for _, w := range []string{"pending", "89", fmt.Sprintf("%.4f", float64(first.SortMetric)), wantServed, wantLF, "GPUs free at"} {
+			if !strings.Contains(row, w) {
+				t.Errorf("queue row %q lacks %q", row, w)
+			}
+		}
+		b.screenshot(t, "queue.png")
+		for _, tc := range []struct {
+			name, js string
+			want     int
+		}{
+			{"namespace research", `document.querySelector('#f-ns').value = 'research'; document.querySelector('#f-ns').dispatchEvent(new Event('change'))`, 1},
+			{"budget ai2/prior", `document.querySelector('#f-ns').value = ''; document.querySelector('#f-budget').value = 'ai2/prior'; document.querySelector('#f-budget').dispatchEvent(new Event('change'))`, 3},
+			{"search video", `document.querySelector('#f-budget').value = ''; const s = document.querySelector('#f-job'); s.value = 'video'; s.dispatchEvent(new Event('input'))`, 1},
+		} {
+			rows := eval[int](t, b, tc.js+`; document.querySelectorAll('#queue-table tbody tr').length`)
+			if rows != tc.want {
+				t.Errorf("filter %s: %d rows, want %d", tc.name, rows, tc.want)
+			}
+		}
+		b.click(t, `tr[data-job="default/video-diffusion"] td:nth-child(2) a`)
+		b.waitReady(t, "job")
+		if h := b.text(t, "h1"); h != "Job default/video-diffusion" {
+			t.Errorf("the queue's job link opened %q", h)
+		}
+		b.noErrors(t)
+	})
+
+	t.Run("job", func(t *testing.T) {
+		b.open(t, base+"#/job/default%2Fvideo-diffusion", "job")
+		h, err := cl.JobHistory(ctx, "default/video-diffusion", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// 17 h on gpu-03 and 2 h since the requeue, 8 GPUs each.
+		if h.ChargedGPUHours != 152 || h.Placements != 2 || h.Requeues != 1 {
+			t.Errorf("history: charged %.2f GPU-h, %d placements, %d requeues; want 152, 2, 1", h.ChargedGPUHours, h.Placements, h.Requeues)
+		}
+		summary := b.text(t, "#job-summary")
+		if !strings.Contains(summary, "152.00 GPU-h over 2 placements, 1 requeues") || !strings.Contains(summary, "ai2/vision/video") {
+			t.Errorf("job summary %q", summary)
+		}
+		why := b.text(t, "#job-why")
+		if !strings.Contains(why, "time-slicing") || !strings.Contains(why, "default/reasoning-grpo") || !strings.Contains(why, "ai2/nlp/reasoning") {
+			t.Errorf("why box %q: want the time-slicing stop for default/reasoning-grpo of ai2/nlp/reasoning", why)
+		}
+		kinds := eval[[]string](t, b, `[...document.querySelectorAll('#job-events tbody tr')].map(r => r.dataset.kind)`)
+		joined := strings.Join(kinds, ",")
+		if !strings.HasPrefix(joined, "submitted,placed,") || !strings.Contains(joined, "stopped") || !strings.Contains(joined, "requeued") {
+			t.Errorf("history rows %v: want submitted, placed, ..., stopped, requeued", kinds)
+		}
+		b.screenshot(t, "job.png")
+		b.noErrors(t)
+	})
+
+	t.Run("nodes", func(t *testing.T) {
+		b.open(t, base+"#/nodes", "nodes")
+		if c := b.text(t, "#nodes-count"); c != "8 GPU nodes, 63 of 64 GPUs healthy." {
+			t.Errorf("nodes count %q", c)
+		}
+		if r := b.text(t, `tr[data-node="node-06"]`); !strings.Contains(r, "7 / 8") || !strings.Contains(r, "XID 79") || !strings.Contains(r, "scratch-notebook") {
+			t.Errorf("gpu-06 row %q: want 7 / 8 healthy, the XID 79 fault and its allocation", r)
+		}
+		if r := b.text(t, `tr[data-node="node-07"]`); !strings.Contains(r, "reserved for default/big-pretrain") {
+			t.Errorf("gpu-07 row %q: want its reservation", r)
+		}
+		if r := b.text(t, `tr[data-node="node-03"]`); !strings.Contains(r, "default/reasoning-grpo") || !strings.Contains(r, "protected until") {
+			t.Errorf("gpu-03 row %q: want reasoning-grpo protected", r)
+		}
+		b.screenshot(t, "nodes.png")
+		b.noErrors(t)
+	})
+
+	t.Run("decisions", func(t *testing.T) {
+		b.open(t, base+"#/decisions?kind=preempt", "decisions")
+		rows := eval[[]string](t, b, `[...document.querySelectorAll('#decisions-table tbody tr')].map(r => r.innerText)`)
+		if len(rows) != 1 || !strings.Contains(rows[0], "default/video-diffusion") || !strings.Contains(rows[0], "time slicing") {
+			t.Errorf("kind=preempt rows %q: want the one time-slicing stop", rows)
+		}
+		eval[bool](t, b, `document.querySelector('#d-kind').value = ''; document.querySelector('#d-budget').value = 'ai2/vision'; document.querySelector('form.controls').requestSubmit(); true`)
+		if _, err := poll[int](b, `document.querySelector('#decisions-count').innerText.startsWith('3 decisions') && 3`); err != nil {
+			t.Errorf("budget ai2/vision: %q, want the 3 decisions about video-diffusion: %v", b.text(t, "#decisions-count"), err)
+		}
+		b.screenshot(t, "decisions.png")
+		b.noErrors(t)
+	})
+}
