@@ -39,15 +39,21 @@ func OwedReport(t *Tree, l *Ledger, capacityGPUs int, from, to time.Time) []Deli
 		out[i].Path = n.Path
 	}
 	periods := hourPeriods(from, to)
+	w := l.Windows(periods)
+	delivered := make([]int64, len(periods))
+	demand := make([]int64, len(periods))
 	for _, leaf := range t.Leaves() {
 		d := &out[leaf.Index]
-		for _, p := range periods {
-			delivered := l.Usage(leaf.Path, p[0], p[1])
+		clear(delivered)
+		clear(demand)
+		l.AddWindowSums(leaf.Path, w, false, delivered)
+		l.AddWindowSums(leaf.Path, w, true, demand)
+		for i, p := range periods {
 			capacity := leaf.Effective * float64(max(capacityGPUs, 0)) * p[1].Sub(p[0]).Seconds()
-			owed := min(int64(math.Round(capacity)), l.Demand(leaf.Path, p[0], p[1]))
+			owed := min(int64(math.Round(capacity)), demand[i])
 			d.Owed += owed
-			d.Delivered += delivered
-			d.Credited += min(delivered, owed)
+			d.Delivered += delivered[i]
+			d.Credited += min(delivered[i], owed)
 		}
 	}
 	for i := len(nodes) - 1; i > 0; i-- {

@@ -192,3 +192,8 @@ const inkedPixels = `(() => {
   const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data; let n = 0;
   for (let i = 0; i < d.length; i += 4) if (d[i+3] > 0 && (d[i] < 200 || d[i+1] < 200 || d[i+2] < 200)) n++;
   return n; })()`
+
+// chromedpReload leaves the page, so that the next open is a fresh load.
+func chromedpReload(b *browser) error {
+	return chromedp.Do(b.ctx, chromedp.Navigate("about:blank"))
+}

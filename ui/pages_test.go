@@ -197,6 +197,22 @@ func TestPagesInBrowser(t *testing.T) {
 			t.Errorf("budget ai2/vision: %q, want the 3 decisions about video-diffusion: %v", b.text(t, "#decisions-count"), err)
 		}
 		b.screenshot(t, "decisions.png")
+		// Live: a decision made now shows up without a reload (the page
+		// polls every 5 s).
+		b.open(t, base+"#/decisions?kind=budgets", "decisions")
+		before := b.text(t, "#decisions-count")
+		bs, _ := cl.Budgets(ctx, false)
+		var specs []client.BudgetSpec
+		for _, x := range bs.Budgets {
+			specs = append(specs, client.BudgetSpec{Path: x.Path, Share: x.Share})
+		}
+		wcl, _ := client.New(s.HTTPAddr(), token, nil)
+		if _, err := wcl.ApplyBudgets(ctx, &client.BudgetsApply{Revision: "live-1", Budgets: specs}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := poll[bool](b, `document.querySelector('#decisions-table').innerText.includes('live-1')`); err != nil {
+			t.Errorf("a new budgets decision did not appear without a reload (count was %q, now %q): %v", before, b.text(t, "#decisions-count"), err)
+		}
 		b.noErrors(t)
 	})
 }

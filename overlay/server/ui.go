@@ -32,9 +32,11 @@ func (s *Server) serveUI(mux *http.ServeMux) {
 		}
 		files.ServeHTTP(w, r)
 	}))))
-	// /ui without the slash: a relative redirect keeps any path prefix.
+	// /ui without the slash: a relative redirect keeps any path prefix
+	// (http.Redirect would make it absolute).
 	mux.Handle("GET /ui", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, "ui/", http.StatusMovedPermanently)
+		w.Header().Set("Location", "ui/")
+		w.WriteHeader(http.StatusMovedPermanently)
 	}))
 	s.addPath("GET /ui/")
 }

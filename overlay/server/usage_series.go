@@ -22,7 +22,7 @@ const maxSeriesPoints = 500
 
 // maxSeriesSteps bounds an explicit step, so that one request cannot ask
 // for 14 days of 1-minute points for every child of a large budget.
-const maxSeriesSteps = 20160 // 14 days of minutes
+const maxSeriesSteps = 10080 // 7 days of minutes: far more points than a chart has pixels
 
 // getUsageSeries answers GET /v1/usage/series?budget=P&since=7d&step=1h:
 // for budget P (the root by default) and each of its children, the average
@@ -90,40 +90,49 @@ func (s *Server) getUsageSeries(r *http.Request, v *state.View) (any, error) {
 		}
 		node = n
 	}
-	var starts []time.Time
+	var periods [][2]time.Time
 	for t := out.From; t.Before(out.To); t = t.Add(step) {
-		starts = append(starts, t)
+		periods = append(periods, [2]time.Time{t, stepEnd(t, step, out.To)})
 		out.Times = append(out.Times, t.Unix())
 	}
 	shown := append([]*budgets.Node{node}, node.Children...)
-	leaves := tree.Leaves()
+	used := make([][]int64, len(shown))
+	wanted := make([][]int64, len(shown))
+	for i := range shown {
+		used[i], wanted[i] = make([]int64, len(periods)), make([]int64, len(periods))
+	}
+	// Each leaf under node is read once, into node's row and the row of
+	// the child it lies under.
 	s.fsm.WithLedger(func(l *budgets.Ledger) {
-		for _, n := range shown {
-			row := client.BudgetSerie{Path: n.Path, Leaf: n.IsLeaf(), Program: program(n), Effective: n.Effective,
-				AllocationGPUs: n.Effective * float64(out.CapacityGPUs),
-				UsedGPUs:       make([]float64, len(starts)), DemandGPUs: make([]float64, len(starts))}
-			first, last := n, n
-			for !first.IsLeaf() {
-				first = first.Children[0]
+		w := l.Windows(periods)
+		for k, child := range shown[1:] {
+			for _, leaf := range leavesUnder(tree, child) {
+				l.AddWindowSums(leaf.Path, w, false, used[k+1])
+				l.AddWindowSums(leaf.Path, w, true, wanted[k+1])
 			}
-			for !last.IsLeaf() {
-				last = last.Children[len(last.Children)-1]
-			}
-			for _, leaf := range leaves[first.LeafIndex : last.LeafIndex+1] {
-				for i, t := range starts {
-					end := stepEnd(t, step, out.To)
-					row.UsedGPUs[i] += float64(l.Usage(leaf.Path, t, end))
-					row.DemandGPUs[i] += float64(l.Demand(leaf.Path, t, end))
-				}
-			}
-			for i, t := range starts {
-				secs := stepEnd(t, step, out.To).Sub(t).Seconds()
-				row.UsedGPUs[i] = round3(row.UsedGPUs[i] / secs)
-				row.DemandGPUs[i] = round3(row.DemandGPUs[i] / secs)
-			}
-			out.Series = append(out.Series, row)
+		}
+		if len(shown) == 1 {
+			l.AddWindowSums(node.Path, w, false, used[0])
+			l.AddWindowSums(node.Path, w, true, wanted[0])
 		}
 	})
+	for k := 1; k < len(shown); k++ {
+		for i := range periods {
+			used[0][i] += used[k][i]
+			wanted[0][i] += wanted[k][i]
+		}
+	}
+	for k, n := range shown {
+		row := client.BudgetSerie{Path: n.Path, Leaf: n.IsLeaf(), Program: program(n), Effective: n.Effective,
+			AllocationGPUs: round3(n.Effective * float64(out.CapacityGPUs)),
+			UsedGPUs:       make([]float64, len(periods)), DemandGPUs: make([]float64, len(periods))}
+		for i, p := range periods {
+			secs := p[1].Sub(p[0]).Seconds()
+			row.UsedGPUs[i] = round3(float64(used[k][i]) / secs)
+			row.DemandGPUs[i] = round3(float64(wanted[k][i]) / secs)
+		}
+		out.Series = append(out.Series, row)
+	}
 	return compactJSON{out}, nil
 }
 
@@ -133,6 +142,19 @@ func stepEnd(t time.Time, step time.Duration, to time.Time) time.Time {
 		return e
 	}
 	return to
+}
+
+// leavesUnder returns the leaves of t under n (n itself when it is a leaf):
+// a contiguous run of t.Leaves().
+func leavesUnder(t *budgets.Tree, n *budgets.Node) []*budgets.Node {
+	first, last := n, n
+	for !first.IsLeaf() {
+		first = first.Children[0]
+	}
+	for !last.IsLeaf() {
+		last = last.Children[len(last.Children)-1]
+	}
+	return t.Leaves()[first.LeafIndex : last.LeafIndex+1]
 }
 
 // program is the child of the root that n lies under ("" for the root): the

@@ -142,7 +142,7 @@
       hooks: {
         drawClear: [(u) => {
           if (!mark) return;
-          const x0 = u.valToPos(Math.max(mark.from, u.scales.x.min), "x", true);
+          const x0 = Math.max(u.bbox.left, u.valToPos(Math.max(mark.from, u.scales.x.min), "x", true));
           const x1 = u.valToPos(u.scales.x.max, "x", true);
           const ctx = u.ctx;
           ctx.save();
@@ -200,14 +200,16 @@
     let charts = [];
 
     async function refresh() {
-      const series = await api("usage/series", { budget: path, since: range });
+      const [series, tree] = await Promise.all([api("usage/series", { budget: path, since: range }), api("budgets")]);
+      // 30 days when the ledger keeps them; its whole retention otherwise.
       const windows = ["1d", "7d", series.retention_seconds >= 30 * 86400 ? "30d" : Math.floor(series.retention_seconds / 86400) + "d"];
-      const [tree, ...usages] = await Promise.all([api("budgets"), ...windows.map((w) => api("usage", { since: w }))]);
-      drawCharts(series);
+      const usages = await Promise.all(windows.map((w) => api("usage", { since: w })));
+      const programs = tree.budgets.filter((b) => b.path.split("/").length === 2).map((b) => b.path);
+      drawCharts(series, programs);
       drawTree(tree, usages, windows);
     }
 
-    function drawCharts(s) {
+    function drawCharts(s, programs) {
       charts.forEach((c) => c.destroy());
       window.allotCharts = [];
       if (!s.series.length) {
@@ -216,8 +218,6 @@
         charts = [];
         return;
       }
-      const programs = [];
-      for (const x of s.series) if (x.program && !programs.includes(x.program)) programs.push(x.program);
       const self = s.series[0];
       const shown = s.series.length > 1 ? s.series.slice(1) : [self];
       const byProgram = {};
@@ -387,7 +387,7 @@
       } else why.replaceChildren();
       events.replaceChildren(table(["At", "Event", "Kind", "Alloc", "Node", ["GPUs", "num"], "Detail"],
         j.events.map((e) => h("tr", { "data-kind": e.kind },
-          td(time(e.at)), td(e.kind), td(e.stop_kind || e.decision_kind || "–"), td(e.alloc_id || "–"), td(nodeLink(e.node_id)),
+          td([time(e.at), Date.parse(e.at) > Date.now() ? h("span", { class: "muted" }, " (ahead)") : ""]), td(e.kind), td(e.stop_kind || e.decision_kind || "–"), td(e.alloc_id || "–"), td(nodeLink(e.node_id)),
           td(e.gpus || "–", "num"),
           td([e.until && !e.until.startsWith("0001-") ? `protected until ${time(e.until)}. ` : "", e.reason || "",
             e.for_job ? h("span", {}, " (for ", jobLink(e.for_job), ")") : "",
@@ -409,14 +409,14 @@
         const unhealthy = n.healthy_gpus < n.total_gpus;
         const now = Date.now();
         return h("tr", { "data-node": n.id },
-          td([h("strong", {}, n.name || n.id), h("br"), h("span", { class: "muted" }, n.id)]),
+          td([h("strong", {}, n.name || n.id), h("br"), h("span", { class: "muted" }, n.id)], "nowrap"),
           td(`${n.healthy_gpus} / ${n.total_gpus}`, "num"),
           td(unhealthy ? h("span", { class: "bad" }, (lc.cause === "unhealthy" && lc.reason) || n.reason || "unhealthy GPUs")
             : h("span", { class: "ok" }, "healthy")),
           td([lc.phase || "in-service", lc.phase_since ? h("span", { class: "muted" }, " since " + time(lc.phase_since)) : "",
-            lc.cause ? h("div", { class: "muted" }, `${lc.cause}: ${lc.reason || ""}`) : "",
+            lc.cause && !unhealthy ? h("div", { class: "muted" }, `${lc.cause}: ${lc.reason || ""}`) : "",
             lc.allocs && lc.allocs.length ? h("div", {}, lc.allocs.map((a) => h("div", {}, jobLink(a.job_id), ` leaves ${time(a.leaves_at)}`))) : ""]),
-          td(n.drain === "reserved" ? [h("span", {}, "reserved for "), jobLink(n.reserved_for), h("div", { class: "muted" }, n.reason || "")] : "–"),
+          td(n.drain === "reserved" ? [h("span", {}, "reserved for "), jobLink(n.reserved_for), h("span", { class: "muted" }, " since " + time(n.since))] : "–"),
           td((n.running || []).length ? (n.running || []).map((a) => h("div", {}, jobLink(a.job_id), ` ${a.gpus} GPUs, `,
             a.protected_until && Date.parse(a.protected_until) > now ? h("span", {}, "protected until " + time(a.protected_until))
               : h("span", { class: "muted" }, a.budget ? "past its window" : "unallocated"))) : h("span", { class: "muted" }, "idle")));
