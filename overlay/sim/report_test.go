@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bytes"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -117,4 +118,68 @@ func TestDrainReportAllotAgainstNomadDrain(t *testing.T) {
 		t.Errorf("allot drain lost %v GPU h, idle %v: want 1 and %v", da.LostGPUHours, da.IdleGPUHours,
 			3*float64(3600-reaction)/3600)
 	}
+}
+
+// The report's keys sit beside the charts: a colour per team grouped by
+// program, grey for unallocated work, the hatching and the red edge; team
+// colours keep away from that red; both policies' usage charts share one
+// y-scale; and the wait CDFs say where never-started jobs are counted.
+func TestHTMLKeysScaleAndNotes(t *testing.T) {
+	a, err := NewAllot(policyDefault())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := []*Result{smallRun(t, a, 3), smallRun(t, NewBaseline(DefaultBaselineConfig()), 3)}
+	var b bytes.Buffer
+	if err := WriteHTML(&b, rs); err != nil {
+		t.Fatal(err)
+	}
+	s := b.String()
+	for _, want := range []string{"unallocated work (free, preemptible)", "red right edge: preempted", "hatched: preemptible",
+		`<span class="grp">ai2/prior</span>`, "never started", "Same y-scale for every policy"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	pal := newPalette(rs[0].leafNames)
+	for l, c := range pal.colors {
+		h, _, _ := rgbHue(c.R, c.G, c.B)
+		if d := math.Min(h, 360-h); d < 25 {
+			t.Errorf("%s is coloured at hue %.0f, %.0f° from the red preemption edge", pal.names[l], h, d)
+		}
+	}
+	ymax := math.Max(usageMax(rs[0]), usageMax(rs[1]))
+	for _, r := range rs {
+		p, err := usagePlot(r, newPalette(r.leafNames), ymax)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Y.Max != ymax*1.05 || p.Y.Min != 0 {
+			t.Errorf("%s usage y-scale [%v, %v], want [0, %v] for both policies", r.Policy, p.Y.Min, p.Y.Max, ymax*1.05)
+		}
+	}
+}
+
+// rgbHue is the hue of an RGB colour in degrees.
+func rgbHue(r, g, b uint8) (float64, float64, float64) {
+	R, G, B := float64(r)/255, float64(g)/255, float64(b)/255
+	mx, mn := math.Max(R, math.Max(G, B)), math.Min(R, math.Min(G, B))
+	d := mx - mn
+	if d == 0 {
+		return 0, 0, mx
+	}
+	var h float64
+	switch mx {
+	case R:
+		h = math.Mod((G-B)/d, 6)
+	case G:
+		h = (B-R)/d + 2
+	default:
+		h = (R-G)/d + 4
+	}
+	h *= 60
+	if h < 0 {
+		h += 360
+	}
+	return h, d / mx, mx
 }
