@@ -3,7 +3,12 @@ package ui_test
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,6 +30,42 @@ func TestPagesInBrowser(t *testing.T) {
 	base := "http://" + s.HTTPAddr() + "/ui/"
 	cl, _ := client.New(s.HTTPAddr(), "", nil)
 	ctx := context.Background()
+
+	t.Run("behind a path prefix", func(t *testing.T) {
+		// A proxy serving the server under /allot/: the pages and their
+		// API calls are relative, so everything resolves under the prefix.
+		target, _ := url.Parse("http://" + s.HTTPAddr())
+		rp := httputil.NewSingleHostReverseProxy(target)
+		var outside []string
+		var mu sync.Mutex
+		proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			rest, ok := strings.CutPrefix(r.URL.Path, "/allot")
+			if !ok {
+				mu.Lock()
+				outside = append(outside, r.URL.Path)
+				mu.Unlock()
+				http.NotFound(w, r)
+				return
+			}
+			r.URL.Path, r.URL.RawPath = rest, ""
+			rp.ServeHTTP(w, r)
+		}))
+		defer proxy.Close()
+		b.open(t, proxy.URL+"/allot/ui/#/queue", "queue")
+		if n := eval[int](t, b, `document.querySelectorAll('#queue-table tbody tr').length`); n != 7 {
+			t.Errorf("queue behind /allot/: %d rows, want 7", n)
+		}
+		b.open(t, proxy.URL+"/allot/ui/#/budgets", "budgets")
+		if n := eval[int](t, b, `window.allotCharts.length`); n != 2 {
+			t.Errorf("budgets behind /allot/: %d charts, want 2", n)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(outside) > 0 {
+			t.Errorf("requests outside the prefix: %v", outside)
+		}
+		b.noErrors(t)
+	})
 
 	t.Run("budgets", func(t *testing.T) {
 		ms := b.open(t, base+"#/budgets", "budgets")

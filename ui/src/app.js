@@ -125,6 +125,14 @@
   }
 
   // ---- charts (uPlot) ----------------------------------------------------
+  // chartInfo is what the browser tests read of a chart: its series, points
+  // and largest value.
+  function chartInfo(title, times, series) {
+    let max = 0;
+    for (const s of series) for (const v of s.values) if (v != null && v > max) max = v;
+    return { title, series: series.length, points: times.length, max };
+  }
+
   // lineChart draws series of [times, ...values] with uPlot. marks is an
   // optional {from, label} band drawn behind the data (the lookback window).
   function lineChart(el, title, times, series, mark) {
@@ -163,8 +171,8 @@
     const u = new uPlot(opts, data, el);
     u.root.setAttribute("role", "img");
     u.root.setAttribute("aria-label", title + ": " + series.map((s) => s.label).join(", "));
-    window.allotCharts.push({ title, series: series.length, points: times.length,
-      max: Math.max(0, ...series.flatMap((s) => s.values.filter((v) => v != null))) });
+    u.__title = title;
+    window.allotCharts.push(chartInfo(title, times, series));
     return u;
   }
 
@@ -198,6 +206,7 @@
       h("h2", {}, "Budget tree"), treeEl);
     seg.setAttribute("aria-labelledby", "range-label");
     let charts = [];
+    let chartKey = "";
 
     async function refresh() {
       const [series, tree] = await Promise.all([api("usage/series", { budget: path, since: range }), api("budgets")]);
@@ -210,12 +219,13 @@
     }
 
     function drawCharts(s, programs) {
-      charts.forEach((c) => c.destroy());
-      window.allotCharts = [];
       if (!s.series.length) {
+        charts.forEach((c) => c.destroy());
+        window.allotCharts = [];
         usedEl.replaceChildren(h("p", { class: "muted" }, "No budgets applied yet (allot budgets apply DIR)."));
         demandEl.replaceChildren();
         charts = [];
+        chartKey = "";
         return;
       }
       const self = s.series[0];
@@ -239,6 +249,18 @@
       const mark = { from: s.to ? Date.parse(s.to) / 1000 - lb : 0, label: "lookback window (" + dur(lb * 1e9) + ")" };
       note.textContent = `${self.path}: ${shown.length} ${s.series.length > 1 ? "children" : "budget"}, a point per ${dur(s.step_seconds * 1e9)}; ` +
         `solid: GPUs used (average over the step), dashed: allocation (effective share × ${s.capacity_gpus} GPUs); shaded: the fair-share lookback window. Hover for exact values; click a legend entry to hide it.`;
+      // A refresh with the same series updates the data in place, so the
+      // series a reader has hidden in the legend stay hidden.
+      const key = [range, ...used.map((x) => x.label + x.stroke)].join("|");
+      if (charts.length === 2 && chartKey === key) {
+        charts[0].setData([s.times].concat(used.map((x) => x.values)));
+        charts[1].setData([s.times].concat(demand.map((x) => x.values)));
+        window.allotCharts = [chartInfo(charts[0].__title, s.times, used), chartInfo(charts[1].__title, s.times, demand)];
+        return;
+      }
+      charts.forEach((c) => c.destroy());
+      window.allotCharts = [];
+      chartKey = key;
       charts = [lineChart(usedEl, "GPUs used vs allocation: " + self.path, s.times, used, mark),
         lineChart(demandEl, "Demand: " + self.path, s.times, demand, mark)];
     }
