@@ -102,6 +102,12 @@ func (s *Server) getJobHistory(r *http.Request, v *state.View) (any, error) {
 		out.Events = append(out.Events, st)
 	}
 	out.ChargedGPUHours = round3(float64(charged) / 3600)
+	// Nomad's submit time is its latest version's: allot's priority writes
+	// and a user's re-run register new versions, so it may come after the
+	// first placement.
+	if len(allocs) > 0 && allocs[0].StartedAt.Before(j.SubmittedAt) {
+		out.Events[0].Reason = "latest job version registered (allot's priority writes and re-runs register versions); " + out.Events[0].Reason
+	}
 	rank := map[string]int{client.EventSubmitted: 0, client.EventStopped: 1, client.EventRequeued: 2,
 		client.EventPlaced: 2, client.EventProtected: 3, client.EventDecision: 4}
 	sort.SliceStable(out.Events, func(a, b int) bool {
@@ -132,7 +138,7 @@ func stopEvent(v *state.View, a *state.Alloc, d *state.Decision) client.JobEvent
 			}
 		}
 	case a.Preemptions > 0:
-		ev.StopKind, ev.Reason = client.StopNomad, "preempted by Nomad (its own preemption: allocated work evicting unallocated work, or a job outside allot)"
+		ev.StopKind, ev.Reason = client.StopNomad, "preempted by Nomad's scheduler for a higher-priority placement (allot stopped nothing here)"
 	default:
 		ev.StopKind, ev.Reason = client.StopEnded, "the allocation finished, or was stopped outside allot"
 	}
