@@ -90,9 +90,10 @@
     return parts.join("");
   }
   const enc = encodeURIComponent;
+  // short cuts a Nomad UUID to its first 8 characters, as Nomad's CLI does.
+  const short = (id) => (/^[0-9a-f]{8}-[0-9a-f-]{27}$/.test(id) ? id.slice(0, 8) : id);
   const jobLink = (id) => (id ? h("a", { href: "#/job/" + enc(id) }, id) : "–");
   const budgetLink = (p) => (p ? h("a", { href: "#/budgets/" + enc(p) }, p) : "–");
-  const nodeLink = (id) => (id ? h("a", { href: "#/decisions?node=" + enc(id) }, id) : "–");
   function setStatus(text, bad) {
     statusEl.textContent = text;
     statusEl.className = bad ? "bad" : "";
@@ -374,7 +375,9 @@
           td(fmtRatio(p.level_fairshare), "num"))), { class: "standing" });
     }
     async function refresh() {
-      const j = await api("jobs/" + enc(id) + "/history");
+      const [j, nodes] = await Promise.all([api("jobs/" + enc(id) + "/history"), api("nodes")]);
+      const nodeName = Object.fromEntries(nodes.nodes.map((n) => [n.id, n.name || n.id]));
+      const nodeCell = (nid) => (nid ? h("a", { href: "#/decisions?node=" + enc(nid), title: nid }, nodeName[nid] || short(nid)) : "–");
       const qj = j.queue;
       const kv = [["Budget", budgetLink(j.budget)], ["Min runtime", dur(j.min_runtime_ns)], ["Resumable", j.resumable ? "yes" : "no"],
         ["GPUs", j.gpus], ["Submitted", time(j.submitted_at)],
@@ -393,10 +396,13 @@
             `(usage ${pct(st.usage_share)} of the window, share ${pct(st.effective_share)})`), standingTable(st));
       }
       summary.replaceChildren(...parts);
+      // "Why was I preempted": the last stop allot decided, with the job it
+      // made room for; a later stop by Nomad is said after it.
       const stops = j.events.filter((e) => e.kind === "stopped" && e.stop_kind !== "ended");
       if (stops.length) {
-        const last = stops[stops.length - 1];
-        const bits = [h("strong", {}, `Last stopped ${time(last.at)}: ${last.stop_kind}`), " — ", last.reason];
+        const byAllot = stops.filter((e) => e.decision_kind);
+        const last = byAllot.length ? byAllot[byAllot.length - 1] : stops[stops.length - 1];
+        const bits = [h("strong", {}, `Stopped ${time(last.at)}: ${last.stop_kind}`), " — ", last.reason];
         if (last.for_job) {
           bits.push(h("br"), "It made room for ", jobLink(last.for_job), " of ", budgetLink(last.for_job_budget));
           if (last.for_job_standing_now) {
@@ -405,11 +411,13 @@
               (b ? `; this job's budget is #${b.leaf_position}, served ${fmtRatio(b.served_ratio)}.` : "."));
           }
         }
+        const later = stops.filter((e) => !e.decision_kind && Date.parse(e.at) >= Date.parse(last.at) && e !== last);
+        if (later.length) bits.push(h("br"), `Then Nomad preempted ${later.length === 1 ? "its replacement" : later.length + " replacements"} (last ${time(later[later.length - 1].at)}).`);
         why.replaceChildren(h("div", { class: "why", role: "note" }, ...bits));
       } else why.replaceChildren();
       events.replaceChildren(table(["At", "Event", "Kind", "Alloc", "Node", ["GPUs", "num"], "Detail"],
         j.events.map((e) => h("tr", { "data-kind": e.kind },
-          td([time(e.at), Date.parse(e.at) > Date.now() ? h("span", { class: "muted" }, " (ahead)") : ""]), td(e.kind), td(e.stop_kind || e.decision_kind || "–"), td(e.alloc_id || "–"), td(nodeLink(e.node_id)),
+          td([time(e.at), Date.parse(e.at) > Date.now() ? h("span", { class: "muted" }, " (ahead)") : ""]), td(e.kind), td(e.stop_kind || e.decision_kind || "–"), td(e.alloc_id ? h("span", { title: e.alloc_id }, short(e.alloc_id)) : "–"), td(nodeCell(e.node_id)),
           td(e.gpus || "–", "num"),
           td([e.until && !e.until.startsWith("0001-") ? `protected until ${time(e.until)}. ` : "", e.reason || "",
             e.for_job ? h("span", {}, " (for ", jobLink(e.for_job), ")") : "",
@@ -431,7 +439,7 @@
         const unhealthy = n.healthy_gpus < n.total_gpus;
         const now = Date.now();
         return h("tr", { "data-node": n.id },
-          td([h("strong", {}, n.name || n.id), h("br"), h("span", { class: "muted" }, n.id)], "nowrap"),
+          td([h("strong", {}, n.name || n.id), h("br"), h("span", { class: "muted", title: n.id }, short(n.id))], "nowrap"),
           td(`${n.healthy_gpus} / ${n.total_gpus}`, "num"),
           td(unhealthy ? h("span", { class: "bad" }, (lc.cause === "unhealthy" && lc.reason) || n.reason || "unhealthy GPUs")
             : h("span", { class: "ok" }, "healthy")),
@@ -477,7 +485,8 @@
       count.textContent = `${ds.length} decisions, newest first (at most 500).`;
       out.replaceChildren(table([["Seq", "num"], "At", "Kind", "Job", "Node", "Alloc", "Reason"],
         ds.map((x) => h("tr", { "data-kind": x.kind }, td(x.seq, "num"), td(time(x.at)), td(x.kind), td(jobLink(x.job_id)),
-          td(x.node_id || "–"), td(x.alloc_id || "–"), td(x.reason)))));
+          td(x.node_id ? h("span", { title: x.node_id }, short(x.node_id)) : "–"),
+          td(x.alloc_id ? h("span", { title: x.alloc_id }, short(x.alloc_id)) : "–"), td(x.reason)))));
     }
     return { refresh };
   }
