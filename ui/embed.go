@@ -1,6 +1,3 @@
-// Package ui holds allot's read-only web UI: the sources under src/, and
-// the bundle under dist/ that `make ui` builds from them and that the server
-// embeds. dist/ is committed, so building allot needs no Node.
 package ui
 
 import (

@@ -67,6 +67,46 @@ func TestPagesInBrowser(t *testing.T) {
 		b.noErrors(t)
 	})
 
+	t.Run("read token", func(t *testing.T) {
+		// A proxy that refuses reads without a bearer token stands in for
+		// a server with a read token: the UI asks for it, keeps it in the
+		// tab and sends it.
+		target, _ := url.Parse("http://" + s.HTTPAddr())
+		rp := httputil.NewSingleHostReverseProxy(target)
+		proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasPrefix(r.URL.Path, "/v1/") && r.Header.Get("Authorization") != "Bearer read-secret" {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusUnauthorized)
+				fmt.Fprint(w, `{"error":"a read token is required"}`)
+				return
+			}
+			rp.ServeHTTP(w, r)
+		}))
+		defer proxy.Close()
+		if err := chromedp.Do(b.ctx, chromedp.Navigate(proxy.URL+"/ui/#/queue")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := poll[bool](b, `!document.querySelector('#token-form').hidden`); err != nil {
+			t.Fatalf("no token prompt after a refused read: %v", err)
+		}
+		if why := b.text(t, "#token-why"); !strings.Contains(why, "a read token is required") {
+			t.Errorf("token prompt says %q", why)
+		}
+		b.screenshot(t, "token.png")
+		eval[bool](t, b, `document.querySelector('#token-input').value = 'read-secret'; document.querySelector('#token-form').requestSubmit(); true`)
+		b.waitReady(t, "queue")
+		if n := eval[int](t, b, `document.querySelectorAll('#queue-table tbody tr').length`); n != 7 {
+			t.Errorf("queue with the token: %d rows, want 7", n)
+		}
+		if tok := eval[string](t, b, `sessionStorage.getItem('allot-token')`); tok != "read-secret" {
+			t.Errorf("token kept as %q", tok)
+		}
+		eval[bool](t, b, `sessionStorage.clear(); true`)
+		b.mu.Lock()
+		b.errors = nil // the refused reads are logged by the browser, as they should be
+		b.mu.Unlock()
+	})
+
 	t.Run("budgets", func(t *testing.T) {
 		ms := b.open(t, base+"#/budgets", "budgets")
 		t.Logf("budgets page ready in %.0f ms", ms)

@@ -404,8 +404,10 @@
         const last = byAllot.length ? byAllot[byAllot.length - 1] : stops[stops.length - 1];
         const bits = [h("strong", {}, `Stopped ${time(last.at)}: ${last.stop_kind}`), " — ", last.reason];
         if (last.for_job) {
-          bits.push(h("br"), "It made room for ", jobLink(last.for_job), " of ", budgetLink(last.for_job_budget));
-          if (last.for_job_standing_now) {
+          bits.push(h("br"), "It made room for ", jobLink(last.for_job));
+          if (last.for_job_budget) bits.push(" of ", budgetLink(last.for_job_budget));
+          else bits.push(" (which allot no longer tracks: it finished or left)");
+          if (last.for_job_standing_now && last.for_job_budget) {
             const a = last.for_job_standing_now, b = j.budget_standing_now;
             bits.push(`: that budget is #${a.leaf_position} in the order now, served ${fmtRatio(a.served_ratio)}` +
               (b ? `; this job's budget is #${b.leaf_position}, served ${fmtRatio(b.served_ratio)}.` : "."));
@@ -513,19 +515,21 @@
     if (!make) { current = null; main.replaceChildren(h("h1", {}, "Not found"), h("p", {}, "No page " + params.page + ".")); return; }
     document.title = "allot: " + params.page + (params.rest ? " " + params.rest : "");
     const seq = ++routeSeq;
+    window.allotReady = null;
     const started = performance.now();
     current = make(params);
-    await load(seq);
-    if (seq === routeSeq) window.allotReady = { page: params.page, ms: performance.now() - started, at: performance.now() };
+    if ((await load(seq)) && seq === routeSeq) window.allotReady = { page: params.page, ms: performance.now() - started, at: performance.now() };
   }
   async function load(seq) {
-    if (!current) return;
+    if (!current) return false;
     try {
       await current.refresh();
       if (seq === undefined || seq === routeSeq) setStatus("updated " + new Date().toISOString().slice(11, 19) + "Z" + (paused ? " · paused" : ` · live, every ${REFRESH_MS / 1000}s`));
+      return true;
     } catch (err) {
       setStatus("refresh failed: " + err.message, true);
       if (seq !== undefined) showError(main, err);
+      return false;
     }
   }
   function schedule() {
