@@ -3,6 +3,7 @@ package ui_test
 import (
 	"context"
 	"net"
+	"sort"
 	"testing"
 	"time"
 
@@ -14,10 +15,14 @@ import (
 // TestBudgetsPageLoad1000Leaves loads the budgets page of 1,000 leaves with
 // 14 days of minute buckets and reports the browser's times: from
 // navigation start to the page drawn (charts and the 1,111-row tree), and
-// from the router's start (the API calls, the charts, the table). The
-// target is 1 s; the test fails above 5 s, so that a shared, loaded machine
-// does not make it flaky while a real regression still fails it.
+// from the router's start (the API calls, the charts, the table), best and
+// median of 5 loads. The target is 1 s; the test fails when even the best
+// load takes over 5 s, so that a shared, loaded machine does not make it
+// flaky while a real regression still fails it.
 func TestBudgetsPageLoad1000Leaves(t *testing.T) {
+	if raceEnabled {
+		t.Skip("skip: a load time under -race means nothing; .ci/run runs this test without it")
+	}
 	b := newBrowser(t)
 	now := time.Now().UTC().Truncate(time.Hour)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -43,8 +48,9 @@ func TestBudgetsPageLoad1000Leaves(t *testing.T) {
 		t.Fatal(err)
 	}
 	url := "http://" + s.HTTPAddr() + "/ui/#/budgets?range=14d"
+	var totals []float64
 	var best, bestRoute float64
-	for i := range 3 {
+	for i := range 5 {
 		route := b.open(t, url+"&try="+string(rune('a'+i)), "budgets")
 		total := eval[float64](t, b, `window.allotReady.at`)
 		rows := eval[int](t, b, `document.querySelectorAll('#tree-table tbody tr').length`)
@@ -53,6 +59,7 @@ func TestBudgetsPageLoad1000Leaves(t *testing.T) {
 			t.Fatalf("load %d: %d tree rows, charts %+v; want 1,111 rows and 10 programs × 2 series of 336 hourly points", i, rows, charts)
 		}
 		t.Logf("load %d: %.0f ms from navigation start to drawn, %.0f ms of it from the router's start", i, total, route)
+		totals = append(totals, total)
 		if i == 0 || total < best {
 			best, bestRoute = total, route
 		}
@@ -60,7 +67,9 @@ func TestBudgetsPageLoad1000Leaves(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	t.Logf("budgets page, 1,000 leaves, 14 days of minute buckets: best of 3 %.0f ms (router to drawn %.0f ms)", best, bestRoute)
+	sort.Float64s(totals)
+	t.Logf("budgets page, 1,000 leaves, 14 days of minute buckets: best of 5 %.0f ms (router to drawn %.0f ms), median %.0f ms",
+		best, bestRoute, totals[len(totals)/2])
 	if best > 5000 {
 		t.Errorf("budgets page took %.0f ms to draw; the target is 1,000 ms", best)
 	}

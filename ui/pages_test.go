@@ -107,6 +107,33 @@ func TestPagesInBrowser(t *testing.T) {
 		b.mu.Unlock()
 	})
 
+	t.Run("follower without a leader", func(t *testing.T) {
+		// A follower that cannot reach the leader answers 503 to reads;
+		// the UI falls back to the server's own copy (?stale) and says so.
+		target, _ := url.Parse("http://" + s.HTTPAddr())
+		rp := httputil.NewSingleHostReverseProxy(target)
+		proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if _, stale := r.URL.Query()["stale"]; strings.HasPrefix(r.URL.Path, "/v1/") && !stale {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				fmt.Fprint(w, `{"error":"no leader; retry shortly, or read with ?stale"}`)
+				return
+			}
+			rp.ServeHTTP(w, r)
+		}))
+		defer proxy.Close()
+		b.open(t, proxy.URL+"/ui/#/queue", "queue")
+		if n := eval[int](t, b, `document.querySelectorAll('#queue-table tbody tr').length`); n != 7 {
+			t.Errorf("queue from a leaderless follower: %d rows, want 7", n)
+		}
+		if st := b.text(t, "#status"); !strings.Contains(st, "own copy") {
+			t.Errorf("status %q: want it to say the figures are this server's own copy", st)
+		}
+		b.mu.Lock()
+		b.errors = nil // the 503s are logged by the browser, as they should be
+		b.mu.Unlock()
+	})
+
 	t.Run("budgets", func(t *testing.T) {
 		ms := b.open(t, base+"#/budgets", "budgets")
 		t.Logf("budgets page ready in %.0f ms", ms)

@@ -10,6 +10,7 @@
   const pauseBtn = document.getElementById("pause");
   const tokenForm = document.getElementById("token-form");
   let current = null; // the mounted page: {refresh()}
+  let staleReads = 0; // reads answered from a follower's own state since the last refresh
   let paused = false;
   let timer = null;
   window.allotCharts = [];
@@ -26,7 +27,14 @@
     const headers = { Accept: "application/json" };
     const tok = sessionStorage.getItem(TOKEN_KEY);
     if (tok) headers.Authorization = "Bearer " + tok;
-    const resp = await fetch(url, { headers, credentials: "same-origin" });
+    let resp = await fetch(url, { headers, credentials: "same-origin" });
+    // A follower that cannot reach the leader answers 503; its own copy of
+    // the state (?stale) is still worth showing, and is marked as such.
+    if (resp.status === 503 && !q.has("stale")) {
+      q.set("stale", "");
+      const again = await fetch("../v1/" + path + "?" + q, { headers, credentials: "same-origin" });
+      if (again.ok) { resp = again; staleReads++; }
+    }
     let body = null;
     try { body = await resp.json(); } catch (e) { body = null; }
     if (!resp.ok) {
@@ -210,10 +218,14 @@
     let chartKey = "";
 
     async function refresh() {
-      const [series, tree] = await Promise.all([api("usage/series", { budget: path, since: range }), api("budgets")]);
-      // 30 days when the ledger keeps them; its whole retention otherwise.
-      const windows = ["1d", "7d", series.retention_seconds >= 30 * 86400 ? "30d" : Math.floor(series.retention_seconds / 86400) + "d"];
-      const usages = await Promise.all(windows.map((w) => api("usage", { since: w })));
+      // All five requests in flight at once; only the longest window waits
+      // for the series, which says how much history the ledger keeps: 30
+      // days when it keeps them, its whole retention otherwise.
+      const seriesP = api("usage/series", { budget: path, since: range });
+      const longest = seriesP.then((x) => (x.retention_seconds >= 30 * 86400 ? "30d" : Math.floor(x.retention_seconds / 86400) + "d"));
+      const [series, tree, w3, ...usages] = await Promise.all([seriesP, api("budgets"), longest,
+        api("usage", { since: "1d" }), api("usage", { since: "7d" }), longest.then((w) => api("usage", { since: w }))]);
+      const windows = ["1d", "7d", w3];
       const programs = tree.budgets.filter((b) => b.path.split("/").length === 2).map((b) => b.path);
       drawCharts(series, programs);
       drawTree(tree, usages, windows);
@@ -523,8 +535,10 @@
   async function load(seq) {
     if (!current) return false;
     try {
+      staleReads = 0;
       await current.refresh();
-      if (seq === undefined || seq === routeSeq) setStatus("updated " + new Date().toISOString().slice(11, 19) + "Z" + (paused ? " · paused" : ` · live, every ${REFRESH_MS / 1000}s`));
+      if (seq === undefined || seq === routeSeq) setStatus("updated " + new Date().toISOString().slice(11, 19) + "Z" +
+        (staleReads ? " from this server's own copy (no leader reachable)" : "") + (paused ? " · paused" : ` · live, every ${REFRESH_MS / 1000}s`), staleReads > 0);
       return true;
     } catch (err) {
       setStatus("refresh failed: " + err.message, true);

@@ -33,10 +33,11 @@ func SeedLarge(ctx context.Context, cl *client.Client, now time.Time, programs, 
 		return fmt.Errorf("applying %d budgets: %w", len(specs), err)
 	}
 	from := now.Add(-retention)
-	// Batches of 100 charges stay far below the request body limit.
-	for i := 0; i < len(paths); i += 100 {
+	// Batches of 50 charges (each 14 days of minute buckets) keep every
+	// request well inside the client timeout on a loaded machine.
+	for i := 0; i < len(paths); i += 50 {
 		var led client.LedgerAppend
-		for k := i; k < min(i+100, len(paths)); k++ {
+		for k := i; k < min(i+50, len(paths)); k++ {
 			led.Charges = append(led.Charges, client.Charge{Alloc: "large-" + paths[k], Budget: paths[k], GPUs: 1 + k%8, From: from, To: now})
 			led.Demand = append(led.Demand, client.Demand{Budget: paths[k], GPUs: 2 + k%8, From: from, To: now})
 		}
