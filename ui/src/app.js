@@ -431,7 +431,7 @@
       } else why.replaceChildren();
       events.replaceChildren(table(["At", "Event", "Kind", "Alloc", "Node", ["GPUs", "num"], "Detail"],
         j.events.map((e) => h("tr", { "data-kind": e.kind },
-          td([time(e.at), Date.parse(e.at) > Date.now() ? h("span", { class: "muted" }, " (ahead)") : ""]), td(e.kind), td(e.stop_kind || e.decision_kind || "–"), td(e.alloc_id ? h("span", { title: e.alloc_id }, short(e.alloc_id)) : "–"), td(nodeCell(e.node_id)),
+          td([time(e.at), Date.parse(e.at) > Date.now() ? h("span", { class: "muted" }, " (ahead)") : ""], "nowrap"), td(e.kind), td(e.stop_kind || e.decision_kind || "–", "nowrap"), td(e.alloc_id ? h("span", { title: e.alloc_id }, short(e.alloc_id)) : "–", "nowrap"), td(nodeCell(e.node_id), "nowrap"),
           td(e.gpus || "–", "num"),
           td([e.until && !e.until.startsWith("0001-") ? `protected until ${time(e.until)}. ` : "", e.reason || "",
             e.for_job ? h("span", {}, " (for ", jobLink(e.for_job), ")") : "",
@@ -498,7 +498,7 @@
       const ds = d.decisions.slice().reverse();
       count.textContent = `${ds.length} decisions, newest first (at most 500).`;
       out.replaceChildren(table([["Seq", "num"], "At", "Kind", "Job", "Node", "Alloc", "Reason"],
-        ds.map((x) => h("tr", { "data-kind": x.kind }, td(x.seq, "num"), td(time(x.at)), td(x.kind), td(jobLink(x.job_id)),
+        ds.map((x) => h("tr", { "data-kind": x.kind }, td(x.seq, "num"), td(time(x.at), "nowrap"), td(x.kind, "nowrap"), td(jobLink(x.job_id), "nowrap"),
           td(x.node_id ? h("span", { title: x.node_id }, short(x.node_id)) : "–"),
           td(x.alloc_id ? h("span", { title: x.alloc_id }, short(x.alloc_id)) : "–"), td(x.reason)))));
     }
