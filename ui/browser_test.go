@@ -197,3 +197,21 @@ const inkedPixels = `(() => {
 func chromedpReload(b *browser) error {
 	return chromedp.Do(b.ctx, chromedp.Navigate("about:blank"))
 }
+
+// accessible checks what a screen reader or keyboard user needs of the
+// page: every form control has a label, every button a name, every chart a
+// label, every table column a header, and the document a language.
+func (b *browser) accessible(t *testing.T) {
+	t.Helper()
+	problems := eval[[]string](t, b, `(() => { const out = [];
+  if (!document.documentElement.lang) out.push('no lang on <html>');
+  for (const el of document.querySelectorAll('input:not([type=hidden]), select')) {
+    if (!el.labels || !el.labels.length) out.push('unlabelled ' + el.tagName + '#' + el.id); }
+  for (const el of document.querySelectorAll('button')) if (!el.textContent.trim() && !el.getAttribute('aria-label')) out.push('button without a name');
+  for (const el of document.querySelectorAll('.uplot')) if (!el.getAttribute('aria-label')) out.push('chart without a label');
+  for (const tb of document.querySelectorAll('main table:not(.u-legend)')) if (!tb.querySelector('thead th')) out.push('table without headers');
+  return out; })()`)
+	for _, p := range problems {
+		t.Errorf("accessibility: %s", p)
+	}
+}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/allot-sched/allot/overlay/client"
 	"github.com/allot-sched/allot/ui/uitest"
@@ -191,7 +192,16 @@ func TestPagesInBrowser(t *testing.T) {
 		if legend := b.text(t, "#chart-used .u-legend"); !strings.Contains(legend, " GPUs") {
 			t.Errorf("hovering the chart shows no values in its legend: %q", legend)
 		}
+		b.accessible(t)
 		b.screenshot(t, "budgets.png")
+		// The range is a radio group: arrow keys move it (7d -> 14d).
+		eval[bool](t, b, `document.querySelector('button[data-range="7d"]').focus(); true`)
+		if err := chromedp.Do(b.ctx, chromedp.KeyEvent(kb.ArrowRight)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := poll[bool](b, `document.activeElement.dataset.range === '14d' && document.querySelector('button[data-range="14d"]').getAttribute('aria-checked') === 'true' && window.allotCharts.length === 2 && window.allotCharts[0].points === 336`); err != nil {
+			t.Errorf("ArrowRight on the 7d range did not select 14d (336 hourly points): %v", err)
+		}
 		// Range 24h: 5-minute points.
 		b.click(t, `button[data-range="24h"]`)
 		if _, err := poll[int](b, `window.allotCharts.length === 2 && window.allotCharts[0].points === 288 && 288`); err != nil {
@@ -227,6 +237,7 @@ func TestPagesInBrowser(t *testing.T) {
 				t.Errorf("queue row %q lacks %q", row, w)
 			}
 		}
+		b.accessible(t)
 		b.screenshot(t, "queue.png")
 		for _, tc := range []struct {
 			name, js string
@@ -272,6 +283,7 @@ func TestPagesInBrowser(t *testing.T) {
 		if !strings.HasPrefix(joined, "submitted,placed,") || !strings.Contains(joined, "stopped") || !strings.Contains(joined, "requeued") {
 			t.Errorf("history rows %v: want submitted, placed, ..., stopped, requeued", kinds)
 		}
+		b.accessible(t)
 		b.screenshot(t, "job.png")
 		b.noErrors(t)
 	})
@@ -290,6 +302,7 @@ func TestPagesInBrowser(t *testing.T) {
 		if r := b.text(t, `tr[data-node="node-03"]`); !strings.Contains(r, "default/reasoning-grpo") || !strings.Contains(r, "protected until") {
 			t.Errorf("gpu-03 row %q: want reasoning-grpo protected", r)
 		}
+		b.accessible(t)
 		b.screenshot(t, "nodes.png")
 		b.noErrors(t)
 	})
@@ -304,6 +317,7 @@ func TestPagesInBrowser(t *testing.T) {
 		if _, err := poll[int](b, `document.querySelector('#decisions-count').innerText.startsWith('3 decisions') && 3`); err != nil {
 			t.Errorf("budget ai2/vision: %q, want the 3 decisions about video-diffusion: %v", b.text(t, "#decisions-count"), err)
 		}
+		b.accessible(t)
 		b.screenshot(t, "decisions.png")
 		// Live: a decision made now shows up without a reload (the page
 		// polls every 5 s).
