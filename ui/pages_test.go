@@ -278,6 +278,22 @@ func TestPagesInBrowser(t *testing.T) {
 		if !strings.Contains(why, "time-slicing") || !strings.Contains(why, "default/reasoning-grpo") || !strings.Contains(why, "ai2/nlp/reasoning") {
 			t.Errorf("why box %q: want the time-slicing stop for default/reasoning-grpo of ai2/nlp/reasoning", why)
 		}
+		// The standings recorded with the stop, as the history API gives them.
+		var stop client.JobEvent
+		for _, e := range h.Events {
+			if e.StopKind == client.StopTimeSlicing {
+				stop = e
+			}
+		}
+		if stop.ForJobStandingAtStop == nil || stop.StandingAtStop == nil {
+			t.Fatalf("the time-slicing stop carries no standings: %+v", stop)
+		}
+		want := fmt.Sprintf("When it was stopped, that budget was #%d in the fair-share order (served %.2f), this job's budget #%d (served %.2f).",
+			stop.ForJobStandingAtStop.LeafPosition, float64(stop.ForJobStandingAtStop.ServedRatio),
+			stop.StandingAtStop.LeafPosition, float64(stop.StandingAtStop.ServedRatio))
+		if !strings.Contains(why, want) {
+			t.Errorf("why box %q lacks %q", why, want)
+		}
 		kinds := eval[[]string](t, b, `[...document.querySelectorAll('#job-events tbody tr')].map(r => r.dataset.kind)`)
 		joined := strings.Join(kinds, ",")
 		if !strings.HasPrefix(joined, "submitted,placed,") || !strings.Contains(joined, "stopped") || !strings.Contains(joined, "requeued") {

@@ -80,7 +80,12 @@ func printHistory(w io.Writer, h *client.JobHistory, base string) error {
 		if !e.Until.IsZero() {
 			detail = strings.TrimSpace("protected until " + e.Until.UTC().Format(time.RFC3339) + " " + detail)
 		}
-		if e.ForJobStanding != nil {
+		switch {
+		case e.ForJobStandingAtStop != nil && e.StandingAtStop != nil:
+			detail += fmt.Sprintf(" [at the stop: %s's budget %s #%d, served %s; this job's #%d, served %s]", e.ForJob, e.ForJobBudget,
+				e.ForJobStandingAtStop.LeafPosition, fmtRatio(e.ForJobStandingAtStop.ServedRatio, "%.2f"),
+				e.StandingAtStop.LeafPosition, fmtRatio(e.StandingAtStop.ServedRatio, "%.2f"))
+		case e.ForJobStanding != nil:
 			detail += fmt.Sprintf(" [%s's budget %s now #%d, served %s]", e.ForJob, e.ForJobBudget,
 				e.ForJobStanding.LeafPosition, fmtRatio(e.ForJobStanding.ServedRatio, "%.2f"))
 		}

@@ -26,7 +26,7 @@ func TestHistorySeriesAndUILinks(t *testing.T) {
 
 	code, out, errOut := runCLI(t, "job", "history", "default/video-diffusion")
 	for _, want := range []string{"Charged:      152.00 GPU-h over 2 placements, 1 requeues", "stopped (time-slicing)", "a1-video",
-		"requeued", "[default/reasoning-grpo's budget ai2/nlp/reasoning now #", "Web UI:       " + base + "/ui/#/job/default%2Fvideo-diffusion"} {
+		"requeued", "[at the stop: default/reasoning-grpo's budget ai2/nlp/reasoning #", "Web UI:       " + base + "/ui/#/job/default%2Fvideo-diffusion"} {
 		if code != exitOK || !strings.Contains(out, want) {
 			t.Errorf("job history: %d %q lacks %q\n%s", code, errOut, want, out)
 		}

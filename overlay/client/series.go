@@ -106,9 +106,13 @@ type JobEvent struct {
 	ForJob         string    `json:"for_job,omitempty"`
 	ForJobBudget   string    `json:"for_job_budget,omitempty"`
 	ForJobStanding *Standing `json:"for_job_standing_now,omitempty"`
-	ChargedGPUH    float64   `json:"charged_gpu_hours,omitempty"`
-	DecisionKind   string    `json:"decision_kind,omitempty"`
-	Reason         string    `json:"reason,omitempty"`
+	// StandingAtStop and ForJobStandingAtStop are the two budgets'
+	// standings when the stop was decided: the figures that justified it.
+	StandingAtStop       *Standing `json:"standing_at_stop,omitempty"`
+	ForJobStandingAtStop *Standing `json:"for_job_standing_at_stop,omitempty"`
+	ChargedGPUH          float64   `json:"charged_gpu_hours,omitempty"`
+	DecisionKind         string    `json:"decision_kind,omitempty"`
+	Reason               string    `json:"reason,omitempty"`
 }
 
 // JobHistory returns one job's history.

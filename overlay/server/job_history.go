@@ -22,6 +22,52 @@ var stopKinds = map[string]string{
 // the policy's own Reason.String, so a change of wording fails it).
 var forJobRe = regexp.MustCompile(`(?:so that (\S+), from a less served budget|is reserved for (\S+): stopped)`)
 
+// withStandings copies into each stop decision (time slicing, reservation)
+// the fair-share standings of the stopped job and of the job it made room
+// for, from the pass's queue (the stored one when the pass kept it), so the
+// job's history can show the figures that justified the stop as they were.
+// The leader calls it before Apply: every server stores the same entry.
+func withStandings(ds []state.Decision, queue []state.QueueEntry, v *state.View) []state.Decision {
+	row := func(id string) *state.QueueEntry {
+		for i := range queue {
+			if queue[i].JobID == id {
+				return &queue[i]
+			}
+		}
+		if queue == nil {
+			return v.QueueEntry(id)
+		}
+		return nil
+	}
+	var out []state.Decision
+	for i, d := range ds {
+		if _, isStop := stopKinds[d.Kind]; !isStop || d.JobID == "" || d.Standings != nil {
+			continue
+		}
+		ids := []string{d.JobID}
+		if m := forJobRe.FindStringSubmatch(d.Reason); m != nil {
+			ids = append(ids, m[1]+m[2])
+		}
+		var sts []state.DecisionStanding
+		for _, id := range ids {
+			if q := row(id); q != nil && q.Standing != nil {
+				sts = append(sts, state.DecisionStanding{JobID: id, Leaf: q.Leaf, Standing: q.Standing})
+			}
+		}
+		if sts == nil {
+			continue
+		}
+		if out == nil {
+			out = append([]state.Decision(nil), ds...) // the caller's slice stays as it was
+		}
+		out[i].Standings = sts
+	}
+	if out == nil {
+		return ds
+	}
+	return out
+}
+
 // lookupJob finds a managed job by ID, taking a bare name as the default
 // namespace's, as `allot explain` does.
 func lookupJob(v *state.View, id string) (*state.Job, error) {
@@ -135,6 +181,18 @@ func stopEvent(v *state.View, a *state.Alloc, d *state.Decision) client.JobEvent
 				ev.ForJobStanding = queueJob(q).Standing
 			} else if fj := v.Job(ev.ForJob); fj != nil {
 				ev.ForJobBudget = fj.Contract.Budget
+			}
+		}
+		for _, st := range d.Standings {
+			cs := queueJob(&state.QueueEntry{Standing: st.Standing}).Standing
+			switch st.JobID {
+			case a.JobID:
+				ev.StandingAtStop = cs
+			case ev.ForJob:
+				ev.ForJobStandingAtStop = cs
+				if ev.ForJobBudget == "" {
+					ev.ForJobBudget = st.Leaf
+				}
 			}
 		}
 	case a.Preemptions > 0:

@@ -207,6 +207,7 @@ func (s *Server) checkClockAgainstState() {
 
 // record commits an Outcome, one entry per kind of change.
 func (s *Server) record(o Outcome, now time.Time) error {
+	o.Decisions = withStandings(o.Decisions, o.Queue, s.fsm.Read())
 	steps := []struct {
 		t     state.MessageType
 		req   any

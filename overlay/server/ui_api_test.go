@@ -134,6 +134,11 @@ func TestJobHistory(t *testing.T) {
 			{ID: "v1", JobID: "default/v", NodeID: "n1", Leaf: "ai2/a", GPUs: 8, StartedAt: at(-9), ProtectedUntil: at(-8), StoppedAt: at(-5)},
 			{ID: "v2", JobID: "default/v", NodeID: "n2", Leaf: "ai2/a", GPUs: 8, StartedAt: at(-4), ProtectedUntil: at(-3)},
 			{ID: "f1", JobID: "default/free", NodeID: "n2", GPUs: 1, StartedAt: at(-3), StoppedAt: at(-2), Preemptions: 1}},
+		Queue: []state.QueueEntry{
+			{JobID: "default/v", Leaf: "ai2/a", Band: "protected", Priority: 100,
+				Standing: &state.Standing{Metric: 0, LeafPosition: 2, ServedRatio: 1.5}},
+			{JobID: "default/winner", Leaf: "ai2/b", Band: "pending", Priority: 89, Position: 1,
+				Standing: &state.Standing{Metric: 0.5, LeafPosition: 1, ServedRatio: 0.25}}},
 		Decisions: []state.Decision{{At: at(-5), Kind: "preempt", JobID: "default/v", AllocID: "v1", NodeID: "n1", Reason: victim.String()},
 			{At: at(-5), Kind: "priority", JobID: "default/v", Reason: "priority 85: lowered"}},
 	}}
@@ -168,6 +173,13 @@ func TestJobHistory(t *testing.T) {
 	}
 	if st := h.Events[3]; st.ForJob != "default/winner" || st.ChargedGPUH != 32 || !strings.Contains(st.Reason, "time slicing") {
 		t.Errorf("stop %+v: want for default/winner, 32 GPU-h", st)
+	}
+	// The standings that justified the stop are kept with it, as they were
+	// when it was decided.
+	if st := h.Events[3]; st.StandingAtStop == nil || st.StandingAtStop.LeafPosition != 2 || st.StandingAtStop.ServedRatio != 1.5 ||
+		st.ForJobStandingAtStop == nil || st.ForJobStandingAtStop.LeafPosition != 1 || st.ForJobBudget != "ai2/b" {
+		t.Errorf("stop standings: victim %+v, beneficiary %+v (%s); want #2 served 1.5 and #1 of ai2/b",
+			st.StandingAtStop, st.ForJobStandingAtStop, st.ForJobBudget)
 	}
 	// Escaped and bare IDs reach the same job; Nomad's preemption is named.
 	for _, path := range []string{"/v1/jobs/default%2Ffree/history", "/v1/jobs/free/history"} {

@@ -100,6 +100,18 @@ type Decision struct {
 	AllocID string
 	NodeID  string
 	Reason  string
+	// Standings are, for a stop, the fair-share standings when it was
+	// recorded of the stopped job and of the job it made room for: the
+	// figures that justified it (nil for other decisions, and in entries
+	// written before the field).
+	Standings []DecisionStanding `json:",omitempty"`
+}
+
+// DecisionStanding is one job's queue row figures at a decision.
+type DecisionStanding struct {
+	JobID    string
+	Leaf     string
+	Standing *Standing
 }
 
 // Priority is the priority allot last wrote to a Nomad job.

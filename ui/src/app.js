@@ -419,10 +419,15 @@
           bits.push(h("br"), "It made room for ", jobLink(last.for_job));
           if (last.for_job_budget) bits.push(" of ", budgetLink(last.for_job_budget));
           else bits.push(" (which allot no longer tracks: it finished or left)");
-          if (last.for_job_standing_now && last.for_job_budget) {
-            const a = last.for_job_standing_now, b = j.budget_standing_now;
-            bits.push(`: that budget is #${a.leaf_position} in the order now, served ${fmtRatio(a.served_ratio)}` +
-              (b ? `; this job's budget is #${b.leaf_position}, served ${fmtRatio(b.served_ratio)}.` : "."));
+          // The standings recorded with the stop justify it; today's are
+          // only a fallback for stops recorded without them.
+          const atStop = !!last.for_job_standing_at_stop;
+          const a = last.for_job_standing_at_stop || last.for_job_standing_now;
+          const b = atStop ? last.standing_at_stop : j.budget_standing_now;
+          if (a && last.for_job_budget) {
+            bits.push(atStop ? `. When it was stopped, that budget was #${a.leaf_position} in the fair-share order (served ${fmtRatio(a.served_ratio)})`
+              : `: that budget is #${a.leaf_position} in the order now, served ${fmtRatio(a.served_ratio)}`);
+            if (b) bits.push(atStop ? `, this job's budget #${b.leaf_position} (served ${fmtRatio(b.served_ratio)}).` : `; this job's budget is #${b.leaf_position}, served ${fmtRatio(b.served_ratio)}.`);
           }
         }
         const later = stops.filter((e) => !e.decision_kind && Date.parse(e.at) >= Date.parse(last.at) && e !== last);
