@@ -288,7 +288,7 @@ func TestPagesInBrowser(t *testing.T) {
 		if stop.ForJobStandingAtStop == nil || stop.StandingAtStop == nil {
 			t.Fatalf("the time-slicing stop carries no standings: %+v", stop)
 		}
-		want := fmt.Sprintf("When it was stopped, that budget was #%d in the fair-share order (served %.2f), this job's budget #%d (served %.2f).",
+		want := fmt.Sprintf("When it was stopped, that budget ranked #%d among budgets, most owed first (served %.2f), this job's budget #%d (served %.2f).",
 			stop.ForJobStandingAtStop.LeafPosition, float64(stop.ForJobStandingAtStop.ServedRatio),
 			stop.StandingAtStop.LeafPosition, float64(stop.StandingAtStop.ServedRatio))
 		if !strings.Contains(why, want) {

@@ -36,14 +36,14 @@ func TestUsageErrors(t *testing.T) {
 func TestNoOrUnknownCommand(t *testing.T) {
 	code, out, errOut := runCLI(t)
 	if code != exitUsage || out != "" || !strings.Contains(errOut, "USAGE:\n   allot [global options]") ||
-		!strings.HasSuffix(errOut, "Error: allot needs a command: version, budgets, explain, nodes, operator, queue, server, sim, usage (allot COMMAND -help for one)\n") {
+		!strings.HasSuffix(errOut, "Error: allot needs a command: version, budgets, explain, nodes, operator, queue, server, sim, job, usage (allot COMMAND -help for one)\n") {
 		t.Errorf("allot: %d %q %q", code, out, errOut)
 	}
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"bogus"}, `Error: unknown command "bogus"; the commands are version, budgets, explain, nodes, operator, queue, server, sim, usage (allot -help)` + "\n"},
+		{[]string{"bogus"}, `Error: unknown command "bogus"; the commands are version, budgets, explain, nodes, operator, queue, server, sim, job, usage (allot -help)` + "\n"},
 		{[]string{"budgts", "list"}, `Error: unknown command "budgts" (did you mean "budgets"?); the commands are version, budgets,`},
 		{[]string{"help", "qeueu"}, `Error: unknown command "qeueu" (did you mean "queue"?); the commands are`},
 		{[]string{"budgets", "lsit"}, `Error: unknown allot budgets subcommand "lsit" (did you mean "list"?); valid: validate, show, list, plan, apply`},

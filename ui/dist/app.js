@@ -404,7 +404,7 @@
       if (j.budget_standing_now) {
         const st = j.budget_standing_now;
         parts.push(h("h2", {}, "Fair-share standing of " + j.budget),
-          h("p", {}, `#${st.leaf_position} in the fair-share order (sort metric ${fmtRatio(st.metric, 4)}); served ${fmtRatio(st.served_ratio)} ` +
+          h("p", {}, `#${st.leaf_position} among budgets, most owed first (sort metric ${fmtRatio(st.metric, 4)}); served ${fmtRatio(st.served_ratio)} ` +
             `(usage ${pct(st.usage_share)} of the window, share ${pct(st.effective_share)})`), standingTable(st));
       }
       summary.replaceChildren(...parts);
@@ -425,9 +425,9 @@
           const a = last.for_job_standing_at_stop || last.for_job_standing_now;
           const b = atStop ? last.standing_at_stop : j.budget_standing_now;
           if (a && last.for_job_budget) {
-            bits.push(atStop ? `. When it was stopped, that budget was #${a.leaf_position} in the fair-share order (served ${fmtRatio(a.served_ratio)})`
-              : `: that budget is #${a.leaf_position} in the order now, served ${fmtRatio(a.served_ratio)}`);
-            if (b) bits.push(atStop ? `, this job's budget #${b.leaf_position} (served ${fmtRatio(b.served_ratio)}).` : `; this job's budget is #${b.leaf_position}, served ${fmtRatio(b.served_ratio)}.`);
+            bits.push(atStop ? `. When it was stopped, that budget ranked #${a.leaf_position} among budgets, most owed first (served ${fmtRatio(a.served_ratio)})`
+              : `: that budget ranks #${a.leaf_position} among budgets now, served ${fmtRatio(a.served_ratio)}`);
+            if (b) bits.push(atStop ? `, this job's budget #${b.leaf_position} (served ${fmtRatio(b.served_ratio)}).` : `; this job's budget ranks #${b.leaf_position}, served ${fmtRatio(b.served_ratio)}.`);
           }
         }
         const later = stops.filter((e) => !e.decision_kind && Date.parse(e.at) >= Date.parse(last.at) && e !== last);
@@ -465,7 +465,8 @@
           td([lc.phase || "in-service", lc.phase_since ? h("span", { class: "muted" }, " since " + time(lc.phase_since)) : "",
             lc.cause && !unhealthy ? h("div", { class: "muted" }, `${lc.cause}: ${lc.reason || ""}`) : "",
             lc.allocs && lc.allocs.length ? h("div", {}, lc.allocs.map((a) => h("div", {}, jobLink(a.job_id), ` leaves ${time(a.leaves_at)}`))) : ""]),
-          td(n.drain === "reserved" ? [h("span", {}, "reserved for "), jobLink(n.reserved_for), h("span", { class: "muted" }, " since " + time(n.since))] : "–"),
+          td(n.reservation ? [h("span", {}, "reserved for "), jobLink(n.reservation.job),
+            h("div", { class: "muted" }, "since " + time(n.reservation.since) + (n.reservation.until ? ", until " + time(n.reservation.until) : ""))] : "–"),
           td((n.running || []).length ? (n.running || []).map((a) => h("div", {}, jobLink(a.job_id), ` ${a.gpus} GPUs, `,
             a.protected_until && Date.parse(a.protected_until) > now ? h("span", {}, "protected until " + time(a.protected_until))
               : h("span", { class: "muted" }, a.budget ? "past its window" : "unallocated"))) : h("span", { class: "muted" }, "idle")));

@@ -162,11 +162,11 @@ type seedJob struct {
 func seedJobs(now time.Time) []seedJob {
 	return []seedJob{
 		{"default/olmo-eval-sweep", "ai2/prior/olmo/evals", 8, 2 * time.Hour, "pending", 89, 1,
-			"pending, 1st in the fair-share order; waiting for protected windows: 8 GPUs free in 35m", time.Time{}, now.Add(35 * time.Minute), 50 * time.Minute},
+			"pending, 1st in the pending queue; waiting for protected windows: 8 GPUs free in 35m", time.Time{}, now.Add(35 * time.Minute), 50 * time.Minute},
 		{"research/nav-rl", "ai2/robotics/navigation", 8, 4 * time.Hour, "pending", 88, 2,
-			"pending, 2nd in the fair-share order; waiting for protected windows", time.Time{}, now.Add(2 * time.Hour), 3 * time.Hour},
+			"pending, 2nd in the pending queue; waiting for protected windows", time.Time{}, now.Add(2 * time.Hour), 3 * time.Hour},
 		{"default/big-pretrain", "ai2/prior/olmo/pretrain", 16, 8 * time.Hour, "pending", 87, 3,
-			"pending, 3rd in the fair-share order; nodes gpu-07, gpu-08 reserved for it", time.Time{}, now.Add(90 * time.Minute), 5 * time.Hour},
+			"pending, 3rd in the pending queue; nodes gpu-07, gpu-08 reserved for it", time.Time{}, now.Add(90 * time.Minute), 5 * time.Hour},
 		{"default/video-diffusion", "ai2/vision/video", 8, 4 * time.Hour, "protected", 100, 0,
 			"running inside its protected window (requeued after time slicing)", now.Add(2 * time.Hour), time.Time{}, 21 * time.Hour},
 		{"default/reasoning-grpo", "ai2/nlp/reasoning", 8, 6 * time.Hour, "protected", 100, 0,
@@ -188,6 +188,7 @@ func outcome(tree *budgets.Tree, fs *budgets.FairShare, now time.Time) server.Ou
 			n.Drain, n.HealthyGPUs, n.Reason, n.Since = state.NodeDraining, 7, "unhealthy: XID 79 (GPU has fallen off the bus) on GPU-3", now.Add(-40*time.Minute)
 		case 7, 8:
 			n.Drain, n.ReservedFor, n.Reason, n.Since = state.NodeReserved, "default/big-pretrain", "reserved for default/big-pretrain (16 GPUs)", now.Add(-30*time.Minute)
+			n.ReservedUntil = n.Since.Add(2 * time.Hour)
 		}
 		out.Nodes = append(out.Nodes, n)
 	}
