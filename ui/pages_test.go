@@ -312,8 +312,9 @@ func TestPagesInBrowser(t *testing.T) {
 		if r := b.text(t, `tr[data-node="node-06"]`); !strings.Contains(r, "7 / 8") || !strings.Contains(r, "XID 79") || !strings.Contains(r, "scratch-notebook") {
 			t.Errorf("gpu-06 row %q: want 7 / 8 healthy, the XID 79 fault and its allocation", r)
 		}
-		if r := b.text(t, `tr[data-node="node-07"]`); !strings.Contains(r, "reserved for default/big-pretrain") {
-			t.Errorf("gpu-07 row %q: want its reservation", r)
+		until := now.Add(90 * time.Minute).Format("2006-01-02 15:04Z")
+		if r := b.text(t, `tr[data-node="node-07"]`); !strings.Contains(r, "reserved for default/big-pretrain") || !strings.Contains(r, "until "+until) {
+			t.Errorf("gpu-07 row %q: want its reservation for default/big-pretrain until %s", r, until)
 		}
 		if r := b.text(t, `tr[data-node="node-03"]`); !strings.Contains(r, "default/reasoning-grpo") || !strings.Contains(r, "protected until") {
 			t.Errorf("gpu-03 row %q: want reasoning-grpo protected", r)
