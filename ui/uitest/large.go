@@ -10,8 +10,8 @@ import (
 
 // SeedLarge applies a tree of programs × projects × leaves budgets (10 × 10
 // × 10 is the 1,000 leaves the UI's load-time target names) and charges
-// every leaf over the whole retention (14 days by default) so that each
-// minute bucket of the ledger holds a value: leaf k runs 1 + k%8 GPUs and
+// every leaf over the retention (14 days by default, less its oldest 10
+// minutes, which the server refuses) so that the minute buckets hold values: leaf k runs 1 + k%8 GPUs and
 // wants 2 + k%8. The cluster has no nodes; capacity is 0.
 func SeedLarge(ctx context.Context, cl *client.Client, now time.Time, programs, projects, leaves int, retention time.Duration) error {
 	specs := []client.BudgetSpec{{Path: "lab"}}
@@ -32,7 +32,10 @@ func SeedLarge(ctx context.Context, cl *client.Client, now time.Time, programs, 
 	if _, err := cl.ApplyBudgets(ctx, &client.BudgetsApply{Revision: "large", Budgets: specs}); err != nil {
 		return fmt.Errorf("applying %d budgets: %w", len(specs), err)
 	}
-	from := now.Add(-retention)
+	// The server takes writes back to its retention less a bucket and its
+	// clock skew allowance (a minute each by default): all but the oldest
+	// 10 minutes of the retention are filled.
+	from := now.Add(-retention + 10*time.Minute)
 	// Batches of 50 charges (each 14 days of minute buckets) keep every
 	// request well inside the client timeout on a loaded machine.
 	for i := 0; i < len(paths); i += 50 {

@@ -111,7 +111,9 @@ func Seed(ctx context.Context, s *server.Server, rec *Reconciler, token string, 
 	// so the leader charges nothing more to it.
 	var led client.LedgerAppend
 	var past []state.Alloc
-	start := now.Add(-14 * 24 * time.Hour)
+	// The server takes writes back to its retention less a bucket and its
+	// clock skew allowance: the history starts an hour after that horizon.
+	start := now.Add(-14*24*time.Hour + time.Hour)
 	for _, leaf := range tree.Leaves() {
 		a := state.Alloc{ID: "hist-" + leaf.Path, Leaf: leaf.Path, GPUs: 1, StartedAt: start, StoppedAt: now, ChargedThrough: now}
 		for t := start; t.Before(now); t = t.Add(time.Hour) {
