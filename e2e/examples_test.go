@@ -1,0 +1,237 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/allot-sched/allot/overlay/client"
+)
+
+// repoFile is the absolute path of a file of this repository.
+func repoFile(parts ...string) string {
+	_, here, _, _ := runtime.Caller(0)
+	return filepath.Join(append([]string{filepath.Dir(here), ".."}, parts...)...)
+}
+
+// exampleJob is a jobspec of examples/jobs and the band allot must give it
+// when the four run together, in this order, on one node of 8 GPUs (the
+// README's walk): the sweep takes 4 GPUs for free, the debug job and the
+// session one each inside their windows, and the two-node training job
+// cannot place and waits.
+type exampleJob struct {
+	File, ID, Band string
+	Lo, Hi         int // the band's Nomad priorities
+	Running        int // allocations that must run
+}
+
+var exampleJobs = []exampleJob{
+	{"sweep.nomad.hcl", "lr-sweep", "unallocated", 10, 29, 4},
+	{"debug.nomad.hcl", "debug-tokenizer", "protected", 100, 100, 1},
+	{"interactive.nomad.hcl", "notebook-alice", "protected", 100, 100, 1},
+	{"train.nomad.hcl", "olmo-7b-pretrain", "pending", 40, 89, 0},
+}
+
+// nomadCLI runs the nomad CLI against the agent and returns its output.
+func (a *agent) nomadCLI(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(nomadBinary(t), args...)
+	cmd.Env = append(envWithout("AWS_CA_BUNDLE", "NOMAD_"), "NOMAD_ADDR="+a.Addr)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// envWithout is the process environment less the variables starting with
+// any of the prefixes.
+func envWithout(prefixes ...string) []string {
+	var env []string
+next:
+	for _, kv := range os.Environ() {
+		for _, p := range prefixes {
+			if strings.HasPrefix(kv, p) {
+				continue next
+			}
+		}
+		env = append(env, kv)
+	}
+	return env
+}
+
+// runAllotCLI runs the allot CLI against the server at addr with the token and
+// fails the test when it exits non-zero.
+func runAllotCLI(t *testing.T, addr, token string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(allotBinary(t), args...)
+	cmd.Env = append(envWithout("ALLOT_"), "ALLOT_ADDR="+addr, "ALLOT_TOKEN="+token)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("allot %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// startAllotProcess runs the allot binary with args (an `allot server`)
+// until the test ends, and waits for it to serve its HTTP API.
+func startAllotProcess(t *testing.T, args ...string) *lockedBuffer {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, allotBinary(t), args...)
+	cmd.Env = envWithout("ALLOT_", "NOMAD_")
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	out := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("allot output:\n%s", out.String())
+		}
+	})
+	waitFor(t, 30*time.Second, "allot server to start", func() (bool, error) {
+		select {
+		case err := <-done:
+			return false, fmt.Errorf("allot exited: %v\n%s", err, out.String())
+		default:
+		}
+		return strings.Contains(out.String(), "HTTP API on"), nil
+	})
+	return out
+}
+
+// The README's walk: a dev agent from examples/nomad/dev.hcl (node pool gpu,
+// allot-nvml's fake DGX H100), `allot server -dev`, the example budgets, and
+// the four example jobs, each validated by Nomad and managed by allot.
+func TestExampleJobsUnderAllot(t *testing.T) {
+	nomadBinary(t)
+	dev, err := os.ReadFile(repoFile("examples", "nomad", "dev.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := startGPUClusterHCL(t, string(dev))
+
+	// Every example jobspec, and the deployment job, passes `nomad job
+	// validate` against a live agent (so the driver config is checked too)
+	// without a warning.
+	files := []string{repoFile("examples", "deploy", "allot.nomad.hcl")}
+	for _, j := range exampleJobs {
+		files = append(files, repoFile("examples", "jobs", j.File))
+	}
+	for _, f := range files {
+		t.Run("validate/"+filepath.Base(f), func(t *testing.T) {
+			out, err := c.nomadCLI(t, "job", "validate", f)
+			if err != nil || !strings.Contains(out, "Job validation successful") {
+				t.Fatalf("nomad job validate %s: %v\n%s", f, err, out)
+			}
+			if strings.Contains(strings.ToLower(out), "warning") || strings.Contains(out, "not validated") {
+				t.Fatalf("nomad job validate %s warns:\n%s", f, out)
+			}
+		})
+	}
+
+	port := freePorts(t, 1)[0]
+	out := startAllotProcess(t, "server", "-dev", "-http-port", strconv.Itoa(port),
+		"-nomad-address", c.Addr, "-manage-scheduler-config", "-log-level", "warn")
+	m := regexp.MustCompile(`export ALLOT_TOKEN=([0-9a-f]+)`).FindStringSubmatch(out.String())
+	if m == nil {
+		t.Fatalf("allot server -dev printed no write token:\n%s", out.String())
+	}
+	addr, token := fmt.Sprintf("http://127.0.0.1:%d", port), m[1]
+	if o := runAllotCLI(t, addr, token, "budgets", "apply", repoFile("examples", "budgets")); !strings.Contains(o, "21 budgets, 15 leaves") {
+		t.Fatalf("budgets apply: %s", o)
+	}
+
+	for _, j := range exampleJobs {
+		if o, err := c.nomadCLI(t, "job", "run", "-detach", repoFile("examples", "jobs", j.File)); err != nil {
+			t.Fatalf("nomad job run %s: %v\n%s", j.File, err, o)
+		}
+	}
+	for _, j := range exampleJobs {
+		var got nomadJob
+		waitFor(t, 60*time.Second, fmt.Sprintf("%s in the %s band (%d-%d), written by allot", j.ID, j.Band, j.Lo, j.Hi), func() (bool, error) {
+			got = c.job(t, j.ID)
+			return got.Version >= 1 && got.Priority >= j.Lo && got.Priority <= j.Hi, nil
+		})
+		if j.Running > 0 {
+			c.waitRunning(t, j.ID, j.Running, 60*time.Second)
+		}
+		t.Logf("%s: priority %d (version %d)", j.ID, got.Priority, got.Version)
+	}
+
+	var q client.Queue
+	if err := json.Unmarshal([]byte(runAllotCLI(t, addr, token, "queue", "-json")), &q); err != nil {
+		t.Fatal(err)
+	}
+	bands := map[string]string{}
+	for _, row := range q.Jobs {
+		bands[row.JobID] = row.Band
+	}
+	for _, j := range exampleJobs {
+		if bands["default/"+j.ID] != j.Band {
+			t.Errorf("allot queue: %s in band %q, want %q (queue %+v)", j.ID, bands["default/"+j.ID], j.Band, bands)
+		}
+	}
+	if o := runAllotCLI(t, addr, token, "explain", "job", "default/olmo-7b-pretrain"); !strings.Contains(o, "ai2/prior/olmo/pretrain") ||
+		!strings.Contains(o, "pending") || !strings.Contains(o, "GPUs:         16") {
+		t.Errorf("allot explain job default/olmo-7b-pretrain:\n%s", o)
+	}
+	// Protected work is charged to its budget as it runs; the waiting
+	// training job is demand.
+	waitFor(t, 60*time.Second, "usage charged to ai2/nlp/reasoning and demand of ai2/prior/olmo/pretrain", func() (bool, error) {
+		var u client.Usage
+		if err := json.Unmarshal([]byte(runAllotCLI(t, addr, token, "usage", "-json")), &u); err != nil {
+			return false, err
+		}
+		var charged, demand float64
+		for _, r := range u.Budgets {
+			switch r.Path {
+			case "ai2/nlp/reasoning":
+				charged = r.Charged
+			case "ai2/prior/olmo/pretrain":
+				demand = r.Demand
+			}
+		}
+		return charged > 0 && demand > 0 && u.CapacityGPUs == 8, nil
+	})
+
+	// Without node_pool = "gpu" the same job never places, and Nomad says why.
+	spec, err := os.ReadFile(repoFile("examples", "jobs", "debug.nomad.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	poolLine := regexp.MustCompile(`(?m)^\s*node_pool\s*=\s*"gpu"\s*$`)
+	if n := len(poolLine.FindAllString(string(spec), -1)); n != 1 {
+		t.Fatalf("debug.nomad.hcl has %d node_pool = \"gpu\" lines, want 1", n)
+	}
+	nopool := poolLine.ReplaceAllString(strings.Replace(string(spec), `job "debug-tokenizer"`, `job "debug-nopool"`, 1), "")
+	f := filepath.Join(t.TempDir(), "nopool.nomad.hcl")
+	if err := os.WriteFile(f, []byte(nopool), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if o, err := c.nomadCLI(t, "job", "run", "-detach", f); err != nil {
+		t.Fatalf("nomad job run %s: %v\n%s", f, err, o)
+	}
+	waitFor(t, 30*time.Second, "Nomad's placement failure for a job outside node pool gpu", func() (bool, error) {
+		o, _ := c.nomadCLI(t, "job", "status", "debug-nopool")
+		return strings.Contains(o, "No nodes were eligible for evaluation"), nil
+	})
+}
