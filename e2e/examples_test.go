@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -234,4 +235,109 @@ func TestExampleJobsUnderAllot(t *testing.T) {
 		o, _ := c.nomadCLI(t, "job", "status", "debug-nopool")
 		return strings.Contains(o, "No nodes were eligible for evaluation"), nil
 	})
+}
+
+// examples/deploy/allot.nomad.hcl with one replica, as raw_exec of the built
+// binary: it comes up under Nomad with its raft log on the host volume, reads
+// its tokens from the Nomad variable, registers its service, and drives the
+// Nomad it runs on.
+func TestDeployJobDrivesNomad(t *testing.T) {
+	nomadBinary(t)
+	data := t.TempDir()
+	c := startGPUClusterHCL(t, fmt.Sprintf(`
+client {
+  node_pool = "gpu"
+  host_volume "allot-data" {
+    path      = %q
+    read_only = false
+  }
+}
+plugin "allot-nvml" {
+  config {
+    fake               = "dgxh100"
+    fake_state_dir     = %q
+    fingerprint_period = "1s"
+  }
+}
+`, data, t.TempDir()))
+	// What the job file asks of an operator: preemption on, and the tokens
+	// in the job's Nomad variable (ACLs are off here: no Nomad token).
+	if err := c.Put("/v1/operator/scheduler/configuration", map[string]any{"PreemptionConfig": map[string]any{
+		"SystemSchedulerEnabled": true, "BatchSchedulerEnabled": true, "ServiceSchedulerEnabled": true}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	const token = "e2e-deploy-token"
+	if err := c.Put("/v1/var/nomad/jobs/allot", map[string]any{"Namespace": "default", "Path": "nomad/jobs/allot",
+		"Items": map[string]string{"allot_token": token, "nomad_token": "none"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	bin, err := filepath.Abs(allotBinary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ports := freePorts(t, 2)
+	addr := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+	if o, err := c.nomadCLI(t, "job", "run", "-detach",
+		"-var", `servers=["127.0.0.1"]`, "-var", "driver=raw_exec", "-var", "data_dir="+data,
+		"-var", "allot_binary="+bin, "-var", "nomad_address="+c.Addr, "-var", "node_pool=gpu",
+		"-var", "http_port="+strconv.Itoa(ports[0]), "-var", "raft_port="+strconv.Itoa(ports[1]),
+		repoFile("examples", "deploy", "allot.nomad.hcl")); err != nil {
+		t.Fatalf("nomad job run allot.nomad.hcl: %v\n%s", err, o)
+	}
+	waitFor(t, 90*time.Second, "the allot job's server to lead", func() (bool, error) {
+		var self client.Self
+		if err := getJSON(addr+"/v1/agent/self", &self); err != nil {
+			return false, nil
+		}
+		return self.Leader != "", nil
+	})
+	if _, err := os.Stat(filepath.Join(data, "raft", "raft.db")); err != nil {
+		t.Fatalf("raft log not on the host volume: %v", err)
+	}
+	var svc []struct {
+		Address string
+		Port    int
+	}
+	waitFor(t, 30*time.Second, "service allot in Nomad's catalog", func() (bool, error) {
+		if err := c.Get("/v1/service/allot", &svc); err != nil {
+			return false, nil
+		}
+		return len(svc) == 1 && svc[0].Port == ports[0], nil
+	})
+	waitFor(t, 90*time.Second, "the allot job's deployment to be healthy (its HTTP check passing)", func() (bool, error) {
+		var d struct{ Status string }
+		if err := c.Get("/v1/job/allot/deployment", &d); err != nil {
+			return false, nil
+		}
+		if d.Status == "failed" {
+			return false, fmt.Errorf("deployment failed")
+		}
+		return d.Status == "successful", nil
+	})
+	// The write token came from the Nomad variable: budgets apply works.
+	runAllotCLI(t, addr, token, "budgets", "apply", repoFile("examples", "budgets"))
+
+	b := jobBody(gpuJob{ID: "debug", Budget: "ai2/nlp/reasoning", MinRuntime: "10m", GPUs: 1})
+	b["Job"].(map[string]any)["NodePool"] = "gpu"
+	if err := c.Put("/v1/jobs", b, nil); err != nil {
+		t.Fatal(err)
+	}
+	c.waitRunning(t, "debug", 1, 60*time.Second)
+	c.waitPriority(t, "debug", func(p int) bool { return p == 100 }, "= 100 (protected), written by allot under Nomad", 30*time.Second)
+	if p := c.job(t, "allot").Priority; p != 95 {
+		t.Fatalf("allot's own job at priority %d, want 95", p)
+	}
+}
+
+// getJSON decodes the answer of GET url into out.
+func getJSON(url string, out any) error {
+	resp, err := http.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
 }
