@@ -48,6 +48,9 @@ func (a *agent) nomadCLI(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	cmd := exec.Command(nomadBinary(t), args...)
 	cmd.Env = append(envWithout("AWS_CA_BUNDLE", "NOMAD_"), "NOMAD_ADDR="+a.Addr)
+	if a.Token != "" {
+		cmd.Env = append(cmd.Env, "NOMAD_TOKEN="+a.Token)
+	}
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
@@ -81,28 +84,32 @@ func runAllotCLI(t *testing.T, addr, token string, args ...string) string {
 	return string(out)
 }
 
-// startAllotProcess runs the allot binary with args (an `allot server`)
-// until the test ends, and waits for it to serve its HTTP API.
-func startAllotProcess(t *testing.T, args ...string) *lockedBuffer {
+// startAllotProcess runs the allot binary with args (an `allot server`) and
+// env added to an environment without ALLOT_ and NOMAD_ variables, until the
+// test ends, and waits for it to serve its HTTP API.
+func startAllotProcess(t *testing.T, env []string, args ...string) *lockedBuffer {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, allotBinary(t), args...)
-	cmd.Env = envWithout("ALLOT_", "NOMAD_")
+	cmd.Env = append(envWithout("ALLOT_", "NOMAD_"), env...)
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	out := &lockedBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	// exited closes when the process has ended, with its error in waitErr:
+	// both the start-up wait and the cleanup read it.
+	exited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
 		cancel()
 		select {
-		case <-done:
+		case <-exited:
 		case <-time.After(15 * time.Second):
 			_ = cmd.Process.Kill()
-			<-done
+			<-exited
 		}
 		if t.Failed() {
 			t.Logf("allot output:\n%s", out.String())
@@ -110,8 +117,8 @@ func startAllotProcess(t *testing.T, args ...string) *lockedBuffer {
 	})
 	waitFor(t, 30*time.Second, "allot server to start", func() (bool, error) {
 		select {
-		case err := <-done:
-			return false, fmt.Errorf("allot exited: %v\n%s", err, out.String())
+		case <-exited:
+			return false, fmt.Errorf("allot exited: %v\n%s", waitErr, out.String())
 		default:
 		}
 		return strings.Contains(out.String(), "HTTP API on"), nil
@@ -150,7 +157,7 @@ func TestExampleJobsUnderAllot(t *testing.T) {
 	}
 
 	port := freePorts(t, 1)[0]
-	out := startAllotProcess(t, "server", "-dev", "-http-port", strconv.Itoa(port),
+	out := startAllotProcess(t, nil, "server", "-dev", "-http-port", strconv.Itoa(port),
 		"-nomad-address", c.Addr, "-manage-scheduler-config", "-log-level", "warn")
 	m := regexp.MustCompile(`export ALLOT_TOKEN=([0-9a-f]+)`).FindStringSubmatch(out.String())
 	if m == nil {
@@ -340,4 +347,89 @@ func getJSON(url string, out any) error {
 		return fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
 	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+// examples/deploy/nomad-acl-policy.hcl is all allot needs: with ACLs on and
+// a token carrying only that policy, allot passes its start-up checks,
+// watches Nomad, writes a job's priority (submit-job), cordons the node
+// whose GPUs fail (node write) and stops the job's allocation as a
+// migration when its window ends (alloc-lifecycle).
+func TestDeployACLPolicySuffices(t *testing.T) {
+	nomadBinary(t)
+	state := t.TempDir()
+	a := startAgent(t, agentConfig{PluginDir: installPlugin(t, allotNVML(t)), HCL: fmt.Sprintf(`
+acl {
+  enabled = true
+}
+plugin "allot-nvml" {
+  config {
+    fake               = "dgxh100"
+    fake_state_dir     = %q
+    fingerprint_period = "1s"
+  }
+}
+`, state)})
+	var boot struct{ SecretID string }
+	waitFor(t, 30*time.Second, "ACL bootstrap", func() (bool, error) {
+		return a.do("POST", "/v1/acl/bootstrap", nil, &boot) == nil, nil
+	})
+	a.Token = boot.SecretID // management, for the test's own calls
+	c := &gpuCluster{agent: a, Node: a.WaitNode()}
+	var gpus []string
+	waitFor(t, 60*time.Second, "8 healthy GPUs", func() (bool, error) {
+		healthy, _, err := gpuInstances(a, c.Node)
+		gpus = gpus[:0]
+		for id, h := range healthy {
+			if h {
+				gpus = append(gpus, id)
+			}
+		}
+		return err == nil && len(gpus) == 8, nil
+	})
+	if err := c.Put("/v1/operator/scheduler/configuration", map[string]any{"PreemptionConfig": map[string]any{
+		"SystemSchedulerEnabled": true, "BatchSchedulerEnabled": true, "ServiceSchedulerEnabled": true}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if o, err := c.nomadCLI(t, "acl", "policy", "apply", "-description", "allot scheduling overlay", "allot",
+		repoFile("examples", "deploy", "nomad-acl-policy.hcl")); err != nil {
+		t.Fatalf("nomad acl policy apply: %v\n%s", err, o)
+	}
+	o, err := c.nomadCLI(t, "acl", "token", "create", "-name", "allot", "-policy", "allot", "-json")
+	if err != nil {
+		t.Fatalf("nomad acl token create: %v\n%s", err, o)
+	}
+	var tok struct{ SecretID string }
+	if err := json.Unmarshal([]byte(o), &tok); err != nil || tok.SecretID == "" {
+		t.Fatalf("nomad acl token create -json: %v\n%s", err, o)
+	}
+
+	port := freePorts(t, 1)[0]
+	out := startAllotProcess(t, []string{"NOMAD_TOKEN=" + tok.SecretID}, "server", "-dev",
+		"-http-port", strconv.Itoa(port), "-nomad-address", c.Addr, "-log-level", "warn")
+	m := regexp.MustCompile(`export ALLOT_TOKEN=([0-9a-f]+)`).FindStringSubmatch(out.String())
+	if m == nil || !strings.Contains(out.String(), "driving Nomad") {
+		t.Fatalf("allot server did not start driving Nomad:\n%s", out.String())
+	}
+	runAllotCLI(t, fmt.Sprintf("http://127.0.0.1:%d", port), m[1], "budgets", "apply", repoFile("examples", "budgets"))
+
+	c.register(t, gpuJob{ID: "debug", Budget: "ai2/nlp/reasoning", MinRuntime: "10s", GPUs: 1})
+	first := c.waitRunning(t, "debug", 1, 60*time.Second)[0]
+	c.waitPriority(t, "debug", func(p int) bool { return p == 100 }, "= 100 (protected)", 30*time.Second)
+	for _, g := range gpus {
+		if o, err := exec.Command(allotNVML(t), "inject", "-state", state, "xid", "79", g).CombinedOutput(); err != nil {
+			t.Fatalf("allot-nvml inject: %v\n%s", err, o)
+		}
+	}
+	waitFor(t, 60*time.Second, "allot to cordon the node", func() (bool, error) {
+		var n struct{ SchedulingEligibility string }
+		err := c.Get("/v1/node/"+c.Node, &n)
+		return err == nil && n.SchedulingEligibility == "ineligible", err
+	})
+	waitFor(t, 60*time.Second, "allot to stop the allocation as a migration at its window end", func() (bool, error) {
+		got := c.alloc(t, "debug", first.ID)
+		return got.DesiredStatus == "stop" && strings.Contains(got.DesiredDescription, "migrat"), nil
+	})
+	if strings.Contains(out.String(), "403") || strings.Contains(out.String(), "Permission denied") {
+		t.Fatalf("allot was refused by Nomad:\n%s", out.String())
+	}
 }

@@ -7,13 +7,18 @@
 #
 # Limit the namespace rule to the namespaces allot manages (nomad { namespaces }).
 namespace "*" {
+  # list-jobs and read-job: jobs, allocations and the event stream;
   # submit-job: re-register a job with a new priority, and evaluate it;
-  # read-job: jobs, allocations and the event stream; alloc-lifecycle: stop.
-  capabilities = ["submit-job", "read-job", "alloc-lifecycle"]
+  # alloc-lifecycle: stop an allocation (a migration).
+  capabilities = ["list-jobs", "read-job", "submit-job", "alloc-lifecycle"]
 }
 
 node {
   policy = "write" # eligibility: cordon unhealthy nodes, reserve nodes for large jobs
+}
+
+agent {
+  policy = "read" # allot reads GET /v1/agent/self at start: Nomad's version and ACL settings
 }
 
 operator {
