@@ -433,3 +433,32 @@ plugin "allot-nvml" {
 		t.Fatalf("allot was refused by Nomad:\n%s", out.String())
 	}
 }
+
+// examples/deploy/allot.service is a unit systemd accepts, running the
+// built binary (systemd-analyze verify checks ExecStart's file exists, so
+// the path is pointed at it).
+func TestDeploySystemdUnitVerifies(t *testing.T) {
+	sa, err := exec.LookPath("systemd-analyze")
+	if err != nil {
+		t.Skip("skip: no systemd-analyze on PATH")
+	}
+	b, err := os.ReadFile(repoFile("examples", "deploy", "allot.service"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := filepath.Abs(allotBinary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	unit := string(b)
+	if !strings.Contains(unit, "ExecStart=/usr/local/bin/allot server -config /etc/allot/allot.hcl") {
+		t.Fatalf("allot.service does not start /usr/local/bin/allot server -config /etc/allot/allot.hcl")
+	}
+	f := filepath.Join(t.TempDir(), "allot.service")
+	if err := os.WriteFile(f, []byte(strings.ReplaceAll(unit, "/usr/local/bin/allot", bin)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(sa, "verify", f).CombinedOutput(); err != nil || len(out) > 0 {
+		t.Fatalf("systemd-analyze verify allot.service: %v\n%s", err, out)
+	}
+}
