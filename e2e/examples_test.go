@@ -164,6 +164,7 @@ func TestExampleJobsUnderAllot(t *testing.T) {
 		t.Fatalf("allot server -dev printed no write token:\n%s", out.String())
 	}
 	addr, token := fmt.Sprintf("http://127.0.0.1:%d", port), m[1]
+	waitAllotLeader(t, addr, 30*time.Second)
 	if o := runAllotCLI(t, addr, token, "budgets", "apply", repoFile("examples", "budgets")); !strings.Contains(o, "21 budgets, 15 leaves") {
 		t.Fatalf("budgets apply: %s", o)
 	}
@@ -291,13 +292,7 @@ plugin "allot-nvml" {
 		repoFile("examples", "deploy", "allot.nomad.hcl")); err != nil {
 		t.Fatalf("nomad job run allot.nomad.hcl: %v\n%s", err, o)
 	}
-	waitFor(t, 90*time.Second, "the allot job's server to lead", func() (bool, error) {
-		var self client.Self
-		if err := getJSON(addr+"/v1/agent/self", &self); err != nil {
-			return false, nil
-		}
-		return self.Leader != "", nil
-	})
+	waitAllotLeader(t, addr, 90*time.Second)
 	if _, err := os.Stat(filepath.Join(data, "raft", "raft.db")); err != nil {
 		t.Fatalf("raft log not on the host volume: %v", err)
 	}
@@ -334,6 +329,17 @@ plugin "allot-nvml" {
 	if p := c.job(t, "allot").Priority; p != 95 {
 		t.Fatalf("allot's own job at priority %d, want 95", p)
 	}
+}
+
+// waitAllotLeader waits until the allot server at addr knows a raft leader:
+// it prints "HTTP API on" before its first election, and writes before then
+// get 503.
+func waitAllotLeader(t *testing.T, addr string, timeout time.Duration) {
+	t.Helper()
+	waitFor(t, timeout, "the allot server at "+addr+" to know its leader", func() (bool, error) {
+		var self client.Self
+		return getJSON(addr+"/v1/agent/self", &self) == nil && self.Leader != "", nil
+	})
 }
 
 // getJSON decodes the answer of GET url into out.
@@ -410,7 +416,9 @@ plugin "allot-nvml" {
 	if m == nil || !strings.Contains(out.String(), "driving Nomad") {
 		t.Fatalf("allot server did not start driving Nomad:\n%s", out.String())
 	}
-	runAllotCLI(t, fmt.Sprintf("http://127.0.0.1:%d", port), m[1], "budgets", "apply", repoFile("examples", "budgets"))
+	addr := fmt.Sprintf("http://127.0.0.1:%d", port)
+	waitAllotLeader(t, addr, 30*time.Second)
+	runAllotCLI(t, addr, m[1], "budgets", "apply", repoFile("examples", "budgets"))
 
 	c.register(t, gpuJob{ID: "debug", Budget: "ai2/nlp/reasoning", MinRuntime: "10s", GPUs: 1})
 	first := c.waitRunning(t, "debug", 1, 60*time.Second)[0]
@@ -429,7 +437,7 @@ plugin "allot-nvml" {
 		got := c.alloc(t, "debug", first.ID)
 		return got.DesiredStatus == "stop" && strings.Contains(got.DesiredDescription, "migrat"), nil
 	})
-	if strings.Contains(out.String(), "403") || strings.Contains(out.String(), "Permission denied") {
+	if strings.Contains(out.String(), "response code: 403") || strings.Contains(out.String(), "Permission denied") {
 		t.Fatalf("allot was refused by Nomad:\n%s", out.String())
 	}
 }
