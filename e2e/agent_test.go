@@ -59,6 +59,8 @@ type agent struct {
 	// client stops, by design (they survive an agent restart), so they are
 	// killed when the test ends, not when the agent stops.
 	left []int
+	// Token, when set, is sent as X-Nomad-Token (an agent with ACLs on).
+	Token string
 }
 
 // freePorts returns n TCP ports free on 127.0.0.1 at the time of the call.
@@ -156,8 +158,10 @@ func runAgent(t *testing.T, mode, dataDir string, httpPort int, hcl string) *age
 			return false, fmt.Errorf("nomad agent %s exited:\n%s", mode, a.out.String())
 		default:
 		}
+		// With ACLs on (and no token yet) the API answers 403: it is up.
 		var self map[string]any
-		return a.Get("/v1/agent/self", &self) == nil, nil
+		err := a.Get("/v1/agent/self", &self)
+		return err == nil || strings.Contains(err.Error(), "403 Forbidden"), nil
 	})
 	return a
 }
@@ -208,6 +212,9 @@ func (a *agent) do(method, path string, body, out any) error {
 	req, err := http.NewRequest(method, a.Addr+path, r)
 	if err != nil {
 		return err
+	}
+	if a.Token != "" {
+		req.Header.Set("X-Nomad-Token", a.Token)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -27,9 +27,7 @@ type gpuCluster struct {
 // startGPUCluster starts the agent and waits for 8 healthy GPUs.
 func startGPUCluster(t *testing.T) *gpuCluster {
 	t.Helper()
-	nomadBinary(t)
-	pluginDir := installPlugin(t, allotNVML(t))
-	hcl := fmt.Sprintf(`
+	return startGPUClusterHCL(t, fmt.Sprintf(`
 plugin "allot-nvml" {
   config {
     fake               = "dgxh100"
@@ -37,7 +35,15 @@ plugin "allot-nvml" {
     fingerprint_period = "1s"
   }
 }
-`, t.TempDir())
+`, t.TempDir()))
+}
+
+// startGPUClusterHCL starts the agent with hcl added to its config, which
+// must load allot-nvml with 8 fake GPUs, and waits for them to be healthy.
+func startGPUClusterHCL(t *testing.T, hcl string) *gpuCluster {
+	t.Helper()
+	nomadBinary(t)
+	pluginDir := installPlugin(t, allotNVML(t))
 	a := startAgent(t, agentConfig{PluginDir: pluginDir, HCL: hcl})
 	node := a.WaitNode()
 	waitFor(t, 60*time.Second, "8 healthy GPUs", func() (bool, error) {

@@ -34,7 +34,7 @@ func Preflight(ctx context.Context, client *api.Client, manage bool) (PreflightR
 	var r PreflightReport
 	self, err := client.Agent().Self()
 	if err != nil {
-		return r, fmt.Errorf("reach nomad: %w (set NOMAD_ADDR to a Nomad server's HTTP address)", err)
+		return r, fmt.Errorf("reach nomad: %w (set NOMAD_ADDR to a Nomad server's HTTP address; with ACLs on, the token needs agent:read)", err)
 	}
 	r.Version = agentVersion(self)
 	if r.Version == "" {
@@ -97,8 +97,9 @@ func checkToken(ctx context.Context, client *api.Client, r *PreflightReport) err
 	r.Token = fmt.Sprintf("%s (%s)", tok.Name, tok.Type)
 	r.Policies = tok.Policies
 	if tok.Type != "management" && len(tok.Policies) == 0 && len(tok.Roles) == 0 {
-		return errors.New("the ACL token has no policies: allot needs namespace submit-job, read-job and " +
-			"alloc-lifecycle, node:write and operator:read (operator:write with manage_scheduler_config)")
+		return errors.New("the ACL token has no policies: allot needs namespace list-jobs, read-job, submit-job and " +
+			"alloc-lifecycle, node:write, agent:read and operator:read (operator:write with manage_scheduler_config); " +
+			"examples/deploy/nomad-acl-policy.hcl is such a policy")
 	}
 	return nil
 }

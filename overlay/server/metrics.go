@@ -3,6 +3,7 @@ package server
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/allot-sched/allot/budgets"
@@ -20,6 +21,9 @@ type metrics struct {
 	writes           *prometheus.CounterVec
 	reconciles       *prometheus.CounterVec
 	reconcileSeconds prometheus.Histogram
+	// collectors is everything reg exports, kept so that the names of
+	// families without samples yet can be listed (familyNames).
+	collectors []prometheus.Collector
 }
 
 func newMetrics(s *Server) *metrics {
@@ -45,7 +49,7 @@ func newMetrics(s *Server) *metrics {
 			return v
 		}
 	}
-	m.reg.MustRegister(m.requests, m.requestSeconds, m.writes, m.reconciles, m.reconcileSeconds,
+	m.collectors = append(m.collectors, m.requests, m.requestSeconds, m.writes, m.reconciles, m.reconcileSeconds,
 		gauge("allot_raft_leader", "1 when this server is the raft leader.", func() float64 {
 			if s.raft.State() == raft.Leader {
 				return 1
@@ -71,9 +75,8 @@ func newMetrics(s *Server) *metrics {
 			return float64(n)
 		}),
 	)
-	m.reg.MustRegister(newDrainCollector(s))
 	nodes := prometheus.NewDesc("allot_nodes", "GPU nodes by drain state.", []string{"drain"}, nil)
-	m.reg.MustRegister(&funcCollector{desc: nodes, collect: func(ch chan<- prometheus.Metric) {
+	m.collectors = append(m.collectors, newDrainCollector(s), &funcCollector{desc: nodes, collect: func(ch chan<- prometheus.Metric) {
 		count := map[string]int{}
 		for _, n := range s.fsm.Read().Nodes() {
 			count[n.Drain]++
@@ -82,7 +85,37 @@ func newMetrics(s *Server) *metrics {
 			ch <- prometheus.MustNewConstMetric(nodes, prometheus.GaugeValue, float64(c), drain)
 		}
 	}})
+	m.reg.MustRegister(m.collectors...)
 	return m
+}
+
+// familyNames lists the name of every metric family the server exports,
+// including those with no sample yet (a counter vector nobody incremented).
+func (m *metrics) familyNames() []string {
+	ch := make(chan *prometheus.Desc)
+	go func() {
+		for _, c := range m.collectors {
+			c.Describe(ch)
+		}
+		close(ch)
+	}()
+	var names []string
+	for d := range ch {
+		names = append(names, descName(d))
+	}
+	return names
+}
+
+// descName reads a Desc's fully-qualified name from its String form, the
+// only place client_golang exposes it: Desc{fqName: "x", ...}.
+func descName(d *prometheus.Desc) string {
+	s := d.String()
+	_, rest, ok := strings.Cut(s, `fqName: "`)
+	if !ok {
+		return s
+	}
+	name, _, _ := strings.Cut(rest, `"`)
+	return name
 }
 
 // funcCollector collects one labelled family computed at scrape time.
