@@ -21,6 +21,7 @@ import (
 //	  nodes         = 8
 //	  gpus_per_node = 8
 //	  model         = "a100"
+//	  node_pool     = "gpu"    # optional: the Nomad node pool, default the block's name
 //	}
 //
 // A file holds one or more pool blocks and nothing else. Pools are kept in
@@ -38,6 +39,8 @@ type ClusterPool struct {
 	Nodes       int
 	GPUsPerNode int
 	Model       string
+	// NodePool is the Nomad node pool the nodes register in; "" is Name.
+	NodePool string
 	// Pos is where the pool is declared, "file:line:col" of its pool keyword.
 	Pos string
 }
@@ -69,9 +72,10 @@ const (
 	attrNodes       = "nodes"
 	attrGPUsPerNode = "gpus_per_node"
 	attrModel       = "model"
+	attrNodePool    = "node_pool"
 )
 
-var poolAttrs = []string{attrNodes, attrGPUsPerNode, attrModel}
+var poolAttrs = []string{attrNodes, attrGPUsPerNode, attrModel, attrNodePool}
 
 const poolExample = `pool "default" { ... } setting nodes = 128 and gpus_per_node = 8`
 
@@ -163,13 +167,15 @@ func (cd *clusterDecoder) pool(b *hclsyntax.Block) (ClusterPool, bool) {
 			p.GPUsPerNode = cd.count(a, p.Name, MaxGPUsPerNode, " (the simulator keeps a node's GPUs in one 64-bit mask)")
 		case attrModel:
 			p.Model = cd.model(a, p.Name)
+		case attrNodePool:
+			p.NodePool = cd.nodePool(a, p.Name)
 		default:
-			cd.add(at(a.NameRange, "pool %q: unknown attribute %q%s; valid attributes are nodes, gpus_per_node and model",
+			cd.add(at(a.NameRange, "pool %q: unknown attribute %q%s; valid attributes are nodes, gpus_per_node, model and node_pool",
 				p.Name, a.Name, suggest(a.Name, poolAttrs)))
 		}
 	}
 	for _, c := range b.Body.Blocks {
-		cd.add(at(c.TypeRange, "pool %q: unknown block %q%s; a pool takes no blocks, only the attributes nodes, gpus_per_node and model",
+		cd.add(at(c.TypeRange, "pool %q: unknown block %q%s; a pool takes no blocks, only the attributes nodes, gpus_per_node, model and node_pool",
 			p.Name, c.Type, suggest(c.Type, poolAttrs)))
 	}
 	if b.Body.Attributes[attrNodes] == nil {
@@ -239,4 +245,27 @@ func (cd *clusterDecoder) model(a *hclsyntax.Attribute, pool string) string {
 		return ""
 	}
 	return v.AsString()
+}
+
+// nodePool decodes a pool's node_pool: the Nomad node pool its nodes
+// register in, a valid pool name other than Nomad's built-in "all".
+func (cd *clusterDecoder) nodePool(a *hclsyntax.Attribute, pool string) string {
+	const want = `a Nomad node pool name (1 to 128 of a-z, A-Z, 0-9, '_' and '-'), e.g. "gpu"`
+	v, ok := cd.value(a, pool, want)
+	if !ok {
+		return ""
+	}
+	if !v.Type().Equals(cty.String) {
+		cd.add(at(a.Expr.Range(), "pool %q: node_pool must be %s, got %s", pool, want, v.Type().FriendlyName()))
+		return ""
+	}
+	switch s := v.AsString(); {
+	case !validPoolName(s):
+		cd.add(at(a.Expr.Range(), "pool %q: node_pool %q is not valid: want %s", pool, s, want))
+	case s == "all":
+		cd.add(at(a.Expr.Range(), "pool %q: node_pool \"all\" is Nomad's built-in pool of every node, which no node registers in; name another", pool))
+	default:
+		return s
+	}
+	return ""
 }

@@ -76,7 +76,7 @@ func TestParseClusterErrors(t *testing.T) {
 	const (
 		ok      = "  nodes = 1\n  gpus_per_node = 8\n"
 		example = `e.g. pool "default" { ... } setting nodes = 128 and gpus_per_node = 8`
-		attrs   = "valid attributes are nodes, gpus_per_node and model"
+		attrs   = "valid attributes are nodes, gpus_per_node, model and node_pool"
 		nodesW  = "want a whole number from 1 to 100000"
 		gpusW   = "want a whole number from 1 to 64 (the simulator keeps a node's GPUs in one 64-bit mask)"
 	)
@@ -125,7 +125,7 @@ func TestParseClusterErrors(t *testing.T) {
 			`c.hcl:1:1: pool "a" has no gpus_per_node; add gpus_per_node = N, the GPUs of each node (1 to 64)`,
 			`c.hcl:3:3: pool "a": unknown attribute "gpus_per_nod" (did you mean "gpus_per_node"?); ` + attrs,
 			`c.hcl:4:3: pool "a": unknown attribute "modle" (did you mean "model"?); ` + attrs,
-			`c.hcl:5:3: pool "a": unknown block "node" (did you mean "nodes"?); a pool takes no blocks, only the attributes nodes, gpus_per_node and model`,
+			`c.hcl:5:3: pool "a": unknown block "node" (did you mean "nodes"?); a pool takes no blocks, only the attributes nodes, gpus_per_node, model and node_pool`,
 			`c.hcl:6:3: pool "a": unknown attribute "color"; ` + attrs}},
 		{"top-level block and attribute", "pools \"a\" {\n" + ok + "}\nnodes = 3\n", []string{
 			`c.hcl:1:1: block "pools" is not valid at the top level of a cluster file (did you mean "pool"?); a cluster file holds only pool blocks, ` + example,

@@ -241,7 +241,29 @@ func generateFor(sc *scenarioFile, c *cli.Command, in *simInputs) (*sim.Trace, e
 		return nil, err
 	}
 	nameFaultNodes(tr, in.cluster)
+	namePool(tr, in.cluster)
 	return tr, nil
+}
+
+// namePool gives a generated trace's jobs the cluster's node pool when all
+// its nodes are in one Nomad node pool other than "default": Nomad places a job without a
+// node_pool in "default" only, so the jobs of such a cluster name its pool
+// (as a job for examples/nomad/client.hcl's nodes says node_pool = "gpu").
+// Jobs for a cluster of several node pools name none: without a "default"
+// pool they are counted before the run as never placed.
+func namePool(tr *sim.Trace, spec sim.ClusterSpec) {
+	pool := spec.Pools[0].Nomad()
+	for _, p := range spec.Pools {
+		if p.Nomad() != pool {
+			return
+		}
+	}
+	if pool == "default" {
+		return
+	}
+	for i := range tr.Jobs {
+		tr.Jobs[i].Pool = pool
+	}
 }
 
 // jsonKind names what a Go kind is in JSON.
@@ -325,7 +347,8 @@ func loadCluster(c *cli.Command, path string) (sim.ClusterSpec, error) {
 	}
 	spec := sim.ClusterSpec{Pools: make([]sim.Pool, len(file.Pools))}
 	for i, p := range file.Pools {
-		spec.Pools[i] = sim.Pool{Name: p.Name, Nodes: p.Nodes, GPUsPerNode: p.GPUsPerNode, Model: p.Model}
+		spec.Pools[i] = sim.Pool{Name: p.Name, Nodes: p.Nodes, GPUsPerNode: p.GPUsPerNode, Model: p.Model,
+			NodePool: p.NodePool}
 	}
 	// The file's checks include the model's; this catches a drift between them.
 	if err := spec.Validate(); err != nil {
@@ -576,6 +599,7 @@ func simGenerateCommand() *cli.Command {
 				return usagef("%v", err)
 			}
 			nameFaultNodes(tr, spec)
+			namePool(tr, spec)
 			write := sim.WriteCSV
 			if strings.HasSuffix(path, ".jsonl") {
 				write = sim.WriteJSONL

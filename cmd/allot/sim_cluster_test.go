@@ -129,7 +129,7 @@ func TestSimClusterErrors(t *testing.T) {
 	want := []string{
 		bad + `:1:1: pool "a" has no gpus_per_node; add gpus_per_node = N, the GPUs of each node (1 to 64)`,
 		bad + `:2:11: pool "a": nodes = 0: want a whole number from 1 to 100000`,
-		bad + `:3:3: pool "a": unknown attribute "gpus_per_nod" (did you mean "gpus_per_node"?); valid attributes are nodes, gpus_per_node and model`,
+		bad + `:3:3: pool "a": unknown attribute "gpus_per_nod" (did you mean "gpus_per_node"?); valid attributes are nodes, gpus_per_node, model and node_pool`,
 		"Error: " + bad + " is not a valid cluster file (3 problems)",
 	}
 	if code != exitInvalid || strings.TrimSpace(errOut) != strings.Join(want, "\n") {

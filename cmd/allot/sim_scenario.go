@@ -43,7 +43,7 @@ type scenarioFile struct {
 // spell them.
 var (
 	scenarioKeys = []string{"budgets", "trace", "cluster", "pools", "nodes", "gpus_per_node", "generate"}
-	poolKeys     = []string{"name", "nodes", "gpus_per_node", "model"}
+	poolKeys     = []string{"name", "nodes", "gpus_per_node", "model", "node_pool"}
 )
 
 // scenarioProblems collects what is wrong with a scenario file, each at its
@@ -198,6 +198,9 @@ func decodePools(p *scenarioProblems, sc *scenarioFile, raw json.RawMessage,
 		}
 		if raw, ok := obj["model"]; ok {
 			decodeValue(p, sc.at[name+".model"], name+".model", raw, &pool.Model, "a string")
+		}
+		if raw, ok := obj["node_pool"]; ok {
+			decodeValue(p, sc.at[name+".node_pool"], name+".node_pool", raw, &pool.NodePool, "a string")
 		}
 		if raw, ok := obj["nodes"]; ok {
 			count(name+".nodes", raw, sc.at[name+".nodes"], 1, 100000, &pool.Nodes, "the number of nodes")

@@ -92,7 +92,7 @@ func (a *Allot) Init(s *State, tree *budgets.Tree) error {
 	for i := range s.jobs {
 		sp := s.jobs[i].spec
 		a.jobIndex[sp.ID] = int32(i)
-		a.groups[i] = policy.TaskGroup{Name: "main", Count: sp.Count, GPUs: sp.GPUs}
+		a.groups[i] = policy.TaskGroup{Name: "main", Count: sp.Count, GPUs: sp.GPUs, Model: sp.Model}
 		k := metaKey{sp.MinRuntime, sp.Resumable, sp.Priority, sp.Budget}
 		if c, ok := parsed[k]; ok {
 			a.contracts[i] = c

@@ -78,7 +78,7 @@ func (a *Allot) putJob(s *State, i int32) {
 		return
 	}
 	sp := j.spec
-	pj := policy.Job{ID: sp.ID, Namespace: "default", Type: "batch", Contract: a.contracts[i],
+	pj := policy.Job{ID: sp.ID, Namespace: "default", Pool: sp.Pool, Type: "batch", Contract: a.contracts[i],
 		SubmitTime: at(int64(sp.Submit / time.Second)), Priority: j.prio, LastWrittenPriority: j.lastWritten,
 		ModifyIndex: j.modifyIndex, Groups: a.groups[i : i+1 : i+1]}
 	if j.requeuedAt >= 0 {

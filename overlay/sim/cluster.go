@@ -5,12 +5,24 @@ import (
 	"math/bits"
 )
 
-// Pool is a group of identical GPU nodes.
+// Pool is a group of identical GPU nodes, named <Name>-0, <Name>-1, ...
 type Pool struct {
 	Name        string
 	Nodes       int
 	GPUsPerNode int
 	Model       string
+	// NodePool is the Nomad node pool the nodes register in (their client
+	// node_pool); "" is Name. Several groups may share one, as H100 and
+	// B200 nodes of one pool "gpu" do.
+	NodePool string
+}
+
+// Nomad is the Nomad node pool of p's nodes: NodePool, or Name.
+func (p Pool) Nomad() string {
+	if p.NodePool == "" {
+		return p.Name
+	}
+	return p.NodePool
 }
 
 // ClusterSpec is the shape of the simulated cluster.
@@ -37,6 +49,9 @@ func (c ClusterSpec) Validate() error {
 	if len(c.Pools) == 0 {
 		return fmt.Errorf("cluster has no node pools; give at least one pool with nodes and GPUs per node")
 	}
+	if len(c.Pools) > 64 {
+		return fmt.Errorf("cluster has %d node pools; the model takes at most 64", len(c.Pools))
+	}
 	seen := map[string]int{}
 	for i, p := range c.Pools {
 		first, dup := seen[p.Name]
@@ -50,6 +65,10 @@ func (c ClusterSpec) Validate() error {
 			return fmt.Errorf("pool %d (%q): nodes %d must be between 1 and 100000", i, p.Name, p.Nodes)
 		case p.GPUsPerNode < 1 || p.GPUsPerNode > 64:
 			return fmt.Errorf("pool %d (%q): gpus per node %d must be between 1 and 64", i, p.Name, p.GPUsPerNode)
+		case p.NodePool != "" && !validPoolName(p.NodePool):
+			return fmt.Errorf("pool %d (%q): node pool %q must be 1 to 128 of a-z, A-Z, 0-9, '_' and '-'", i, p.Name, p.NodePool)
+		case p.Nomad() == "all":
+			return fmt.Errorf("pool %d (%q): node pool \"all\" is Nomad's built-in pool of every node; no node registers in it", i, p.Name)
 		}
 	}
 	return nil

@@ -128,7 +128,7 @@ func Run(tr *Trace, c ClusterSpec, tree *budgets.Tree, p Policy, opts Options) (
 			}
 		}
 		s.jobs[i] = job{spec: sp, leaf: leaf, slots: slotBuf[:sp.Count:sp.Count], runStart: -1, firstStart: -1,
-			requeuedAt: -1, activeIdx: -1}
+			requeuedAt: -1, activeIdx: -1, feas: s.feasOf(sp)}
 		slotBuf = slotBuf[sp.Count:]
 		for k := range s.jobs[i].slots {
 			s.jobs[i].slots[k] = -1

@@ -102,7 +102,11 @@ func (s *State) passAll() {
 			free := s.freeTotal()
 			if !s.place(i) {
 				cur[bk]++
-				failAsk = min(failAsk, j.spec.GPUs)
+				if j.feas == s.allFeas {
+					// A job that may use only some nodes failing says
+					// nothing of the asks of jobs that may use others.
+					failAsk = min(failAsk, j.spec.GPUs)
+				}
 			}
 			if s.freeTotal() > free {
 				failAsk = 65
@@ -118,7 +122,7 @@ func (s *State) block(i int32) {
 	j.ready = false
 	if j.inQueue {
 		j.classBadGen = 0
-		if j.spec.GPUs > s.maxHealthy() {
+		if j.spec.GPUs > s.maxHealthyFor(j) {
 			j.classBadGen = s.classGen
 		}
 	}
@@ -136,7 +140,7 @@ func (s *State) place(i int32) bool {
 		if j.slots[slot] >= 0 {
 			continue
 		}
-		if n := s.pickNode(g); n >= 0 {
+		if n := s.pickNode(j, g); n >= 0 {
 			s.startAlloc(i, slot, n, lowBits(s.nodes[n].freeMask(), g))
 			continue
 		}
@@ -177,8 +181,12 @@ func lowBits(m uint64, n int) uint64 {
 
 func (s *State) fits(n int32, g int) bool { return int(s.freeOn[n]) >= g }
 
-// pickNode chooses a node with g free healthy GPUs without preemption.
-func (s *State) pickNode(g int) int32 {
+// pickNode chooses a node of job j's classes with g free healthy GPUs
+// without preemption.
+func (s *State) pickNode(j *job, g int) int32 {
+	if j.feas != s.allFeas {
+		return s.pickNodeIn(j, g)
+	}
 	feasible := 0
 	for m := s.freeSet >> uint(g-1); m != 0; m &= m - 1 {
 		feasible += int(s.freeHist[g+bits.TrailingZeros64(m)])
@@ -200,6 +208,41 @@ func (s *State) pickNode(g int) int32 {
 		return b
 	}
 	return a
+}
+
+// pickNodeIn is pickNode for a job that may use only some nodes (its pool
+// or model constraint): the same choice, made over its feasible nodes.
+func (s *State) pickNodeIn(j *job, g int) int32 {
+	f := s.buf.feasible[:0]
+	for n, free := range s.freeOn {
+		if int(free) >= g && s.feasible(j, int32(n)) {
+			f = append(f, int32(n))
+		}
+	}
+	s.buf.feasible = f
+	switch {
+	case len(f) == 0:
+		return -1
+	case s.opts.Placement == PlacementBestFit:
+		best := f[0]
+		for _, n := range f[1:] {
+			if s.freeOn[n] < s.freeOn[best] {
+				best = n
+			}
+		}
+		return best
+	case len(f) == 1:
+		return f[0]
+	}
+	x := s.rng.IntN(len(f))
+	y := s.rng.IntN(len(f) - 1)
+	if y >= x {
+		y++
+	}
+	if s.freeOn[f[y]] < s.freeOn[f[x]] {
+		return f[y]
+	}
+	return f[x]
 }
 
 // drawTwo draws two distinct feasible nodes uniformly at random (b = -1 when
@@ -256,8 +299,8 @@ func (s *State) pickPreemption(i int32, g int) (int32, []int32) {
 		if int(n) == nn {
 			n = 0
 		}
-		if s.lowOn[n] > low {
-			continue // no candidate on the node: victims would find none
+		if s.lowOn[n] > low || !s.feasible(&s.jobs[i], n) {
+			continue // no candidate on the node, or not the job's pool or model
 		}
 		v := s.victims(i, n, g)
 		if v == nil {
@@ -289,7 +332,7 @@ func (s *State) pickPreemption(i int32, g int) (int32, []int32) {
 func (s *State) victims(i int32, n int32, g int) []int32 {
 	nd := &s.nodes[n]
 	j := &s.jobs[i]
-	if !nd.eligible || nd.healthyTotal() < g {
+	if !nd.eligible || nd.healthyTotal() < g || !s.feasible(j, n) {
 		return nil
 	}
 	free := nd.free()

@@ -28,8 +28,9 @@ func newHarness(t *testing.T, nodes ...int) *harness {
 func (h *harness) submit(id string, prio, count, gpus int) int32 {
 	sp := &JobSpec{ID: id, Count: count, GPUs: gpus, Work: time.Hour, Resumable: true}
 	i := int32(len(h.s.jobs))
+	// The harness's nodes are one pool each; its jobs may use any of them.
 	h.s.jobs = append(h.s.jobs, job{spec: sp, leaf: -1, slots: make([]int32, count), runStart: -1,
-		firstStart: -1, requeuedAt: -1})
+		firstStart: -1, requeuedAt: -1, feas: h.s.allFeas})
 	for k := range h.s.jobs[i].slots {
 		h.s.jobs[i].slots[k] = -1
 	}

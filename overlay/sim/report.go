@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -56,6 +57,9 @@ func WriteSummary(w io.Writer, rs []*Result) error {
 	row("GPUs", func(r *Result) string { return fmt.Sprint(r.GPUs) })
 	row("jobs submitted / finished", func(r *Result) string { return fmt.Sprintf("%d / %d", r.Jobs, r.Finished) })
 	row("jobs killed (drain deadline, whole run)", func(r *Result) string { return fmt.Sprint(r.Dead) })
+	if slices.ContainsFunc(rs, func(r *Result) bool { return r.NeverPlaceable > 0 }) {
+		row("jobs no node of their pool/model can place", func(r *Result) string { return fmt.Sprint(r.NeverPlaceable) })
+	}
 	classes := map[string]bool{}
 	var order []string
 	for _, r := range rs {

@@ -19,8 +19,12 @@ type Result struct {
 	Finished    int64   `json:"jobs_finished"`
 	Dead        int64   `json:"jobs_killed"`
 	Unfinished  int64   `json:"jobs_unfinished"`
-	Events      int64   `json:"events"`
-	Reconciles  int64   `json:"reconciles"`
+	// NeverPlaceable counts the submitted jobs whose node pool (and model)
+	// no node has: Nomad keeps them blocked for ever (Trace.Check warns of
+	// them before the run). They are in Unfinished and in the waits.
+	NeverPlaceable int64 `json:"jobs_never_placeable"`
+	Events         int64 `json:"events"`
+	Reconciles     int64 `json:"reconciles"`
 
 	// Waits per class: submit to first start (all allocations placed).
 	// Jobs never started count with their wait so far (censored).
@@ -123,6 +127,11 @@ func (s *State) result(name string, tr *Trace, horizon int64) *Result {
 		GPUs: int(m.capacity), Jobs: m.submitted, Finished: m.finished, Dead: m.dead, Events: s.events,
 		Reconciles: s.reconciles}
 	r.Unfinished = m.submitted - m.finished - m.dead
+	for i := range s.jobs {
+		if j := &s.jobs[i]; j.status != StatusFuture && j.feas == 0 {
+			r.NeverPlaceable++
+		}
+	}
 	// Jobs never started count with their wait so far.
 	censored := [numClasses]int{}
 	for _, i := range s.active {

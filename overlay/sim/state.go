@@ -69,6 +69,9 @@ type job struct {
 	evalIdx uint64 // CreateIndex of its current eval
 	inQueue bool
 	ready   bool // an eval was created and waits to be processed
+	// feas has bit c set when the job's pool and model admit the nodes of
+	// placement class c (State.classes); 0: no node ever can.
+	feas uint64
 	// classBadGen is State.classGen when the job was last blocked as
 	// "computed class ineligible", 0 otherwise: waking every class-ineligible
 	// eval is then one increment of State.classGen, not a walk of the queue.
@@ -181,6 +184,13 @@ type State struct {
 	prioSet  [4]uint64 // bit p: prioGPUs[p] != 0
 	maxPrio  int
 
+	// classes are the (node pool, GPU model) pairs of the nodes, and
+	// nodeClass is by node: its class. allFeas has a bit for every class: a
+	// job with it may use every node, and the fast paths serve it.
+	classes   []placeClass
+	nodeClass []uint8
+	allFeas   uint64
+
 	tree       *budgets.Tree
 	changed    bool
 	nodeGen    uint64 // bumped when a node's health or eligibility changes
@@ -203,10 +213,21 @@ func newState(c ClusterSpec, nLeaves int, leafShares []float64, opts Options) *S
 		for i := 0; i < p.Nodes; i++ {
 			id := p.Name + "-" + itoa(i)
 			s.nodeBy[id] = int32(len(s.nodes))
-			s.nodes = append(s.nodes, node{id: id, pool: p.Name, model: p.Model, total: p.GPUsPerNode,
+			s.nodes = append(s.nodes, node{id: id, pool: p.Nomad(), model: p.Model, total: p.GPUsPerNode,
 				eligible: true, sickSince: -1})
 		}
 	}
+	s.nodeClass = make([]uint8, len(s.nodes))
+	for n := range s.nodes {
+		pc := placeClass{s.nodes[n].pool, s.nodes[n].model}
+		c := slices.Index(s.classes, pc)
+		if c < 0 {
+			c = len(s.classes)
+			s.classes = append(s.classes, pc)
+		}
+		s.nodeClass[n] = uint8(c)
+	}
+	s.allFeas = ^uint64(0) >> uint(64-len(s.classes))
 	s.freeOn = make([]uint8, len(s.nodes))
 	s.lowOn = make([]int32, len(s.nodes))
 	for i := range s.lowOn {
@@ -217,6 +238,41 @@ func newState(c ClusterSpec, nLeaves int, leafShares []float64, opts Options) *S
 	}
 	s.m = newMetrics(c.GPUs(), nLeaves, leafShares, int64(opts.Warmup/time.Second))
 	return s
+}
+
+// placeClass is a node pool and GPU model: Nomad places a job only on nodes
+// of its pool, and a device constraint on the model narrows it further.
+type placeClass struct{ pool, model string }
+
+// feasOf is the set of placement classes job spec sp may use: those of its
+// node pool ("default" when it names none) and, when it names a model, of
+// that model.
+func (s *State) feasOf(sp *JobSpec) uint64 {
+	var m uint64
+	pool := sp.NodePool()
+	for c, pc := range s.classes {
+		if pc.pool == pool && (sp.Model == "" || sp.Model == pc.model) {
+			m |= 1 << uint(c)
+		}
+	}
+	return m
+}
+
+// feasible reports whether node n is in one of job j's placement classes.
+func (s *State) feasible(j *job, n int32) bool { return j.feas>>s.nodeClass[n]&1 != 0 }
+
+// maxHealthyFor is the most healthy GPUs on one eligible node job j may use.
+func (s *State) maxHealthyFor(j *job) int {
+	if j.feas == s.allFeas {
+		return s.maxHealthy()
+	}
+	best := 0
+	for n := range s.nodes {
+		if nd := &s.nodes[n]; nd.eligible && s.feasible(j, int32(n)) {
+			best = max(best, nd.healthyTotal())
+		}
+	}
+	return best
 }
 
 func itoa(i int) string {

@@ -85,6 +85,12 @@ type JobSpec struct {
 	Priority int
 	// Baseline is the priority level the job has under the baseline policy.
 	Baseline Level
+	// Pool is the Nomad node pool the job names (its node_pool); "" is
+	// Nomad's "default". Nomad places a job only on nodes of its pool.
+	Pool string
+	// Model is the GPU model its device ask is constrained to ("" for any),
+	// as a job's `constraint { attribute = "${device.model}" }` does.
+	Model string
 	// Line is the trace file's line the job was read from (0 for a job not
 	// read from a file), for messages that point at it.
 	Line int
@@ -114,6 +120,12 @@ func (j *JobSpec) Validate() error {
 		return fmt.Errorf("job %s: unknown class %d", quote(j.ID), j.Class)
 	case j.Baseline >= numLevels:
 		return fmt.Errorf("job %s: unknown baseline level %d", quote(j.ID), j.Baseline)
+	case j.Pool == "all":
+		return fmt.Errorf("job %s: pool \"all\" (Nomad's built-in pool of every node) is not modelled; name the node pool the job runs in, or leave it empty for \"default\"", quote(j.ID))
+	case j.Pool != "" && !validPoolName(j.Pool):
+		return fmt.Errorf("job %s: pool %s must be 1 to 128 of a-z, A-Z, 0-9, '_' and '-' (a Nomad node pool name)", quote(j.ID), quote(j.Pool))
+	case strings.TrimSpace(j.Model) != j.Model:
+		return fmt.Errorf("job %s: model %s has leading or trailing spaces; give the GPU model as the nodes name it, e.g. \"h100\"", quote(j.ID), quote(j.Model))
 	}
 	return nil
 }
@@ -149,4 +161,13 @@ func (t *Trace) End() time.Duration {
 		end = max(end, t.Health[n-1].At)
 	}
 	return end
+}
+
+// NodePool is the Nomad node pool the job is placed in: its Pool, or
+// "default" when it names none (Nomad's rule for a job without node_pool).
+func (j *JobSpec) NodePool() string {
+	if j.Pool == "" {
+		return "default"
+	}
+	return j.Pool
 }

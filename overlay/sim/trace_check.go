@@ -31,7 +31,8 @@ func (tr *Trace) Check(spec ClusterSpec, tree *budgets.Tree, opt CheckOptions) (
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	if err := tr.checkFit(spec, opt.SkipInvalid); err != nil {
+	noNode, err := tr.checkFit(spec, opt.SkipInvalid)
+	if err != nil {
 		return nil, err
 	}
 	gpus := nodeGPUs(spec)
@@ -48,32 +49,49 @@ func (tr *Trace) Check(spec ClusterSpec, tree *budgets.Tree, opt CheckOptions) (
 		kept = append(kept, *h)
 	}
 	tr.Health = kept
-	return tr.contractWarnings(tree, opt.Contract), nil
+	warnings := tr.contractWarnings(tree, opt.Contract)
+	if noNode != nil {
+		warnings = append([]TraceWarning{*noNode}, warnings...)
+	}
+	return warnings, nil
 }
 
-// checkFit refuses (or drops) jobs the cluster could never place.
-func (tr *Trace) checkFit(spec ClusterSpec, skip bool) error {
-	largest, pool := 0, ""
-	for _, p := range spec.Pools {
-		if p.GPUsPerNode > largest {
-			largest, pool = p.GPUsPerNode, p.Name
-		}
-	}
+// checkFit refuses (or drops) jobs the nodes of their pool and model could
+// never place, and counts the jobs whose pool and model no node has: Nomad
+// takes them and leaves them blocked for ever, so the run keeps them, never
+// placed, and says so before it starts.
+func (tr *Trace) checkFit(spec ClusterSpec, skip bool) (*TraceWarning, error) {
+	var none TraceWarning
 	kept := tr.Jobs[:0]
 	for k := range tr.Jobs {
 		j := &tr.Jobs[k]
+		pools := poolsFor(spec, j)
+		if len(pools.Pools) == 0 {
+			if none.Count == 0 {
+				none = TraceWarning{Kind: WarnNoNode, First: *j, Detail: noNodeDetail(spec, j)}
+			}
+			none.Count++
+			kept = append(kept, *j)
+			continue
+		}
+		largest, pool := 0, ""
+		for _, p := range pools.Pools {
+			if p.GPUsPerNode > largest {
+				largest, pool = p.GPUsPerNode, p.Name
+			}
+		}
 		var err error
 		switch {
 		case j.GPUs > largest:
-			err = traceErr(j.Line, 0, "job %s asks %d GPUs per allocation, but the largest node has %d (pool %s): it could never be placed; "+
-				"split it into allocations of at most %d GPUs (count) or run a larger cluster", quote(j.ID), j.GPUs, largest, quote(pool), largest)
-		case j.Count > 1 && allocSlots(spec, j.GPUs) < j.Count:
-			err = traceErr(j.Line, 0, "job %s asks %d allocations of %d GPUs, but the cluster's nodes hold at most %d of them at once: it could never be placed",
-				quote(j.ID), j.Count, j.GPUs, allocSlots(spec, j.GPUs))
+			err = traceErr(j.Line, 0, "job %s asks %d GPUs per allocation, but the largest node%s has %d (pool %s): it could never be placed; "+
+				"split it into allocations of at most %d GPUs (count) or run a larger cluster", quote(j.ID), j.GPUs, pools.of(spec), largest, quote(pool), largest)
+		case j.Count > 1 && allocSlots(pools, j.GPUs) < j.Count:
+			err = traceErr(j.Line, 0, "job %s asks %d allocations of %d GPUs, but the cluster's nodes%s hold at most %d of them at once: it could never be placed",
+				quote(j.ID), j.Count, j.GPUs, pools.of(spec), allocSlots(pools, j.GPUs))
 		}
 		if err != nil {
 			if !skip {
-				return err
+				return nil, err
 			}
 			tr.Skipped++
 			continue
@@ -81,7 +99,49 @@ func (tr *Trace) checkFit(spec ClusterSpec, skip bool) error {
 		kept = append(kept, *j)
 	}
 	tr.Jobs = kept
-	return nil
+	if none.Count == 0 {
+		return nil, nil
+	}
+	return &none, nil
+}
+
+// poolsFor is the part of spec that job j may be placed on: the pools of
+// its node pool ("default" when it names none) and, when it names a
+// model, of that model.
+func poolsFor(spec ClusterSpec, j *JobSpec) ClusterSpec {
+	var out ClusterSpec
+	for _, p := range spec.Pools {
+		if p.Nomad() == j.NodePool() && (j.Model == "" || j.Model == p.Model) {
+			out.Pools = append(out.Pools, p)
+		}
+	}
+	return out
+}
+
+// of is " of pool X" (" of pool X, model M") when part is less than all of
+// spec, for messages about the nodes a job may use.
+func (part ClusterSpec) of(spec ClusterSpec) string {
+	if len(part.Pools) == len(spec.Pools) {
+		return ""
+	}
+	return " its pool and model allow"
+}
+
+// noNodeDetail says why no node admits job j and what the cluster has.
+func noNodeDetail(spec ClusterSpec, j *JobSpec) string {
+	var have []string
+	for _, p := range spec.Pools {
+		have = append(have, fmt.Sprintf("%s (%s)", quote(p.Nomad()), p.Model))
+	}
+	ask := "pool " + quote(j.NodePool())
+	if j.Pool == "" {
+		ask = "no pool, so Nomad's \"default\""
+	}
+	if j.Model != "" {
+		ask += ", model " + quote(j.Model)
+	}
+	return fmt.Sprintf("job %s names %s, and no node is in it; Nomad never places such a job (it stays blocked). "+
+		"The cluster's node pools (model): %s; give the job a pool column naming one", quote(j.ID), ask, strings.Join(have, ", "))
 }
 
 // allocSlots is how many allocations of gpus GPUs the empty cluster holds
@@ -129,7 +189,8 @@ type WarningKind uint8
 
 // Kinds of trace warnings, in the order Check returns them.
 const (
-	WarnUnknownBudget WarningKind = iota
+	WarnNoNode WarningKind = iota // no node is in the job's pool (and of its model): it never places
+	WarnUnknownBudget
 	WarnNonLeafBudget
 	WarnNoBudget
 	WarnNoTree
@@ -142,6 +203,7 @@ const (
 // for several; the contract's own warning on the first job says what
 // becomes of them.
 var warningPhrases = [numWarningKinds][2]string{
+	{"job asks a pool and model no node has and will never be placed", "jobs ask a pool and model no node has and will never be placed"},
 	{"job names an unknown budget", "jobs name an unknown budget"},
 	{"job names a budget with sub-budgets", "jobs name a budget with sub-budgets"},
 	{"job has a min_runtime but no budget", "jobs have a min_runtime but no budget"},
@@ -158,6 +220,9 @@ type TraceWarning struct {
 	// contract said of it.
 	First   JobSpec
 	Warning contract.Warning
+	// Detail, when set, says what is wrong with First instead of Warning
+	// (a problem of placement, not of the job's meta).
+	Detail string
 }
 
 func (w TraceWarning) String() string {
@@ -169,7 +234,11 @@ func (w TraceWarning) String() string {
 	if w.First.Line > 0 {
 		where = "line " + strconv.Itoa(w.First.Line) + " "
 	}
-	return fmt.Sprintf("%d %s (first: %s%s)", w.Count, phrase, where, w.Warning)
+	what := w.Warning.String()
+	if w.Detail != "" {
+		what = w.Detail
+	}
+	return fmt.Sprintf("%d %s (first: %s%s)", w.Count, phrase, where, what)
 }
 
 // contractWarnings reads each job's contract as the allot policy does and

@@ -65,7 +65,9 @@ func TestTraceCheckWarnings(t *testing.T) {
 // not have, are refused before the run, naming the row's line; with
 // SkipInvalid they are dropped and counted.
 func TestTraceCheckRefuses(t *testing.T) {
-	cluster := ClusterSpec{Pools: []Pool{{Name: "a", Nodes: 2, GPUsPerNode: 4}, {Name: "b", Nodes: 1, GPUsPerNode: 8}}}
+	// Both groups of nodes are in Nomad's "default" pool, where the jobs go.
+	cluster := ClusterSpec{Pools: []Pool{{Name: "a", Nodes: 2, GPUsPerNode: 4, NodePool: "default"},
+		{Name: "b", Nodes: 1, GPUsPerNode: 8, NodePool: "default"}}}
 	for _, tc := range []struct {
 		name, in, want string
 	}{
@@ -95,8 +97,17 @@ func TestTraceCheckRefuses(t *testing.T) {
 			}
 		})
 	}
+	// A job may use only the nodes of its pool and model: the size checks
+	// read those alone.
+	tr := readCSVString(t, "submit,job,gpus,work,pool,model\n0,x,8,1h,default,h100\n")
+	mixed := ClusterSpec{Pools: []Pool{{Name: "h", Nodes: 2, GPUsPerNode: 4, Model: "h100", NodePool: "default"},
+		{Name: "b", Nodes: 1, GPUsPerNode: 8, Model: "b200", NodePool: "default"}}}
+	want := `line 2: job "x" asks 8 GPUs per allocation, but the largest node its pool and model allow has 4 (pool "h"): it could never be placed; split it into allocations of at most 4 GPUs (count) or run a larger cluster`
+	if _, err := tr.Check(mixed, nil, CheckOptions{}); err == nil || err.Error() != want {
+		t.Errorf("model-constrained job: error\n  %v\nwant\n  %s", err, want)
+	}
 	// Run refuses the GPU too, for callers that did not Check.
-	tr := readCSVString(t, "submit,job,gpus,work,node,health,gpu\n0,x,1,1h,,,\n10,,,,a-1,unhealthy,4\n")
+	tr = readCSVString(t, "submit,job,gpus,work,node,health,gpu\n0,x,1,1h,,,\n10,,,,a-1,unhealthy,4\n")
 	if _, err := Run(tr, cluster, nil, NewBaseline(DefaultBaselineConfig()), DefaultOptions()); err == nil || !strings.Contains(err.Error(), "line 3: health event for GPU 4") {
 		t.Errorf("Run: %v", err)
 	}

@@ -20,7 +20,7 @@ import (
 // Trace file columns (CSV header names, JSONL keys). A row with a node is a
 // health event (time in submit or at); any other row is a job.
 var traceColumns = []string{"submit", "job", "budget", "class", "count", "gpus", "work", "min_runtime",
-	"resumable", "priority", "baseline", "node", "health", "gpu", "reason"}
+	"resumable", "priority", "baseline", "pool", "model", "node", "health", "gpu", "reason"}
 
 // jobColumns are the columns a job row must give (count, min_runtime and the
 // rest have defaults); healthColumns are those of a health row only.
@@ -406,6 +406,7 @@ func (tr *Trace) addRow(line int, get func(string) string) error {
 			return err
 		}
 	}
+	j.Pool, j.Model = get("pool"), get("model")
 	if err := j.Validate(); err != nil {
 		return err
 	}
@@ -461,7 +462,7 @@ func WriteCSV(w io.Writer, tr *Trace) error {
 		j := &tr.Jobs[k]
 		row = append(row[:0], fmtDur(j.Submit), j.ID, j.Budget, j.Class.String(), strconv.Itoa(j.Count),
 			strconv.Itoa(j.GPUs), fmtDur(j.Work), fmtDur(j.MinRuntime), strconv.FormatBool(j.Resumable),
-			strconv.Itoa(j.Priority), j.Baseline.String(), "", "", "", "")
+			strconv.Itoa(j.Priority), j.Baseline.String(), j.Pool, j.Model, "", "", "", "")
 		if err := cw.Write(row); err != nil {
 			return err
 		}
@@ -471,7 +472,7 @@ func WriteCSV(w io.Writer, tr *Trace) error {
 		if h.Healthy {
 			health = "healthy"
 		}
-		row = append(row[:0], fmtDur(h.At), "", "", "", "", "", "", "", "", "", "", h.Node, health,
+		row = append(row[:0], fmtDur(h.At), "", "", "", "", "", "", "", "", "", "", "", "", h.Node, health,
 			strconv.Itoa(h.GPU), h.Reason)
 		if err := cw.Write(row); err != nil {
 			return err
@@ -497,6 +498,8 @@ func WriteJSONL(w io.Writer, tr *Trace) error {
 		Resumable  bool   `json:"resumable"`
 		Priority   int    `json:"priority"`
 		Baseline   string `json:"baseline"`
+		Pool       string `json:"pool,omitempty"`
+		Model      string `json:"model,omitempty"`
 	}
 	type healthLine struct {
 		At     int64  `json:"at"`
@@ -509,7 +512,7 @@ func WriteJSONL(w io.Writer, tr *Trace) error {
 		j := &tr.Jobs[k]
 		if err := enc.Encode(jobLine{int64(j.Submit / time.Second), j.ID, j.Budget, j.Class.String(), j.Count,
 			j.GPUs, int64(j.Work / time.Second), int64(j.MinRuntime / time.Second), j.Resumable, j.Priority,
-			j.Baseline.String()}); err != nil {
+			j.Baseline.String(), j.Pool, j.Model}); err != nil {
 			return err
 		}
 	}

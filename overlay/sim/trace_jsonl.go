@@ -63,6 +63,8 @@ type jsonlRow struct {
 	Resumable  jsonlValue `json:"resumable"`
 	Priority   jsonlValue `json:"priority"`
 	Baseline   jsonlValue `json:"baseline"`
+	Pool       jsonlValue `json:"pool"`
+	Model      jsonlValue `json:"model"`
 	Node       jsonlValue `json:"node"`
 	Health     jsonlValue `json:"health"`
 	GPU        jsonlValue `json:"gpu"`
@@ -96,6 +98,10 @@ func (r *jsonlRow) get(name string) string {
 		return r.Priority.v
 	case "baseline":
 		return r.Baseline.v
+	case "pool":
+		return r.Pool.v
+	case "model":
+		return r.Model.v
 	case "node":
 		return r.Node.v
 	case "health":
