@@ -262,17 +262,25 @@ func (s *State) finish(i int32, gen uint32) {
 	s.finishJob(i, StatusDone)
 }
 
-// closeRun ends the run at the horizon: running work is cut (not lost), and
-// every leaf's series is flushed.
+// closeRun ends the run at the horizon: running work is cut (not lost) and
+// counted with the work left, and every leaf's series is flushed.
 func (s *State) closeRun() {
 	for _, i := range s.active {
 		j := &s.jobs[i]
+		done := j.done
 		if j.runStart >= 0 {
 			ran := s.now - j.runStart
+			done += ran
 			j.usefulGPUSec += ran * int64(j.spec.TotalGPUs())
 			s.m.ran(j, j.runStart, s.now)
 			j.runStart = -1
 		}
+		if j.status == StatusRunning {
+			s.m.endRunning++
+		} else {
+			s.m.endPending++
+		}
+		s.m.endWorkSec += max(int64(j.spec.Work/time.Second)-done, 0) * int64(j.spec.TotalGPUs())
 	}
 	for l := range s.m.leafLast {
 		s.m.flushLeaf(int32(l), s.now)

@@ -25,6 +25,9 @@ type metrics struct {
 	stopLost     [numStopReasons]int64 // GPU-seconds of work thrown away, by reason
 
 	submitted, finished, dead int64
+	// At the end of the run: jobs running (placed in all or part) and
+	// pending, and the GPU-seconds of work they had left.
+	endRunning, endPending, endWorkSec int64
 
 	leafShare []float64
 	leafLast  []int64

@@ -57,6 +57,11 @@ func WriteSummary(w io.Writer, rs []*Result) error {
 	row("GPUs", func(r *Result) string { return fmt.Sprint(r.GPUs) })
 	row("jobs submitted / finished", func(r *Result) string { return fmt.Sprintf("%d / %d", r.Jobs, r.Finished) })
 	row("jobs killed (drain deadline, whole run)", func(r *Result) string { return fmt.Sprint(r.Dead) })
+	row("unfinished at the end: running / pending", func(r *Result) string {
+		return fmt.Sprintf("%d / %d", r.AtEnd.Running, r.AtEnd.Pending)
+	})
+	row("GPU hours of work left at the end", func(r *Result) string { return fmt.Sprintf("%.0f", r.AtEnd.UnfinishedGPUHours) })
+	row("the run ended at (-horizon runs on)", func(r *Result) string { return r.AtEnd.Horizon })
 	if slices.ContainsFunc(rs, func(r *Result) bool { return r.NeverPlaceable > 0 }) {
 		row("jobs no node of their pool/model can place", func(r *Result) string { return fmt.Sprint(r.NeverPlaceable) })
 	}
@@ -85,7 +90,10 @@ func WriteSummary(w io.Writer, rs []*Result) error {
 			}
 			return "-"
 		})
-		row(c+" never started", func(r *Result) string {
+		row(c+" never started (waits to the end)", func(r *Result) string {
+			if x := get(r); x != nil && x.CensoredKilled > 0 {
+				return fmt.Sprintf("%d of %d (%d killed)", x.Censored, x.Jobs, x.CensoredKilled)
+			}
 			if x := get(r); x != nil {
 				return fmt.Sprintf("%d of %d", x.Censored, x.Jobs)
 			}

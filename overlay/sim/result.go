@@ -26,8 +26,13 @@ type Result struct {
 	Events         int64 `json:"events"`
 	Reconciles     int64 `json:"reconciles"`
 
+	// AtEnd is the work the run left unfinished at its end.
+	AtEnd EndState `json:"at_end"`
+
 	// Waits per class: submit to first start (all allocations placed).
-	// Jobs never started count with their wait so far (censored).
+	// Every job submitted after the warm-up counts, under every policy:
+	// one never fully placed (still waiting, or killed first) counts with
+	// its wait to the end of the run (censored).
 	Waits []ClassWaits `json:"waits"`
 	// Preemptions counts allocations stopped, by reason.
 	Preemptions []ReasonCount `json:"preemptions"`
@@ -52,17 +57,35 @@ type Result struct {
 
 // ClassWaits are queue-wait percentiles of one job class, in seconds.
 type ClassWaits struct {
-	Class       string  `json:"class"`
-	Jobs        int     `json:"jobs"`
-	Censored    int     `json:"never_started"`
-	P50         float64 `json:"p50_s"`
-	P90         float64 `json:"p90_s"`
-	P99         float64 `json:"p99_s"`
-	Requeues    int     `json:"requeues"`
-	RequeueP50  float64 `json:"requeue_p50_s"`
-	RequeueP90  float64 `json:"requeue_p90_s"`
-	RequeueP99  float64 `json:"requeue_p99_s"`
-	sortedWaits []int64
+	Class    string `json:"class"`
+	Jobs     int    `json:"jobs"`
+	Censored int    `json:"never_started"`
+	// CensoredKilled is how many of Censored were killed (Nomad's drain
+	// deadline) before they were ever fully placed.
+	CensoredKilled int     `json:"never_started_killed"`
+	P50            float64 `json:"p50_s"`
+	P90            float64 `json:"p90_s"`
+	P99            float64 `json:"p99_s"`
+	Requeues       int     `json:"requeues"`
+	RequeueP50     float64 `json:"requeue_p50_s"`
+	RequeueP90     float64 `json:"requeue_p90_s"`
+	RequeueP99     float64 `json:"requeue_p99_s"`
+	sortedWaits    []int64
+}
+
+// EndState is what was still to do when the run ended: at the trace's last
+// event (a submission or a health change) unless a horizon was given.
+type EndState struct {
+	// Horizon says where the run ended: "trace end" (its last event) or
+	// "horizon" (Options.Horizon).
+	Horizon string `json:"ended_at"`
+	// Running jobs had all or some of their allocations placed; Pending
+	// ones none (never placeable jobs included).
+	Running int64 `json:"jobs_running"`
+	Pending int64 `json:"jobs_pending"`
+	// UnfinishedGPUHours is the work they still had to do, GPU-hours
+	// (work left × GPUs of each job).
+	UnfinishedGPUHours float64 `json:"unfinished_gpu_hours"`
 }
 
 // ReasonCount is a count of stopped allocations for one reason, with the
@@ -132,15 +155,24 @@ func (s *State) result(name string, tr *Trace, horizon int64) *Result {
 			r.NeverPlaceable++
 		}
 	}
-	// Jobs never started count with their wait so far.
-	censored := [numClasses]int{}
-	for _, i := range s.active {
+	// Jobs never fully placed, still waiting or killed first, count with
+	// their wait to the end of the run, so that every policy counts every job.
+	censored, killed := [numClasses]int{}, [numClasses]int{}
+	for i := range s.jobs {
 		j := &s.jobs[i]
-		if sub := int64(j.spec.Submit / time.Second); j.firstStart < 0 && sub >= m.from {
+		if sub := int64(j.spec.Submit / time.Second); j.status != StatusFuture && j.firstStart < 0 && sub >= m.from {
 			c := j.spec.Class
 			m.waits[c] = append(m.waits[c], s.now-sub)
 			censored[c]++
+			if j.status == StatusDead {
+				killed[c]++
+			}
 		}
+	}
+	r.AtEnd = EndState{Horizon: "trace end", Running: m.endRunning, Pending: m.endPending,
+		UnfinishedGPUHours: float64(m.endWorkSec) / 3600}
+	if s.opts.Horizon > 0 {
+		r.AtEnd.Horizon = "horizon"
 	}
 	for c := Class(0); c < numClasses; c++ {
 		w := sortedCopy(m.waits[c])
@@ -148,7 +180,7 @@ func (s *State) result(name string, tr *Trace, horizon int64) *Result {
 		if len(w) == 0 {
 			continue
 		}
-		r.Waits = append(r.Waits, ClassWaits{Class: c.String(), Jobs: len(w), Censored: censored[c],
+		r.Waits = append(r.Waits, ClassWaits{Class: c.String(), Jobs: len(w), Censored: censored[c], CensoredKilled: killed[c],
 			P50: float64(percentile(w, .5)), P90: float64(percentile(w, .9)), P99: float64(percentile(w, .99)),
 			Requeues: len(rq), RequeueP50: float64(percentile(rq, .5)), RequeueP90: float64(percentile(rq, .9)),
 			RequeueP99: float64(percentile(rq, .99)), sortedWaits: w})
