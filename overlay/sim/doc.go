@@ -15,14 +15,48 @@
 // reads no clock, and never imports the server or the Nomad adapter.
 //
 // The cluster model reproduces docs/nomad-facts.md (sections b, c, d,
-// e and i) with these simplifications:
-//   - Only GPUs are modelled; CPU and memory never bind. One GPU model per node.
-//   - Each job has one task group with one task; so Nomad's double counting of
-//     multi-task preemption victims (facts i) cannot arise.
-//   - Placement happens at the instant of the event that made it possible:
-//     no eval-broker latency. A preempting allocation starts as soon as it is
-//     placed (no kill_timeout); a migrated allocation's replacement is placed
-//     in the same pass.
+// e and i) and Nomad's node pool rule: a job is placed only on nodes of its
+// node pool (the trace's pool column; "default" when it names none, as a
+// job without node_pool is), and with a model column only on nodes of that
+// GPU model (a device constraint). A job whose pool and model no node has
+// is registered and never placed, as in Nomad; Trace.Check warns of it,
+// counted, before the run, and Result.NeverPlaceable counts it. Nomad's
+// built-in pool "all" is refused. A cluster pool's NodePool puts several
+// groups of nodes (H100 and B200, say) in one Nomad pool.
+//
+// What the model leaves out, and what each omission is expected to do to
+// its figures (none is measured against a real Nomad yet):
+//   - CPU and memory never bind: only GPUs are modelled, one GPU model per
+//     node. A real node can have free GPUs and no CPU or memory left; then a
+//     job blocks where the model places it, and Nomad may preempt for CPU or
+//     memory (allot's pending band can evict unmanaged work at 79 or below).
+//     Expected: the model's waits and fragmentation are lower than Nomad's
+//     on clusters whose jobs ask much CPU or memory per GPU, and its node
+//     choice (GPU fill standing for Nomad's CPU and memory score) differs,
+//     which shows as start-order differences, not as different totals.
+//   - One task group with one task per job. A job of several groups is
+//     placed group by group; Nomad's device preemption counts a multi-task
+//     victim's devices once per task (facts i) and so evicts more than it
+//     needs. Expected: the model understates Nomad-preemption stops and the
+//     work they throw away for multi-task jobs; allot's own time slicing,
+//     which picks whole-job victims itself, is not affected.
+//   - No eval-broker latency: placement happens at the instant of the event
+//     that made it possible, and a migrated allocation's replacement is
+//     placed in the same pass (a real Nomad took about 7 s: facts c).
+//     Expected: every wait is short by the broker's and scheduler's delay,
+//     a few seconds per placement; waits the model reports as 0s (debug
+//     p90) are a few seconds on Nomad, and a requeue after a migration
+//     waits about 7 s more. Evals created within that delay may run in
+//     another order.
+//   - No kill_timeout: a victim's GPUs are free and the preempting
+//     allocation starts the instant it is placed. Nomad sends the victim's
+//     task SIGINT and waits up to its kill_timeout (5 s by default) before
+//     the GPUs are free. Expected: each preemption, time-slice stop, drain
+//     or reservation stop delays its beneficiary by up to kill_timeout
+//     (minutes for jobs that set a long one to checkpoint), and a job that
+//     checkpoints on SIGINT loses less than CheckpointLoss.
+//
+// Further simplifications of the cluster model:
 //   - Binpack: Nomad shuffles the feasible nodes and, for batch jobs, scores
 //     only the first 2 it finds (scheduler/feasible/stack.go: limit 2 after
 //     ShuffleNodes); the model draws 2 distinct feasible nodes uniformly at
