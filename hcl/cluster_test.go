@@ -214,3 +214,26 @@ func FuzzLoadCluster(f *testing.F) {
 		}
 	})
 }
+
+// node_pool puts a pool's nodes in a Nomad node pool other than its name;
+// a bad name, and Nomad's built-in "all", are refused at the value.
+func TestParseClusterNodePool(t *testing.T) {
+	src := "pool \"h\" {\n  nodes = 2\n  gpus_per_node = 8\n  node_pool = \"gpu\"\n}\npool \"b\" {\n  nodes = 1\n  gpus_per_node = 8\n  model = \"b200\"\n  node_pool = \"gpu\"\n}\n"
+	c, err := ParseCluster("c.hcl", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Pools[0].NodePool != "gpu" || c.Pools[1].NodePool != "gpu" || c.Pools[1].Model != "b200" {
+		t.Errorf("pools = %+v", c.Pools)
+	}
+	for _, tc := range []struct{ value, want string }{
+		{`"gpu pool"`, `c.hcl:4:15: pool "h": node_pool "gpu pool" is not valid: want a Nomad node pool name (1 to 128 of a-z, A-Z, 0-9, '_' and '-'), e.g. "gpu"`},
+		{`"all"`, `c.hcl:4:15: pool "h": node_pool "all" is Nomad's built-in pool of every node, which no node registers in; name another`},
+		{`3`, `c.hcl:4:15: pool "h": node_pool must be a Nomad node pool name`},
+	} {
+		_, err := ParseCluster("c.hcl", []byte("pool \"h\" {\n  nodes = 2\n  gpus_per_node = 8\n  node_pool = "+tc.value+"\n}\n"))
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("node_pool = %s: error %v, want it to start with %s", tc.value, err, tc.want)
+		}
+	}
+}

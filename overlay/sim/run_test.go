@@ -74,6 +74,8 @@ func TestClusterSpecValidate(t *testing.T) {
 		{ClusterSpec{Pools: []Pool{{Name: "", Nodes: 1, GPUsPerNode: 8}}}, `pool 0: name "" must be`},
 		{ClusterSpec{Pools: []Pool{{Name: "a", Nodes: 0, GPUsPerNode: 8}}}, "nodes 0 must be between 1 and 100000"},
 		{ClusterSpec{Pools: []Pool{{Name: "a", Nodes: 1, GPUsPerNode: 65}}}, "gpus per node 65 must be between 1 and 64"},
+		{ClusterSpec{Pools: []Pool{{Name: "a", Nodes: 1, GPUsPerNode: 8, NodePool: "gpu pool"}}}, `pool 0 ("a"): node pool "gpu pool" must be 1 to 128`},
+		{ClusterSpec{Pools: []Pool{{Name: "all", Nodes: 1, GPUsPerNode: 8}}}, `pool 0 ("all"): node pool "all" is Nomad's built-in pool of every node`},
 	} {
 		err := c.spec.Validate()
 		if err == nil || !strings.Contains(err.Error(), c.want) {
