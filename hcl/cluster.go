@@ -178,6 +178,10 @@ func (cd *clusterDecoder) pool(b *hclsyntax.Block) (ClusterPool, bool) {
 		cd.add(at(c.TypeRange, "pool %q: unknown block %q%s; a pool takes no blocks, only the attributes nodes, gpus_per_node, model and node_pool",
 			p.Name, c.Type, suggest(c.Type, poolAttrs)))
 	}
+	if p.Name == "all" && p.NodePool == "" && len(b.LabelRanges) == 1 {
+		cd.add(at(b.LabelRanges[0], "pool \"all\" would put its nodes in Nomad's built-in pool of every node, which no node registers in; "+
+			"rename the pool or give it a node_pool"))
+	}
 	if b.Body.Attributes[attrNodes] == nil {
 		cd.add(at(b.TypeRange, "pool %q has no nodes; add nodes = N, the number of GPU nodes in the pool (1 to %d)", p.Name, MaxPoolNodes))
 	}

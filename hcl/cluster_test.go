@@ -236,4 +236,8 @@ func TestParseClusterNodePool(t *testing.T) {
 			t.Errorf("node_pool = %s: error %v, want it to start with %s", tc.value, err, tc.want)
 		}
 	}
+	_, err = ParseCluster("c.hcl", []byte("pool \"all\" {\n  nodes = 2\n  gpus_per_node = 8\n}\n"))
+	if want := `c.hcl:1:6: pool "all" would put its nodes in Nomad's built-in pool`; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("pool \"all\": error %v, want it to start with %s", err, want)
+	}
 }
