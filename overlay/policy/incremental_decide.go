@@ -409,7 +409,10 @@ func (x *Incremental) explainLeftOut(s int32, fs *budgets.FairShare) Explanation
 	for _, g := range j.Groups {
 		a := ask{gpus: int32(g.GPUs), model: g.Model, node: -1}
 		if g.GPUs > 0 && g.Count > 0 && x.d.tooLarge(&j.Job, &a) {
-			e.Wait = WaitTooLarge
+			e.Wait = x.d.tooLargeWait(&j.Job, []ask{a})
+			if e.Wait == WaitPool {
+				break
+			}
 		}
 	}
 	return e

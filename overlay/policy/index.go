@@ -408,6 +408,19 @@ func (d *Decider) bestFit(job *Job, a *ask) int32 {
 	return best
 }
 
+// poolless reports whether no node at all, usable or not, is of a class
+// that can host ask a of job: the job names a node pool (or, naming none,
+// Nomad's "default") or a GPU model that no node has, as when every GPU
+// node is in pool "gpu" and the job left node_pool out.
+func (d *Decider) poolless(job *Job, a *ask) bool {
+	for c := range d.classes {
+		if d.classFits(int32(c), job, a) {
+			return false
+		}
+	}
+	return true
+}
+
 // tooLarge reports whether no node that is not draining has enough healthy
 // GPUs of a matching class for ask a.
 func (d *Decider) tooLarge(job *Job, a *ask) bool {

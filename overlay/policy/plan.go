@@ -148,12 +148,14 @@ const (
 	WaitHeld                  // a victim: held below the job it made room for until that one places
 	WaitWork                  // its only victims would throw away more work than Config.MaxSliceLoss allows, until FreeAt (SliceLossMaxWait)
 	WaitOrder                 // the GPUs are held past their windows by its own budget's jobs of the same or a higher meta priority
+	WaitPool                  // no node at all is in its node pool with its GPU model: it never places until one joins (or its node_pool changes)
 )
 
 var waitNames = [...]string{"nothing", "placement", "queue", "victims", "protected windows",
 	"reservation", "fair share", "a node with enough healthy GPUs", "rest of its allocations",
 	"the job it made room for", "running jobs that would lose too much work",
-	"its own budget's jobs of the same or a higher meta priority"}
+	"its own budget's jobs of the same or a higher meta priority",
+	"a node of its node pool and GPU model, and there is none: no node of the job's node pool (\"default\" when the job names none) has GPUs of the model it asks; check the job's node_pool and device constraint"}
 
 func (w Wait) String() string {
 	if int(w) < len(waitNames) {

@@ -301,7 +301,7 @@ func (w *world) node(pos []string, m map[string]string) error {
 
 func (w *world) submit(pos []string, m map[string]string) (string, error) {
 	if len(pos) != 1 {
-		return "", fmt.Errorf("usage: submit ID [budget=..] [min_runtime=..] [resumable=..] [priority=..] gpus=N count=N [model=M] [ns=NS] [type=T] [nomad-priority=N]")
+		return "", fmt.Errorf("usage: submit ID [budget=..] [min_runtime=..] [resumable=..] [priority=..] gpus=N count=N [model=M] [pool=P] [ns=NS] [type=T] [nomad-priority=N]")
 	}
 	meta := map[string]string{}
 	for _, k := range []string{contract.KeyBudget, contract.KeyMinRuntime, contract.KeyResumable, contract.KeyPriority} {
@@ -328,7 +328,7 @@ func (w *world) submit(pos []string, m map[string]string) (string, error) {
 		return ok, ok && n.IsLeaf()
 	}
 	c := contract.Parse(pos[0], meta, contract.Config{RuntimeCap: w.cfg.RuntimeCap}, leaf)
-	w.snap.Jobs = append(w.snap.Jobs, Job{ID: pos[0], Namespace: ns, Type: typ, Contract: c,
+	w.snap.Jobs = append(w.snap.Jobs, Job{ID: pos[0], Namespace: ns, Type: typ, Contract: c, Pool: m["pool"],
 		SubmitTime: w.now, Priority: prio, ModifyIndex: 1,
 		Groups: []TaskGroup{{Name: "g", Count: count, GPUs: gpus, Model: m["model"]}}})
 	var b strings.Builder

@@ -58,7 +58,7 @@ func (d *Decider) place() {
 		}
 		d.cap.rollback(mark)
 		if d.anyTooLarge(job, d.asks) {
-			info.wait = WaitTooLarge
+			info.wait = d.tooLargeWait(job, d.asks)
 			continue
 		}
 		if examined >= d.cfg.MaxEvaluations || d.evals >= d.cfg.MaxEvaluations {
@@ -108,6 +108,17 @@ func (d *Decider) fitAll(job *Job, asks []ask) bool {
 		d.cap.change(n, -asks[i].gpus)
 	}
 	return true
+}
+
+// tooLargeWait names why a job that fits no node waits: no node of its pool
+// and model exists at all (WaitPool), or none has enough healthy GPUs.
+func (d *Decider) tooLargeWait(job *Job, asks []ask) Wait {
+	for i := range asks {
+		if d.poolless(job, &asks[i]) {
+			return WaitPool
+		}
+	}
+	return WaitTooLarge
 }
 
 func (d *Decider) anyTooLarge(job *Job, asks []ask) bool {
