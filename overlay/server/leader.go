@@ -307,7 +307,7 @@ func (s *Server) bootstrapExpected(servers []raft.Server) error {
 		return err
 	}
 	s.log.Info("bootstrapped cluster", "servers", len(servers))
-	return nil
+	return s.disk.record(0, clusterIDOf(servers))
 }
 
 func (s *Server) peerClient(addr string) (*client.Client, error) {

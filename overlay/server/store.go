@@ -1,0 +1,208 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"go.etcd.io/bbolt"
+)
+
+// recoverHint is what every damaged-store error ends with.
+const recoverHint = "to recover, either restore the cluster from a snapshot (allot keeps raft snapshots in data_dir/raft/snapshots; " +
+	"see \"Operating allot\" in README.md), or rejoin this server from its peers: stop it, move data_dir aside, run " +
+	"`allot operator raft remove-peer -id ID` against the cluster, and start it again with an empty data_dir"
+
+// diskStore is a server's raft state on disk: the checked log and stable
+// stores over data_dir/raft/raft.db, the snapshots, and the identity.
+type diskStore struct {
+	dir      string
+	bolt     *raftboltdb.BoltStore
+	logs     *checkedLogStore
+	stable   *checkedStableStore
+	snaps    *raft.FileSnapshotStore
+	fail     *storeFailure
+
+	mu       sync.Mutex // guards identity
+	identity identity
+}
+
+// openDiskStore opens data_dir's raft state, refusing a damaged one: a
+// bbolt file whose structure is broken (checked before bbolt maps it), a
+// log entry or stable value whose checksum fails, a raft.db that is
+// missing, empty or shorter than what this server had applied. wantID is
+// the configured server ID (may be empty). onFail is told of the first
+// write the stores cannot make.
+func openDiskStore(dataDir, wantID string, logf func(msg string, args ...any), onFail func(error)) (_ *diskStore, err error) {
+	defer func() {
+		if err != nil && errors.Is(err, ErrDamagedStore) {
+			err = fmt.Errorf("%w; %s", err, recoverHint)
+		}
+	}()
+	if err := os.MkdirAll(filepath.Join(dataDir, "raft"), 0o700); err != nil {
+		return nil, fmt.Errorf("data_dir: %w", err)
+	}
+	id, had, err := readIdentity(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	dbPath := filepath.Join(dataDir, "raft", "raft.db")
+	fi, statErr := os.Stat(dbPath)
+	dbEmpty := errors.Is(statErr, os.ErrNotExist) || statErr == nil && fi.Size() == 0
+	if statErr != nil && !errors.Is(statErr, os.ErrNotExist) {
+		return nil, fmt.Errorf("data_dir: %w", statErr)
+	}
+	legacyID := readLegacyNodeID(dataDir)
+	switch {
+	case had && wantID != "" && id.ServerID != wantID:
+		return nil, fmt.Errorf("data_dir %s holds the state of server %q but node_id is %q: point data_dir at this server's own directory, or set node_id = %q",
+			dataDir, id.ServerID, wantID, id.ServerID)
+	case had && dbEmpty && id.LastIndex > 0:
+		what := "is missing"
+		if statErr == nil {
+			what = "is empty (0 bytes)"
+		}
+		return nil, fmt.Errorf("%w: data_dir %s held the state of server %q up to raft index %d (%s), but %s %s; the server will not start empty over it",
+			ErrDamagedStore, dataDir, id.ServerID, id.LastIndex, identityFile, dbPath, what)
+	case !had:
+		id.ServerID = wantID
+		if id.ServerID == "" {
+			id.ServerID = legacyID
+		}
+		if id.ServerID == "" {
+			if id.ServerID, err = randomID(); err != nil {
+				return nil, err
+			}
+		}
+		id.ChecksumsFrom = 1 // a fresh store; an older one is set below once its last index is known
+	}
+	if err := checkBoltFile(dbPath); err != nil {
+		return nil, err
+	}
+	bolt, err := openBolt(dbPath)
+	if err != nil {
+		return nil, err
+	}
+	ds := &diskStore{dir: dataDir, bolt: bolt, fail: newStoreFailure(onFail)}
+	ok := false
+	defer func() {
+		if !ok {
+			bolt.Close()
+		}
+	}()
+	if !had && !dbEmpty {
+		// A store written by an allot that kept no identity: its entries
+		// carry no checksums. Every entry from here on will.
+		last, err := bolt.LastIndex()
+		if err != nil {
+			return nil, fmt.Errorf("%w: read last log index: %v", ErrDamagedStore, err)
+		}
+		id.ChecksumsFrom = last + 1
+		logf("upgrading data_dir: log entries from this index on carry checksums", "index", id.ChecksumsFrom)
+	}
+	ds.logs = &checkedLogStore{LogStore: bolt, from: id.ChecksumsFrom, fail: ds.fail}
+	ds.stable = &checkedStableStore{StableStore: bolt, fail: ds.fail}
+	_, last, err := verifyLogs(ds.logs)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range []string{"CurrentTerm", "LastVoteTerm"} {
+		if _, err := ds.stable.GetUint64([]byte(k)); err != nil && err.Error() != "not found" {
+			return nil, fmt.Errorf("%w: read %s: %v", ErrDamagedStore, k, err)
+		}
+	}
+	if ds.snaps, err = raft.NewFileSnapshotStoreWithLogger(filepath.Join(dataDir, "raft"), 2, nil); err != nil {
+		return nil, fmt.Errorf("raft snapshot store: %w", err)
+	}
+	snapIdx := uint64(0)
+	if metas, err := ds.snaps.List(); err == nil && len(metas) > 0 {
+		snapIdx = metas[0].Index
+	}
+	if reached := max(last, snapIdx); reached < id.LastIndex {
+		return nil, fmt.Errorf("%w: %s ends at raft index %d (snapshot %d) but this server had applied up to %d (%s): acknowledged writes are missing",
+			ErrDamagedStore, dbPath, last, snapIdx, id.LastIndex, identityFile)
+	}
+	ds.identity = id
+	if err := writeIdentity(dataDir, id); err != nil {
+		return nil, err
+	}
+	ok = true
+	return ds, nil
+}
+
+// openBolt opens raft.db, turning a panic or a memory fault inside bbolt
+// (a file damaged in a way checkBoltFile did not see) into an error.
+func openBolt(path string) (store *raftboltdb.BoltStore, err error) {
+	type result struct {
+		store *raftboltdb.BoltStore
+		err   error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		debug.SetPanicOnFault(true) // this goroutine only
+		defer func() {
+			if r := recover(); r != nil {
+				ch <- result{err: fmt.Errorf("%w: opening %s: bbolt failed: %v", ErrDamagedStore, path, r)}
+			}
+		}()
+		s, err := raftboltdb.New(raftboltdb.Options{Path: path,
+			// Another allot server on the same data_dir holds the lock.
+			BoltOptions: &bbolt.Options{Timeout: 5 * time.Second}})
+		ch <- result{store: s, err: err}
+	}()
+	r := <-ch
+	if r.err != nil {
+		if errors.Is(r.err, bbolt.ErrTimeout) {
+			return nil, fmt.Errorf("raft log store %s is locked: another allot server runs on this data_dir", path)
+		}
+		if errors.Is(r.err, ErrDamagedStore) {
+			return nil, r.err
+		}
+		return nil, fmt.Errorf("%w: opening %s: %v", ErrDamagedStore, path, r.err)
+	}
+	return r.store, nil
+}
+
+// readLegacyNodeID reads data_dir/node-id, which allot wrote before it kept
+// an identity file.
+func readLegacyNodeID(dataDir string) string {
+	b, err := os.ReadFile(filepath.Join(dataDir, "node-id"))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// ident returns the identity as last written.
+func (d *diskStore) ident() identity {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.identity
+}
+
+// record notes the applied index (and the cluster ID, once known) in the
+// identity file when either moved.
+func (d *diskStore) record(applied uint64, clusterID string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if applied <= d.identity.LastIndex && (clusterID == "" || clusterID == d.identity.ClusterID) {
+		return nil
+	}
+	next := d.identity
+	next.LastIndex = max(next.LastIndex, applied)
+	if clusterID != "" {
+		next.ClusterID = clusterID
+	}
+	if err := writeIdentity(d.dir, next); err != nil {
+		return err
+	}
+	d.identity = next
+	return nil
+}
