@@ -98,7 +98,10 @@ type Config struct {
 	RetryJoin []string
 	// RetryInterval is the pause between join attempts (default 2s).
 	RetryInterval time.Duration
-	// Token authorizes writes. With no token every write is refused.
+	// Tokens authorize requests by capability (auth.go).
+	Tokens Tokens
+	// Token, when set, holds every capability. It is for programs that
+	// embed a server (tests, tools); `allot server` sets Tokens.
 	Token string
 	TLS   TLSConfig
 	// FSM must be identical on every server of the cluster.

@@ -248,7 +248,12 @@ func (s *Server) joinLoop() {
 		if err == nil {
 			return
 		}
-		log.Debug("retry join", "error", err)
+		if apiErr := (*client.APIError)(nil); errors.As(err, &apiErr) {
+			// A leader answered and refused: the operator has to act.
+			log.Error("join refused by the cluster's leader; retrying", "error", err)
+		} else {
+			log.Debug("retry join", "error", err)
+		}
 		if !s.pause(context.Background(), s.cfg.RetryInterval) {
 			return
 		}
@@ -256,14 +261,31 @@ func (s *Server) joinLoop() {
 }
 
 // clusterFormed reports whether this server is part of a configuration
-// with a leader.
+// with a leader. Knowing a leader is not enough: a server that lost its
+// data_dir and came back under a new ID at its old address hears the
+// leader, which still replicates to the old ID there.
 func (s *Server) clusterFormed() bool {
 	addr, _ := s.raft.LeaderWithID()
-	return addr != ""
+	return addr != "" && s.inConfiguration()
+}
+
+// inConfiguration reports whether this server's ID is in its latest raft
+// configuration.
+func (s *Server) inConfiguration() bool {
+	f := s.raft.GetConfiguration()
+	if f.Error() != nil {
+		return false
+	}
+	for _, srv := range f.Configuration().Servers {
+		if srv.ID == raft.ServerID(s.id) {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *Server) tryJoin() error {
-	if s.raft.LastIndex() > 0 {
+	if s.inConfiguration() {
 		return nil // restarted member: raft finds its peers in its own log
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RetryInterval+5*time.Second)
@@ -287,7 +309,10 @@ func (s *Server) tryJoin() error {
 	for _, p := range peers {
 		if p.Leader != "" {
 			c, _ := s.peerClient(p.HTTPAddr)
-			return c.Join(ctx, &client.JoinRequest{ID: s.id, RaftAddr: s.raftAddr})
+			if err := c.Join(ctx, &client.JoinRequest{ID: s.id, RaftAddr: s.raftAddr}); err != nil {
+				return err
+			}
+			return s.disk.record(0, p.ClusterID)
 		}
 	}
 	if s.cfg.BootstrapExpect > 1 && len(peers)+1 >= s.cfg.BootstrapExpect {
@@ -315,7 +340,11 @@ func (s *Server) peerClient(addr string) (*client.Client, error) {
 	if s.cfg.TLS.HTTP {
 		scheme = "https://"
 	}
-	c, err := client.New(scheme+addr, s.cfg.Token, s.fwdTLS)
+	token := s.cfg.Tokens.Operator // joining is an operator action; it also reads
+	if token == "" {
+		token = s.cfg.Token
+	}
+	c, err := client.New(scheme+addr, token, s.fwdTLS)
 	if err != nil {
 		return nil, fmt.Errorf("retry_join %q: %w", addr, err)
 	}

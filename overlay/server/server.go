@@ -49,6 +49,7 @@ type Server struct {
 	httpSrv  *http.Server
 	fwd      *http.Client
 	fwdTLS   *tls.Config
+	raftTLS  *tls.Config // raft's mutual TLS, client side (nil without tls.rpc)
 	metrics  *metrics
 	paths    []string // HTTP paths served, for 405 answers
 	clock    *leaderClock

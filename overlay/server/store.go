@@ -23,12 +23,12 @@ const recoverHint = "to recover, either restore the cluster from a snapshot (all
 // diskStore is a server's raft state on disk: the checked log and stable
 // stores over data_dir/raft/raft.db, the snapshots, and the identity.
 type diskStore struct {
-	dir      string
-	bolt     *raftboltdb.BoltStore
-	logs     *checkedLogStore
-	stable   *checkedStableStore
-	snaps    *raft.FileSnapshotStore
-	fail     *storeFailure
+	dir    string
+	bolt   *raftboltdb.BoltStore
+	logs   *checkedLogStore
+	stable *checkedStableStore
+	snaps  *raft.FileSnapshotStore
+	fail   *storeFailure
 
 	mu       sync.Mutex // guards identity
 	identity identity
