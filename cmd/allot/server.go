@@ -26,7 +26,12 @@ func serverCommand() *cli.Command {
 		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "dev", Usage: "one server, in-memory state, bootstrapped at once: for trying things out"},
 			&cli.StringFlag{Name: "config", Usage: "server configuration file (HCL)"},
-			&cli.StringFlag{Name: "token", Sources: cli.EnvVars("ALLOT_TOKEN"), Usage: "token for writes (overrides server { token }); -dev makes one up when unset"},
+			&cli.StringFlag{Name: "token", Sources: cli.EnvVars("ALLOT_TOKEN"), Usage: "token for budget applies and ledger writes (overrides server { token }); not for operator actions"},
+			&cli.StringFlag{Name: "read-token", Usage: "token required for reads (overrides server { read_token }); unset: reads are open"},
+			&cli.StringFlag{Name: "budgets-token", Usage: "token for budget applies (overrides server { budgets_token })"},
+			&cli.StringFlag{Name: "ledger-token", Usage: "token for ledger writes (overrides server { ledger_token })"},
+			&cli.StringFlag{Name: "operator-token", Usage: "token for raft join and remove-peer and node return (overrides server { operator_token })"},
+			&cli.StringFlag{Name: "node-id", Usage: "this server's raft ID (overrides node_id); unset: kept in data_dir"},
 			&cli.StringFlag{Name: "bind", Usage: "bind address (overrides bind_addr)"},
 			&cli.IntFlag{Name: "http-port", Usage: "HTTP port (overrides ports.http)"},
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "trace, debug, info, warn or error (overrides log_level)"},
@@ -67,8 +72,17 @@ func serverConfig(c *cli.Command) (server.Config, *hcl.ServerConfig, error) {
 			level = *fc.LogLevel
 		}
 	}
+	if c.IsSet("token") && (c.IsSet("budgets-token") || c.IsSet("ledger-token")) {
+		return cfg, nil, usagef("-token is shorthand for -budgets-token and -ledger-token together: give one or the other")
+	}
 	if c.IsSet("token") {
-		cfg.Token = c.String("token")
+		cfg.Tokens.Budgets, cfg.Tokens.Ledger = c.String("token"), c.String("token")
+	}
+	for flag, dst := range map[string]*string{"read-token": &cfg.Tokens.Read, "budgets-token": &cfg.Tokens.Budgets,
+		"ledger-token": &cfg.Tokens.Ledger, "operator-token": &cfg.Tokens.Operator, "node-id": &cfg.NodeID} {
+		if c.IsSet(flag) {
+			*dst = c.String(flag)
+		}
 	}
 	if c.IsSet("bind") {
 		cfg.BindAddr = c.String("bind")
@@ -77,15 +91,38 @@ func serverConfig(c *cli.Command) (server.Config, *hcl.ServerConfig, error) {
 		cfg.HTTPPort = int(c.Int("http-port"))
 	}
 	cfg.Logger = hclog.New(&hclog.LoggerOptions{Name: "allot", Level: hclog.LevelFromString(level), Output: c.Root().ErrWriter})
-	if cfg.Dev && cfg.Token == "" {
-		var b [16]byte
-		if _, err := rand.Read(b[:]); err != nil {
+	if cfg.Dev {
+		if err := devTokens(c, &cfg.Tokens); err != nil {
 			return cfg, nil, err
 		}
-		cfg.Token = hex.EncodeToString(b[:])
-		fmt.Fprintf(c.Root().Writer, "Dev mode: write token (export ALLOT_TOKEN=%s)\n", cfg.Token)
 	}
 	return cfg, fc, nil
+}
+
+// devTokens makes up each unset write token of a -dev server (one per
+// capability) and prints them all.
+func devTokens(c *cli.Command, t *server.Tokens) error {
+	for _, dst := range []*string{&t.Budgets, &t.Ledger, &t.Operator} {
+		if *dst != "" {
+			continue
+		}
+		var b [16]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return err
+		}
+		*dst = hex.EncodeToString(b[:])
+	}
+	w := c.Root().Writer
+	fmt.Fprintln(w, "Dev mode tokens, one per capability (pass one with -token or ALLOT_TOKEN):")
+	fmt.Fprintf(w, "  budgets:  %s  (allot budgets apply)\n", t.Budgets)
+	fmt.Fprintf(w, "  ledger:   %s  (POST /v1/ledger)\n", t.Ledger)
+	fmt.Fprintf(w, "  operator: %s  (allot operator raft join/remove-peer, allot nodes return)\n", t.Operator)
+	if t.Read != "" {
+		fmt.Fprintf(w, "  read:     %s  (reads; every token above also reads)\n", t.Read)
+	} else {
+		fmt.Fprintln(w, "  read:     none set: reads are open")
+	}
+	return nil
 }
 
 func applyFileConfig(cfg *server.Config, fc *hcl.ServerConfig) {
@@ -110,7 +147,14 @@ func applyFileConfig(cfg *server.Config, fc *hcl.ServerConfig) {
 	setInt(&cfg.BootstrapExpect, fc.BootstrapExpect)
 	setInt(&cfg.HTTPPort, fc.Ports.HTTP)
 	setInt(&cfg.RaftPort, fc.Ports.Raft)
-	setStr(&cfg.Token, fc.Token)
+	setStr(&cfg.NodeID, fc.NodeID)
+	if fc.Tokens.Token != nil {
+		cfg.Tokens.Budgets, cfg.Tokens.Ledger = *fc.Tokens.Token, *fc.Tokens.Token
+	}
+	setStr(&cfg.Tokens.Read, fc.Tokens.Read)
+	setStr(&cfg.Tokens.Budgets, fc.Tokens.Budgets)
+	setStr(&cfg.Tokens.Ledger, fc.Tokens.Ledger)
+	setStr(&cfg.Tokens.Operator, fc.Tokens.Operator)
 	setBool(&cfg.TLS.HTTP, fc.TLS.HTTP)
 	setBool(&cfg.TLS.RPC, fc.TLS.RPC)
 	setStr(&cfg.TLS.CAFile, fc.TLS.CAFile)

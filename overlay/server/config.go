@@ -1,6 +1,7 @@
 package server
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -196,6 +197,18 @@ func (c *Config) validate() error {
 	}
 	if c.TLS.RPC && c.TLS.CAFile == "" {
 		errs = append(errs, errors.New("tls: rpc (mutual TLS between raft peers) needs ca_file"))
+	}
+	// The files are read now, before anything touches data_dir: a bad path
+	// must not leave a half-started server's raft state behind.
+	if (c.TLS.HTTP || c.TLS.RPC) && c.TLS.CertFile != "" && c.TLS.KeyFile != "" {
+		if _, err := tls.LoadX509KeyPair(c.TLS.CertFile, c.TLS.KeyFile); err != nil {
+			errs = append(errs, fmt.Errorf("tls: cert_file %s, key_file %s: %w (want a PEM certificate and its private key)", c.TLS.CertFile, c.TLS.KeyFile, err))
+		}
+	}
+	if (c.TLS.HTTP || c.TLS.RPC) && c.TLS.CAFile != "" {
+		if _, err := loadCA(c.TLS.CAFile); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if ip := net.ParseIP(c.BindAddr); ip == nil {
 		errs = append(errs, fmt.Errorf("bind_addr %q: want an IP address such as 127.0.0.1 or 0.0.0.0", c.BindAddr))

@@ -272,3 +272,23 @@ func writeFile(t *testing.T, path string, b []byte) {
 		t.Fatal(err)
 	}
 }
+
+// TestBadTLSFilesRefusedBeforeDataDir: a missing certificate is reported
+// before anything is written to data_dir (it used to be found only after
+// raft had bootstrapped there).
+func TestBadTLSFilesRefusedBeforeDataDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	cfg := diskConfig(t, dir)
+	cfg.TLS = TLSConfig{HTTP: true, CertFile: filepath.Join(t.TempDir(), "missing.pem"), KeyFile: filepath.Join(t.TempDir(), "missing-key.pem")}
+	_, err := New(cfg)
+	if err == nil || !strings.Contains(err.Error(), "cert_file") {
+		t.Fatalf("New with a missing certificate: %v", err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) > 0 {
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		t.Fatalf("data_dir was written before the TLS files were checked: %v", names)
+	}
+}
