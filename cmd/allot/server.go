@@ -196,11 +196,19 @@ func runServer(ctx context.Context, c *cli.Command, cfg server.Config, ns nomadS
 		fmt.Fprintf(c.Root().Writer, "allot server %s: HTTP API on %s, raft on %s\n", s.ID(), s.HTTPAddr(), s.RaftAddr())
 	}
 	fmt.Fprintf(c.Root().Writer, "web UI: %s\n", serverUIURL(s.HTTPAddr(), cfg.TLS.HTTP))
-	<-ctx.Done()
-	fmt.Fprintln(c.Root().Writer, "shutting down")
+	var failed error
+	select {
+	case <-ctx.Done():
+		fmt.Fprintln(c.Root().Writer, "shutting down")
+	case failed = <-s.Failed(): // the server has stopped itself
+	}
+	stop()
 	err = s.Shutdown()
 	if watched != nil {
 		<-watched // ctx is done: the watcher stops
+	}
+	if failed != nil {
+		return fmt.Errorf("allot server stopped: %w", failed)
 	}
 	return err
 }
