@@ -278,9 +278,17 @@ func (s *Server) setupRaft() error {
 			return err
 		}
 	}
+	if !s.cfg.Dev {
+		if err := s.recoverFromPeersFile(rc, logs, stable, snaps); err != nil {
+			return err
+		}
+	}
 	r, err := raft.NewRaft(rc, s.fsm, logs, stable, snaps, s.trans)
 	if err != nil {
-		return fmt.Errorf("start raft: %w", err)
+		if s.cfg.Dev {
+			return fmt.Errorf("start raft: %w", err)
+		}
+		return fmt.Errorf("start raft on data_dir %s: %w; if its state is damaged, %s", s.cfg.DataDir, err, recoverHint)
 	}
 	s.raft = r
 	s.closers = append(s.closers, func() error { return r.Shutdown().Error() })

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/allot-sched/allot/overlay/state"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"go.etcd.io/bbolt"
@@ -61,7 +62,7 @@ func openDiskStore(dataDir, wantID string, logf func(msg string, args ...any), o
 	}
 	legacyID := readLegacyNodeID(dataDir)
 	switch {
-	case had && wantID != "" && id.ServerID != wantID:
+	case had && wantID != "" && id.ServerID != wantID && id.LastIndex > 0:
 		return nil, fmt.Errorf("data_dir %s holds the state of server %q but node_id is %q: point data_dir at this server's own directory, or set node_id = %q",
 			dataDir, id.ServerID, wantID, id.ServerID)
 	case had && dbEmpty && id.LastIndex > 0:
@@ -106,6 +107,17 @@ func openDiskStore(dataDir, wantID string, logf func(msg string, args ...any), o
 		}
 		id.ChecksumsFrom = last + 1
 		logf("upgrading data_dir: log entries from this index on carry checksums", "index", id.ChecksumsFrom)
+	}
+	if had && wantID != "" && id.ServerID != wantID {
+		// The identity was written by a start that never got a raft entry
+		// stored (it failed, or was stopped at once): nothing holds the
+		// old ID yet, so the configured one replaces it.
+		if last, err := bolt.LastIndex(); err != nil || last > 0 {
+			return nil, fmt.Errorf("data_dir %s holds the state of server %q but node_id is %q: point data_dir at this server's own directory, or set node_id = %q",
+				dataDir, id.ServerID, wantID, id.ServerID)
+		}
+		logf("data_dir holds no raft entries yet: taking the configured node_id", "old", id.ServerID, "node_id", wantID)
+		id.ServerID = wantID
 	}
 	ds.logs = &checkedLogStore{LogStore: bolt, from: id.ChecksumsFrom, fail: ds.fail}
 	ds.stable = &checkedStableStore{StableStore: bolt, fail: ds.fail}
@@ -204,5 +216,45 @@ func (d *diskStore) record(applied uint64, clusterID string) error {
 		return err
 	}
 	d.identity = next
+	return nil
+}
+
+// peersFile is data_dir/raft/peers.json: an operator's statement of who the
+// cluster's servers are, for recovery (raft's format, as Nomad and Consul
+// read it): [{"id": "...", "address": "host:port", "non_voter": false}].
+// At start the server rewrites its raft configuration to it
+// (raft.RecoverCluster) and renames the file to peers.json.applied. With a
+// data_dir holding only a copied snapshot, this restores a cluster from a
+// backup.
+const peersFile = "peers.json"
+
+// recoverFromPeersFile applies data_dir/raft/peers.json when there is one.
+func (s *Server) recoverFromPeersFile(rc *raft.Config, logs raft.LogStore, stable raft.StableStore, snaps raft.SnapshotStore) error {
+	path := filepath.Join(s.cfg.DataDir, "raft", peersFile)
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	conf, err := raft.ReadConfigJSON(path)
+	if err != nil {
+		return fmt.Errorf("%s: %w (want [{\"id\": \"SERVER_ID\", \"address\": \"host:raft_port\", \"non_voter\": false}, ...])", path, err)
+	}
+	found := false
+	for _, srv := range conf.Servers {
+		found = found || srv.ID == rc.LocalID
+	}
+	if !found {
+		return fmt.Errorf("%s does not list this server's ID %q: add it (or set node_id to the ID listed for this server)", path, rc.LocalID)
+	}
+	tmp, err := state.NewFSM(s.cfg.FSM) // RecoverCluster replays into an FSM of its own
+	if err != nil {
+		return err
+	}
+	if err := raft.RecoverCluster(rc, tmp, logs, stable, snaps, s.trans, conf); err != nil {
+		return fmt.Errorf("recover the raft configuration from %s: %w", path, err)
+	}
+	if err := os.Rename(path, path+".applied"); err != nil {
+		return fmt.Errorf("recovered from %s but could not rename it (remove it before the next start): %w", path, err)
+	}
+	s.log.Warn("raft configuration recovered from peers.json", "servers", len(conf.Servers), "file", path+".applied")
 	return nil
 }
