@@ -292,3 +292,5 @@ func TestBadTLSFilesRefusedBeforeDataDir(t *testing.T) {
 		t.Fatalf("data_dir was written before the TLS files were checked: %v", names)
 	}
 }
+
+func readFileBytes(path string) ([]byte, error) { return os.ReadFile(path) }
