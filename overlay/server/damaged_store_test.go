@@ -294,3 +294,47 @@ func TestBadTLSFilesRefusedBeforeDataDir(t *testing.T) {
 }
 
 func readFileBytes(path string) ([]byte, error) { return os.ReadFile(path) }
+
+// TestDamagedSnapshotRefused: raft skips a snapshot whose meta.json it
+// cannot read and falls back to an older one when the newest fails its
+// CRC; either could start the server without writes. Both are refused.
+func TestDamagedSnapshotRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name, file, wantMsg string
+	}{
+		{"state.bin byte changed", "state.bin", "CRC mismatch"},
+		{"meta.json damaged", "meta.json", "no readable meta.json"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			storeWithState(t, dir)
+			srv := startOn(t, dir)
+			if err := srv.Raft().Snapshot().Error(); err != nil {
+				t.Fatal(err)
+			}
+			srv.Shutdown()
+			snaps, _ := filepath.Glob(filepath.Join(dir, "raft", "snapshots", "*", tc.file))
+			if len(snaps) == 0 {
+				t.Fatal("precondition: no snapshot")
+			}
+			path := snaps[len(snaps)-1]
+			b := readFile(t, path)
+			if tc.file == "meta.json" {
+				b = b[:len(b)/2] // cut short: not JSON any more
+			} else {
+				b[len(b)/2] ^= 0x20
+			}
+			writeFile(t, path, b)
+			srv, err := New(diskConfig(t, dir))
+			if err == nil {
+				srv.Shutdown()
+				t.Fatal("the server started on a damaged snapshot")
+			}
+			for _, want := range []string{tc.wantMsg, "restore", "rejoin"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error lacks %q: %v", want, err)
+				}
+			}
+		})
+	}
+}

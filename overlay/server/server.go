@@ -128,7 +128,7 @@ func (s *Server) openState() error {
 		}
 		return nil
 	}
-	disk, err := openDiskStore(s.cfg.DataDir, s.cfg.NodeID, s.log.Info, s.storeFailed)
+	disk, err := openDiskStore(s.cfg.DataDir, s.cfg.NodeID, s.cfg.Logger, s.storeFailed)
 	if err != nil {
 		return err
 	}

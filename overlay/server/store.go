@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/allot-sched/allot/overlay/state"
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"go.etcd.io/bbolt"
@@ -41,7 +42,8 @@ type diskStore struct {
 // missing, empty or shorter than what this server had applied. wantID is
 // the configured server ID (may be empty). onFail is told of the first
 // write the stores cannot make.
-func openDiskStore(dataDir, wantID string, logf func(msg string, args ...any), onFail func(error)) (_ *diskStore, err error) {
+func openDiskStore(dataDir, wantID string, log hclog.Logger, onFail func(error)) (_ *diskStore, err error) {
+	logf := log.Info
 	defer func() {
 		if err != nil && errors.Is(err, ErrDamagedStore) {
 			err = fmt.Errorf("%w; %s", err, recoverHint)
@@ -130,12 +132,12 @@ func openDiskStore(dataDir, wantID string, logf func(msg string, args ...any), o
 			return nil, fmt.Errorf("%w: read %s: %v", ErrDamagedStore, k, err)
 		}
 	}
-	if ds.snaps, err = raft.NewFileSnapshotStoreWithLogger(filepath.Join(dataDir, "raft"), 2, nil); err != nil {
+	if ds.snaps, err = raft.NewFileSnapshotStoreWithLogger(filepath.Join(dataDir, "raft"), 2, log.Named("snapshot")); err != nil {
 		return nil, fmt.Errorf("raft snapshot store: %w", err)
 	}
-	snapIdx := uint64(0)
-	if metas, err := ds.snaps.List(); err == nil && len(metas) > 0 {
-		snapIdx = metas[0].Index
+	snapIdx, err := checkSnapshots(filepath.Join(dataDir, "raft", "snapshots"), ds.snaps)
+	if err != nil {
+		return nil, err
 	}
 	if reached := max(last, snapIdx); reached < id.LastIndex {
 		return nil, fmt.Errorf("%w: %s ends at raft index %d (snapshot %d) but this server had applied up to %d (%s): acknowledged writes are missing",
@@ -147,6 +149,39 @@ func openDiskStore(dataDir, wantID string, logf func(msg string, args ...any), o
 	}
 	ok = true
 	return ds, nil
+}
+
+// checkSnapshots refuses a snapshot directory raft would skip or fail on:
+// raft lists only snapshots whose meta.json it can read and, when the
+// newest fails its CRC, silently restores an older one, which can start the
+// server without writes the newest held. It returns the newest's index.
+func checkSnapshots(dir string, snaps *raft.FileSnapshotStore) (uint64, error) {
+	metas, err := snaps.List()
+	if err != nil {
+		return 0, fmt.Errorf("%w: list snapshots in %s: %v", ErrDamagedStore, dir, err)
+	}
+	listed := map[string]bool{}
+	for _, m := range metas {
+		listed[m.ID] = true
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return 0, fmt.Errorf("%w: read %s: %v", ErrDamagedStore, dir, err)
+	}
+	for _, e := range entries {
+		if e.IsDir() && !strings.HasSuffix(e.Name(), ".tmp") && !listed[e.Name()] {
+			return 0, fmt.Errorf("%w: snapshot %s has no readable meta.json", ErrDamagedStore, filepath.Join(dir, e.Name()))
+		}
+	}
+	if len(metas) == 0 {
+		return 0, nil
+	}
+	_, rc, err := snaps.Open(metas[0].ID) // reads it whole and checks its CRC
+	if err != nil {
+		return 0, fmt.Errorf("%w: snapshot %s (index %d): %v", ErrDamagedStore, filepath.Join(dir, metas[0].ID), metas[0].Index, err)
+	}
+	rc.Close()
+	return metas[0].Index, nil
 }
 
 // openBolt opens raft.db, turning a panic or a memory fault inside bbolt
