@@ -351,6 +351,8 @@ func (s *Server) putJoin(_ *http.Request, body []byte) (any, error) {
 	}
 	for _, srv := range f.Configuration().Servers {
 		if srv.Address == raft.ServerAddress(in.RaftAddr) && srv.ID != raft.ServerID(in.ID) {
+			s.log.Warn("join refused: the address belongs to another server (did it lose its data_dir?)",
+				"joining", in.ID, "raft", in.RaftAddr, "configured", srv.ID)
 			return nil, errorf(http.StatusConflict, "raft address %s already belongs to server %s in the cluster's configuration; "+
 				"a server that lost its data_dir comes back with a new ID (%s): remove the old one first "+
 				"(allot operator raft remove-peer -id %s), and the new one joins at its next attempt; "+
