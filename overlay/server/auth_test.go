@@ -201,3 +201,28 @@ func TestStableNodeIDRejoinsAfterDataLoss(t *testing.T) {
 		}
 	}
 }
+
+// TestReadTokenClusterForms: with a read token and no operator token, the
+// servers of a bootstrap_expect group still find each other (they read
+// their peers' /v1/agent/self with the read token).
+func TestReadTokenClusterForms(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three-server cluster test skipped in -short mode")
+	}
+	c := newClusterWith(t, 3, fastRaft(), Tokens{Read: "r", Budgets: "b"}, nil)
+	lead := c.leader()
+	if _, err := c.client(lead, "b").ApplyBudgets(context.Background(), testBudgets()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.client(lead, "").Budgets(context.Background(), true); status(err) != http.StatusUnauthorized {
+		t.Fatalf("anonymous read with a read token set: %v, want 401", err)
+	}
+}
+
+// A server configured to join a running cluster needs the operator token.
+func TestJoinerNeedsOperatorToken(t *testing.T) {
+	_, err := New(Config{DataDir: t.TempDir(), RetryJoin: []string{"127.0.0.1:1"}, Tokens: Tokens{Budgets: "b"}})
+	if err == nil || !strings.Contains(err.Error(), "operator_token") {
+		t.Fatalf("joiner without an operator token: %v", err)
+	}
+}

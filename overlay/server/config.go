@@ -192,6 +192,9 @@ func (c *Config) validate() error {
 	if c.BootstrapExpect == 0 && len(c.RetryJoin) == 0 && !c.Dev {
 		errs = append(errs, errors.New("bootstrap_expect = 0 needs retry_join to find a cluster to join"))
 	}
+	if c.BootstrapExpect == 0 && !c.Dev && c.Tokens.Operator == "" && c.Token == "" {
+		errs = append(errs, errors.New("bootstrap_expect = 0 joins a running cluster, which needs the cluster's operator token: set server { operator_token = ... } (or -operator-token)"))
+	}
 	if (c.TLS.HTTP || c.TLS.RPC) && (c.TLS.CertFile == "" || c.TLS.KeyFile == "") {
 		errs = append(errs, errors.New("tls: cert_file and key_file are required when http or rpc is on"))
 	}

@@ -340,9 +340,13 @@ func (s *Server) peerClient(addr string) (*client.Client, error) {
 	if s.cfg.TLS.HTTP {
 		scheme = "https://"
 	}
-	token := s.cfg.Tokens.Operator // joining is an operator action; it also reads
-	if token == "" {
-		token = s.cfg.Token
+	// Joining is an operator action (the operator token also reads); a
+	// bootstrap_expect group only reads its peers' /v1/agent/self.
+	token := s.cfg.Tokens.Operator
+	for _, t := range []string{s.cfg.Token, s.cfg.Tokens.Read} {
+		if token == "" {
+			token = t
+		}
 	}
 	c, err := client.New(scheme+addr, token, s.fwdTLS)
 	if err != nil {
