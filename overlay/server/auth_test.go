@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/allot-sched/allot/overlay/client"
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 )
 
@@ -224,5 +225,50 @@ func TestJoinerNeedsOperatorToken(t *testing.T) {
 	_, err := New(Config{DataDir: t.TempDir(), RetryJoin: []string{"127.0.0.1:1"}, Tokens: Tokens{Budgets: "b"}})
 	if err == nil || !strings.Contains(err.Error(), "operator_token") {
 		t.Fatalf("joiner without an operator token: %v", err)
+	}
+}
+
+// TestDataDirOfAnotherClusterDoesNotJoin: a server removed from its cluster
+// and pointed (by mistake) at another cluster's servers does not join it:
+// its data_dir names its own cluster.
+func TestDataDirOfAnotherClusterDoesNotJoin(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cluster test skipped in -short mode")
+	}
+	c := newCluster(t, 3, fastRaft())
+	lead := c.leader()
+	gone := (lead + 1) % 3
+	goneID := c.nodes[gone].srv.ID()
+	if _, err := c.client(lead, testToken).RemovePeer(context.Background(), goneID); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the removed server to learn it was removed", func() error {
+		if c.nodes[gone].srv.inConfiguration() {
+			return errors.New("still in its own configuration")
+		}
+		return nil
+	})
+	c.stop(gone)
+	other := startOn(t, t.TempDir()) // cluster B: one server
+	defer other.Shutdown()
+	logs := &syncBuffer{}
+	nd := c.nodes[gone]
+	srv, err := New(Config{DataDir: nd.dir, RetryJoin: []string{other.HTTPAddr()}, RetryInterval: 50 * time.Millisecond,
+		Token: testToken, Raft: fastRaft(), ReconcileInterval: time.Hour,
+		HTTPListener: listenOn(t, nd.httpPort), RaftListener: listenOn(t, nd.raftPort),
+		Logger: hclog.New(&hclog.LoggerOptions{Name: "gone", Level: hclog.Warn, Output: logs})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	waitFor(t, 10*time.Second, "the server to refuse joining the other cluster", func() error {
+		if !strings.Contains(logs.String(), "belongs to cluster") {
+			return fmt.Errorf("log so far:\n%s", logs.String())
+		}
+		return nil
+	})
+	f := other.Raft().GetConfiguration()
+	if err := f.Error(); err != nil || len(f.Configuration().Servers) != 1 {
+		t.Fatalf("cluster B's configuration: %+v %v", f.Configuration().Servers, err)
 	}
 }

@@ -248,9 +248,9 @@ func (s *Server) joinLoop() {
 		if err == nil {
 			return
 		}
-		if apiErr := (*client.APIError)(nil); errors.As(err, &apiErr) {
+		if apiErr := (*client.APIError)(nil); errors.As(err, &apiErr) || errors.Is(err, errWrongCluster) {
 			// A leader answered and refused: the operator has to act.
-			log.Error("join refused by the cluster's leader; retrying", "error", err)
+			log.Error("cannot join the cluster: an operator must act; retrying", "error", err)
 		} else {
 			log.Debug("retry join", "error", err)
 		}
@@ -259,6 +259,10 @@ func (s *Server) joinLoop() {
 		}
 	}
 }
+
+// errWrongCluster: retry_join leads to a cluster other than the one this
+// server's data_dir belongs to.
+var errWrongCluster = errors.New("join refused")
 
 // clusterFormed reports whether this server is part of a configuration
 // with a leader. Knowing a leader is not enough: a server that lost its
@@ -307,6 +311,11 @@ func (s *Server) tryJoin() error {
 		}
 	}
 	for _, p := range peers {
+		if mine := s.ClusterID(); p.Leader != "" && mine != "" && p.ClusterID != "" && p.ClusterID != mine {
+			return fmt.Errorf("%w: this server's data_dir belongs to cluster %s but the servers at retry_join (%s) form cluster %s; "+
+				"point retry_join at this server's own cluster, or move data_dir aside to join the other one empty",
+				errWrongCluster, mine, p.HTTPAddr, p.ClusterID)
+		}
 		if p.Leader != "" {
 			c, _ := s.peerClient(p.HTTPAddr)
 			if err := c.Join(ctx, &client.JoinRequest{ID: s.id, RaftAddr: s.raftAddr}); err != nil {
