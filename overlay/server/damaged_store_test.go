@@ -338,3 +338,22 @@ func TestDamagedSnapshotRefused(t *testing.T) {
 		})
 	}
 }
+
+// Right after the first start, before any write or the first periodic
+// record, an emptied raft.db is already refused: the bootstrap entry's
+// index is recorded at once.
+func TestEmptiedRightAfterBootstrapRefused(t *testing.T) {
+	dir := t.TempDir()
+	srv, err := New(diskConfig(t, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Shutdown()
+	if err := os.Truncate(filepath.Join(dir, "raft", "raft.db"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if srv, err := New(diskConfig(t, dir)); err == nil {
+		srv.Shutdown()
+		t.Fatal("started empty over a data_dir that had bootstrapped")
+	}
+}

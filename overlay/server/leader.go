@@ -341,7 +341,7 @@ func (s *Server) bootstrapExpected(servers []raft.Server) error {
 		return err
 	}
 	s.log.Info("bootstrapped cluster", "servers", len(servers))
-	return s.disk.record(0, clusterIDOf(servers))
+	return s.disk.record(s.raft.LastIndex(), clusterIDOf(servers)) // the bootstrap entry is on disk now
 }
 
 func (s *Server) peerClient(addr string) (*client.Client, error) {

@@ -351,7 +351,7 @@ func (s *Server) bootstrap(servers []raft.Server, logs raft.LogStore, stable raf
 	}
 	s.log.Info("bootstrapped cluster", "servers", len(servers))
 	if s.disk != nil {
-		return s.disk.record(0, clusterIDOf(servers))
+		return s.disk.record(s.raft.LastIndex(), clusterIDOf(servers)) // the bootstrap entry is on disk now
 	}
 	return nil
 }
