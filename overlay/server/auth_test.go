@@ -139,12 +139,16 @@ func TestServerWithLostDataDirRejoins(t *testing.T) {
 	if _, err := c.client(lead, splitTokens.Budgets).RemovePeer(ctx, oldID); status(err) != http.StatusForbidden {
 		t.Fatalf("remove-peer with the budgets token: %v, want 403", err)
 	}
-	if _, err := c.client(lead, splitTokens.Operator).RemovePeer(ctx, "no-such-server"); status(err) != http.StatusNotFound {
-		t.Fatalf("remove-peer of an unknown server: %v, want 404", err)
-	}
-	if _, err := c.client(lead, splitTokens.Operator).RemovePeer(ctx, oldID); err != nil {
-		t.Fatalf("remove-peer %s: %v", oldID, err)
-	}
+	waitFor(t, 20*time.Second, "remove-peer of an unknown server to answer 404", func() error {
+		_, err := c.client(c.leader(), splitTokens.Operator).RemovePeer(ctx, "no-such-server")
+		if code := status(err); code == http.StatusServiceUnavailable {
+			return err
+		} else if code != http.StatusNotFound {
+			t.Fatalf("remove-peer of an unknown server: %v, want 404", err)
+		}
+		return nil
+	})
+	c.removePeer(splitTokens.Operator, oldID)
 	waitFor(t, 20*time.Second, "the server to join under its new ID and catch up", func() error {
 		ids := peers()
 		if len(ids) != 3 || !slices.Contains(ids, newID) || slices.Contains(ids, oldID) {
@@ -239,9 +243,7 @@ func TestDataDirOfAnotherClusterDoesNotJoin(t *testing.T) {
 	lead := c.leader()
 	gone := (lead + 1) % 3
 	goneID := c.nodes[gone].srv.ID()
-	if _, err := c.client(lead, testToken).RemovePeer(context.Background(), goneID); err != nil {
-		t.Fatal(err)
-	}
+	c.removePeer(testToken, goneID)
 	waitFor(t, 10*time.Second, "the removed server to learn it was removed", func() error {
 		if c.nodes[gone].srv.inConfiguration() {
 			return errors.New("still in its own configuration")
@@ -271,4 +273,20 @@ func TestDataDirOfAnotherClusterDoesNotJoin(t *testing.T) {
 	if err := f.Error(); err != nil || len(f.Configuration().Servers) != 1 {
 		t.Fatalf("cluster B's configuration: %+v %v", f.Configuration().Servers, err)
 	}
+}
+
+// removePeer removes id through the current leader, retrying while
+// leadership moves (a 503) as an operator would.
+func (c *cluster) removePeer(token, id string) {
+	c.t.Helper()
+	waitFor(c.t, 20*time.Second, "remove-peer "+id, func() error {
+		_, err := c.client(c.leader(), token).RemovePeer(context.Background(), id)
+		if status(err) == http.StatusServiceUnavailable {
+			return err
+		}
+		if err != nil {
+			c.t.Fatalf("remove-peer %s: %v", id, err)
+		}
+		return nil
+	})
 }
