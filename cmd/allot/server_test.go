@@ -164,13 +164,8 @@ func TestServerCommandDev(t *testing.T) {
 	if err != nil || len(ps.Servers) != 1 || ps.Servers[0].RaftAddr != "in-memory" {
 		t.Fatalf("peers of a -dev server: %+v %v, want one, its raft address in-memory", ps, err)
 	}
-	// -dev prints every capability's token; the budgets/ledger token (what
-	// CI holds) cannot remove a peer, the operator token can ask.
-	for _, want := range []string{"budgets:  " + cliToken, "ledger:   " + cliToken, "operator: op-token", "reads are open"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("-dev output lacks %q:\n%s", want, out.String())
-		}
-	}
+	// The budgets/ledger token (what CI holds) cannot remove a peer; the
+	// operator token can ask.
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	code, _, errOut := runCLI(t, "operator", "raft", "remove-peer", "-address", addr, "-token", cliToken, "-id", "gone")
 	if code != exitInvalid || !strings.Contains(errOut, "operator capability") {
@@ -190,5 +185,12 @@ func TestServerCommandDev(t *testing.T) {
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatal("server did not stop after its context ended")
+	}
+	// -dev printed every capability's token (read once the server has
+	// exited: out is not safe to read while it writes).
+	for _, want := range []string{"budgets:  " + cliToken, "ledger:   " + cliToken, "operator: op-token", "reads are open"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("-dev output lacks %q:\n%s", want, out.String())
+		}
 	}
 }
