@@ -357,3 +357,30 @@ func TestEmptiedRightAfterBootstrapRefused(t *testing.T) {
 		t.Fatal("started empty over a data_dir that had bootstrapped")
 	}
 }
+
+// A data_dir written before identity.json existed (a node-id file and a
+// raft.db) starts with its ID and state, and gets an identity whose
+// checksums start after its last entry. (Checked by hand with a binary of
+// the previous main, whose entries carry no checksums: it started with its
+// budgets, log_checksums_from = 6.)
+func TestDataDirWithoutIdentityUpgrades(t *testing.T) {
+	dir := t.TempDir()
+	storeWithState(t, dir)
+	id, _, _ := readIdentity(dir)
+	if err := os.Remove(filepath.Join(dir, identityFile)); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "node-id"), []byte(id.ServerID+"\n"))
+	srv := startOn(t, dir)
+	defer srv.Shutdown()
+	if srv.ID() != id.ServerID {
+		t.Fatalf("ID after the upgrade %s, want %s (from node-id)", srv.ID(), id.ServerID)
+	}
+	if got := usage(srv, "ai2/nlp"); got != 40*8*60 {
+		t.Fatalf("usage after the upgrade %d", got)
+	}
+	up, ok, err := readIdentity(dir)
+	if err != nil || !ok || up.ServerID != id.ServerID || up.ChecksumsFrom <= 41 {
+		t.Fatalf("identity after the upgrade: %+v %v %v", up, ok, err)
+	}
+}
