@@ -99,28 +99,42 @@ func serverConfig(c *cli.Command) (server.Config, *hcl.ServerConfig, error) {
 	return cfg, fc, nil
 }
 
-// devTokens makes up each unset write token of a -dev server (one per
-// capability) and prints them all.
+// devTokens makes up the unset tokens of a -dev server: one write token
+// for budgets and ledger (printed as before, ready to paste) and an operator
+// token of its own, and prints them.
 func devTokens(c *cli.Command, t *server.Tokens) error {
-	for _, dst := range []*string{&t.Budgets, &t.Ledger, &t.Operator} {
-		if *dst != "" {
-			continue
-		}
+	newToken := func() (string, error) {
 		var b [16]byte
 		if _, err := rand.Read(b[:]); err != nil {
+			return "", err
+		}
+		return hex.EncodeToString(b[:]), nil
+	}
+	if t.Budgets == "" && t.Ledger == "" {
+		w, err := newToken()
+		if err != nil {
 			return err
 		}
-		*dst = hex.EncodeToString(b[:])
+		t.Budgets, t.Ledger = w, w
+	}
+	if t.Operator == "" {
+		op, err := newToken()
+		if err != nil {
+			return err
+		}
+		t.Operator = op
 	}
 	w := c.Root().Writer
-	fmt.Fprintln(w, "Dev mode tokens, one per capability (pass one with -token or ALLOT_TOKEN):")
-	fmt.Fprintf(w, "  budgets:  %s  (allot budgets apply)\n", t.Budgets)
-	fmt.Fprintf(w, "  ledger:   %s  (POST /v1/ledger)\n", t.Ledger)
-	fmt.Fprintf(w, "  operator: %s  (allot operator raft join/remove-peer, allot nodes return)\n", t.Operator)
-	if t.Read != "" {
-		fmt.Fprintf(w, "  read:     %s  (reads; every token above also reads)\n", t.Read)
+	if t.Budgets == t.Ledger {
+		fmt.Fprintf(w, "Dev mode: write token (export ALLOT_TOKEN=%s)\n", t.Budgets)
 	} else {
-		fmt.Fprintln(w, "  read:     none set: reads are open")
+		fmt.Fprintf(w, "Dev mode: budgets token %s, ledger token %s\n", t.Budgets, t.Ledger)
+	}
+	fmt.Fprintf(w, "Dev mode: operator token (raft join and remove-peer, nodes return): %s\n", t.Operator)
+	if t.Read != "" {
+		fmt.Fprintf(w, "Dev mode: read token: %s (every token above also reads)\n", t.Read)
+	} else {
+		fmt.Fprintln(w, "Dev mode: reads are open (no read token)")
 	}
 	return nil
 }

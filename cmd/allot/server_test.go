@@ -188,7 +188,7 @@ func TestServerCommandDev(t *testing.T) {
 	}
 	// -dev printed every capability's token (read once the server has
 	// exited: out is not safe to read while it writes).
-	for _, want := range []string{"budgets:  " + cliToken, "ledger:   " + cliToken, "operator: op-token", "reads are open"} {
+	for _, want := range []string{"write token (export ALLOT_TOKEN=" + cliToken + ")", "operator token (raft join and remove-peer, nodes return): op-token", "reads are open"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("-dev output lacks %q:\n%s", want, out.String())
 		}
