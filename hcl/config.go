@@ -17,6 +17,8 @@ import (
 // ServerConfig is an `allot server` configuration file. Pointer fields are
 // optional: nil means "not set", and the server's defaults apply.
 type ServerConfig struct {
+	// NodeID is the server's raft ID (node_id); unset: kept in data_dir.
+	NodeID          *string
 	DataDir         *string
 	BindAddr        *string
 	AdvertiseAddr   *string
@@ -24,7 +26,7 @@ type ServerConfig struct {
 	BootstrapExpect *int
 	RetryJoin       []string
 	Ports           Ports
-	Token           *string // server { token = ... }
+	Tokens          Tokens // server { ... }
 	TLS             TLSConfig
 	Nomad           NomadConfig
 	Policy          PolicyConfig
@@ -34,6 +36,17 @@ type ServerConfig struct {
 type Ports struct {
 	HTTP *int
 	Raft *int
+}
+
+// Tokens are the server {} block's tokens, one per capability. Token (the
+// key `token`) is shorthand for one token holding both budgets and ledger;
+// it cannot be given with budgets_token or ledger_token.
+type Tokens struct {
+	Token    *string
+	Read     *string
+	Budgets  *string
+	Ledger   *string
+	Operator *string
 }
 
 // TLSConfig is the tls {} block.
@@ -147,8 +160,11 @@ func (d *decoder) content(body hcl2.Body, attrs, blocks []string) (map[string]*h
 
 func (d *decoder) root(body hcl2.Body, cfg *ServerConfig) {
 	attrs, blocks := d.content(body,
-		[]string{"data_dir", "bind_addr", "advertise_addr", "log_level", "bootstrap_expect", "retry_join"},
+		[]string{"node_id", "data_dir", "bind_addr", "advertise_addr", "log_level", "bootstrap_expect", "retry_join"},
 		[]string{"ports", "server", "tls", "nomad", "policy"})
+	if cfg.NodeID = d.str(attrs["node_id"]); cfg.NodeID != nil && strings.TrimSpace(*cfg.NodeID) != *cfg.NodeID || cfg.NodeID != nil && *cfg.NodeID == "" {
+		d.bad(attrs["node_id"], "node_id %q: want a non-empty ID without surrounding spaces (e.g. \"allot-1\")", *cfg.NodeID)
+	}
 	cfg.DataDir = d.str(attrs["data_dir"])
 	cfg.BindAddr = d.str(attrs["bind_addr"])
 	cfg.AdvertiseAddr = d.str(attrs["advertise_addr"])
@@ -168,8 +184,12 @@ func (d *decoder) root(body hcl2.Body, cfg *ServerConfig) {
 		cfg.Ports.HTTP, cfg.Ports.Raft = d.int(a["http"], 1, 65535), d.int(a["raft"], 1, 65535)
 	}
 	if b, ok := blocks["server"]; ok {
-		a, _ := d.content(b, []string{"token"}, nil)
-		cfg.Token = d.str(a["token"])
+		a, _ := d.content(b, []string{"token", "read_token", "budgets_token", "ledger_token", "operator_token"}, nil)
+		cfg.Tokens = Tokens{Token: d.str(a["token"]), Read: d.str(a["read_token"]), Budgets: d.str(a["budgets_token"]),
+			Ledger: d.str(a["ledger_token"]), Operator: d.str(a["operator_token"])}
+		if cfg.Tokens.Token != nil && (cfg.Tokens.Budgets != nil || cfg.Tokens.Ledger != nil) {
+			d.bad(a["token"], "token is shorthand for budgets_token and ledger_token together: give either token or budgets_token/ledger_token, not both")
+		}
 	}
 	if b, ok := blocks["tls"]; ok {
 		a, _ := d.content(b, []string{"http", "rpc", "ca_file", "cert_file", "key_file"}, nil)

@@ -20,8 +20,12 @@ ports {
   raft = 4651
 }
 
+node_id = "allot-1"
+
 server {
-  token = "abc"
+  token          = "abc"
+  read_token     = "r"
+  operator_token = "op"
 }
 
 tls {
@@ -77,7 +81,7 @@ func TestParseServerConfigFull(t *testing.T) {
 	}
 	switch {
 	case *cfg.DataDir != "/var/lib/allot", *cfg.BootstrapExpect != 3, len(cfg.RetryJoin) != 2,
-		*cfg.Ports.HTTP != 4650, *cfg.Ports.Raft != 4651, *cfg.Token != "abc", !*cfg.TLS.RPC,
+		*cfg.Ports.HTTP != 4650, *cfg.Ports.Raft != 4651, *cfg.Tokens.Token != "abc", *cfg.Tokens.Read != "r", *cfg.Tokens.Operator != "op", *cfg.NodeID != "allot-1", !*cfg.TLS.RPC,
 		*cfg.Nomad.Address != "https://nomad.service:4646", len(cfg.Nomad.Namespaces) != 2, !*cfg.Nomad.ManageSchedulerConfig:
 		t.Fatalf("decoded %+v", cfg)
 	}
@@ -114,6 +118,8 @@ func TestParseServerConfigErrors(t *testing.T) {
 		{"duplicate block", "ports {\n}\nports {\n}\n", []string{"3:1:", "given twice"}},
 		{"bad log level", "log_level = \"loud\"\n", []string{"1:13:", "want trace, debug"}},
 		{"syntax", "data_dir = \n", []string{"cfg.hcl:"}},
+		{"token with budgets_token", "server {\n  token = \"a\"\n  budgets_token = \"b\"\n}\n", []string{"2:11:", "either token or budgets_token"}},
+		{"empty node_id", "node_id = \"\"\n", []string{"1:11:", "node_id"}},
 		{"list of numbers", "retry_join = [1, 2]\n", []string{"1:14:", "list of strings"}},
 		{"negative slice loss", "policy {\n  margins {\n    max_slice_loss = -1\n  }\n}\n", []string{"3:22:", "max_slice_loss = -1: want a finite number >= 0"}},
 	} {

@@ -25,13 +25,34 @@ func operatorCommand() *cli.Command {
 			return showAnswer(c, func(cl *client.Client) (*client.Peers, error) { return cl.Peers(ctx) }, printPeers)
 		},
 	}
+	removePeer := &cli.Command{
+		Name: "remove-peer",
+		Usage: "remove a server from the raft configuration (operator token): a server that is gone for good, " +
+			"or one that lost its data_dir and must rejoin under a new ID",
+		Flags: append(apiFlags(false), &cli.StringFlag{Name: "id", Usage: "the server's raft ID, as `allot operator raft list-peers` shows it"}),
+		Action: func(ctx context.Context, c *cli.Command) error {
+			if c.NArg() > 0 || c.String("id") == "" {
+				return usagef("remove-peer takes -id SERVER_ID and no arguments (see allot operator raft list-peers)")
+			}
+			cl, err := apiClient(c)
+			if err != nil {
+				return err
+			}
+			res, err := cl.RemovePeer(ctx, c.String("id"))
+			if err != nil {
+				return apiError(err)
+			}
+			fmt.Fprintf(c.Root().Writer, "Removed server %s from the raft configuration (index %d)\n", c.String("id"), res.Index)
+			return nil
+		},
+	}
 	return &cli.Command{
 		Name:  "operator",
 		Usage: "operate the allot server cluster",
 		Commands: []*cli.Command{{
 			Name:     "raft",
-			Usage:    "inspect the raft group",
-			Commands: []*cli.Command{listPeers},
+			Usage:    "inspect and change the raft group",
+			Commands: []*cli.Command{listPeers, removePeer},
 			Action:   needSubcommand,
 		}},
 		Action: needSubcommand,

@@ -26,7 +26,12 @@ func serverCommand() *cli.Command {
 		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "dev", Usage: "one server, in-memory state, bootstrapped at once: for trying things out"},
 			&cli.StringFlag{Name: "config", Usage: "server configuration file (HCL)"},
-			&cli.StringFlag{Name: "token", Sources: cli.EnvVars("ALLOT_TOKEN"), Usage: "token for writes (overrides server { token }); -dev makes one up when unset"},
+			&cli.StringFlag{Name: "token", Sources: cli.EnvVars("ALLOT_TOKEN"), Usage: "token for budget applies and ledger writes (overrides server { token }); not for operator actions"},
+			&cli.StringFlag{Name: "read-token", Usage: "token required for reads (overrides server { read_token }); unset: reads are open"},
+			&cli.StringFlag{Name: "budgets-token", Usage: "token for budget applies (overrides server { budgets_token })"},
+			&cli.StringFlag{Name: "ledger-token", Usage: "token for ledger writes (overrides server { ledger_token })"},
+			&cli.StringFlag{Name: "operator-token", Usage: "token for raft join and remove-peer and node return (overrides server { operator_token })"},
+			&cli.StringFlag{Name: "node-id", Usage: "this server's raft ID (overrides node_id); unset: kept in data_dir"},
 			&cli.StringFlag{Name: "bind", Usage: "bind address (overrides bind_addr)"},
 			&cli.IntFlag{Name: "http-port", Usage: "HTTP port (overrides ports.http)"},
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "trace, debug, info, warn or error (overrides log_level)"},
@@ -67,8 +72,17 @@ func serverConfig(c *cli.Command) (server.Config, *hcl.ServerConfig, error) {
 			level = *fc.LogLevel
 		}
 	}
+	if c.IsSet("token") && (c.IsSet("budgets-token") || c.IsSet("ledger-token")) {
+		return cfg, nil, usagef("-token is shorthand for -budgets-token and -ledger-token together: give one or the other")
+	}
 	if c.IsSet("token") {
-		cfg.Token = c.String("token")
+		cfg.Tokens.Budgets, cfg.Tokens.Ledger = c.String("token"), c.String("token")
+	}
+	for flag, dst := range map[string]*string{"read-token": &cfg.Tokens.Read, "budgets-token": &cfg.Tokens.Budgets,
+		"ledger-token": &cfg.Tokens.Ledger, "operator-token": &cfg.Tokens.Operator, "node-id": &cfg.NodeID} {
+		if c.IsSet(flag) {
+			*dst = c.String(flag)
+		}
 	}
 	if c.IsSet("bind") {
 		cfg.BindAddr = c.String("bind")
@@ -77,15 +91,52 @@ func serverConfig(c *cli.Command) (server.Config, *hcl.ServerConfig, error) {
 		cfg.HTTPPort = int(c.Int("http-port"))
 	}
 	cfg.Logger = hclog.New(&hclog.LoggerOptions{Name: "allot", Level: hclog.LevelFromString(level), Output: c.Root().ErrWriter})
-	if cfg.Dev && cfg.Token == "" {
-		var b [16]byte
-		if _, err := rand.Read(b[:]); err != nil {
+	if cfg.Dev {
+		if err := devTokens(c, &cfg.Tokens); err != nil {
 			return cfg, nil, err
 		}
-		cfg.Token = hex.EncodeToString(b[:])
-		fmt.Fprintf(c.Root().Writer, "Dev mode: write token (export ALLOT_TOKEN=%s)\n", cfg.Token)
 	}
 	return cfg, fc, nil
+}
+
+// devTokens makes up the unset tokens of a -dev server: one write token
+// for budgets and ledger (printed as before, ready to paste) and an operator
+// token of its own, and prints them.
+func devTokens(c *cli.Command, t *server.Tokens) error {
+	newToken := func() (string, error) {
+		var b [16]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return "", err
+		}
+		return hex.EncodeToString(b[:]), nil
+	}
+	if t.Budgets == "" && t.Ledger == "" {
+		w, err := newToken()
+		if err != nil {
+			return err
+		}
+		t.Budgets, t.Ledger = w, w
+	}
+	if t.Operator == "" {
+		op, err := newToken()
+		if err != nil {
+			return err
+		}
+		t.Operator = op
+	}
+	w := c.Root().Writer
+	if t.Budgets == t.Ledger {
+		fmt.Fprintf(w, "Dev mode: write token (export ALLOT_TOKEN=%s)\n", t.Budgets)
+	} else {
+		fmt.Fprintf(w, "Dev mode: budgets token %s, ledger token %s\n", t.Budgets, t.Ledger)
+	}
+	fmt.Fprintf(w, "Dev mode: operator token (raft join and remove-peer, nodes return): %s\n", t.Operator)
+	if t.Read != "" {
+		fmt.Fprintf(w, "Dev mode: read token: %s (every token above also reads)\n", t.Read)
+	} else {
+		fmt.Fprintln(w, "Dev mode: reads are open (no read token)")
+	}
+	return nil
 }
 
 func applyFileConfig(cfg *server.Config, fc *hcl.ServerConfig) {
@@ -110,7 +161,14 @@ func applyFileConfig(cfg *server.Config, fc *hcl.ServerConfig) {
 	setInt(&cfg.BootstrapExpect, fc.BootstrapExpect)
 	setInt(&cfg.HTTPPort, fc.Ports.HTTP)
 	setInt(&cfg.RaftPort, fc.Ports.Raft)
-	setStr(&cfg.Token, fc.Token)
+	setStr(&cfg.NodeID, fc.NodeID)
+	if fc.Tokens.Token != nil {
+		cfg.Tokens.Budgets, cfg.Tokens.Ledger = *fc.Tokens.Token, *fc.Tokens.Token
+	}
+	setStr(&cfg.Tokens.Read, fc.Tokens.Read)
+	setStr(&cfg.Tokens.Budgets, fc.Tokens.Budgets)
+	setStr(&cfg.Tokens.Ledger, fc.Tokens.Ledger)
+	setStr(&cfg.Tokens.Operator, fc.Tokens.Operator)
 	setBool(&cfg.TLS.HTTP, fc.TLS.HTTP)
 	setBool(&cfg.TLS.RPC, fc.TLS.RPC)
 	setStr(&cfg.TLS.CAFile, fc.TLS.CAFile)
@@ -152,11 +210,19 @@ func runServer(ctx context.Context, c *cli.Command, cfg server.Config, ns nomadS
 		fmt.Fprintf(c.Root().Writer, "allot server %s: HTTP API on %s, raft on %s\n", s.ID(), s.HTTPAddr(), s.RaftAddr())
 	}
 	fmt.Fprintf(c.Root().Writer, "web UI: %s\n", serverUIURL(s.HTTPAddr(), cfg.TLS.HTTP))
-	<-ctx.Done()
-	fmt.Fprintln(c.Root().Writer, "shutting down")
+	var failed error
+	select {
+	case <-ctx.Done():
+		fmt.Fprintln(c.Root().Writer, "shutting down")
+	case failed = <-s.Failed(): // the server has stopped itself
+	}
+	stop()
 	err = s.Shutdown()
 	if watched != nil {
 		<-watched // ctx is done: the watcher stops
+	}
+	if failed != nil {
+		return fmt.Errorf("allot server stopped: %w", failed)
 	}
 	return err
 }

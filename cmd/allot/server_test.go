@@ -149,7 +149,8 @@ func TestServerCommandDev(t *testing.T) {
 	var out, errb bytes.Buffer
 	done := make(chan int)
 	go func() {
-		done <- run(ctx, []string{"allot", "server", "-dev", "-http-port", strconv.Itoa(port), "-token", cliToken, "-log-level", "error"}, &out, &errb)
+		done <- run(ctx, []string{"allot", "server", "-dev", "-http-port", strconv.Itoa(port), "-token", cliToken,
+			"-operator-token", "op-token", "-log-level", "error"}, &out, &errb)
 	}()
 	cl, _ := client.New("127.0.0.1:"+strconv.Itoa(port), cliToken, nil)
 	waitUntil(t, "allot server -dev to answer", func() bool {
@@ -163,6 +164,17 @@ func TestServerCommandDev(t *testing.T) {
 	if err != nil || len(ps.Servers) != 1 || ps.Servers[0].RaftAddr != "in-memory" {
 		t.Fatalf("peers of a -dev server: %+v %v, want one, its raft address in-memory", ps, err)
 	}
+	// The budgets/ledger token (what CI holds) cannot remove a peer; the
+	// operator token can ask.
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	code, _, errOut := runCLI(t, "operator", "raft", "remove-peer", "-address", addr, "-token", cliToken, "-id", "gone")
+	if code != exitInvalid || !strings.Contains(errOut, "operator capability") {
+		t.Errorf("remove-peer with the budgets token: %d %q", code, errOut)
+	}
+	code, _, errOut = runCLI(t, "operator", "raft", "remove-peer", "-address", addr, "-token", "op-token", "-id", "gone")
+	if code == exitOK || !strings.Contains(errOut, `no server "gone" in the raft configuration`) {
+		t.Errorf("remove-peer of an unknown server with the operator token: %d %q", code, errOut)
+	}
 	cancel()
 	select {
 	case code := <-done:
@@ -173,5 +185,12 @@ func TestServerCommandDev(t *testing.T) {
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatal("server did not stop after its context ended")
+	}
+	// -dev printed every capability's token (read once the server has
+	// exited: out is not safe to read while it writes).
+	for _, want := range []string{"write token (export ALLOT_TOKEN=" + cliToken + ")", "operator token (raft join and remove-peer, nodes return): op-token", "reads are open"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("-dev output lacks %q:\n%s", want, out.String())
+		}
 	}
 }

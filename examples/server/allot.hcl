@@ -3,6 +3,7 @@
 # (for a try-out on a laptop: allot server -dev -nomad-address http://127.0.0.1:4646
 #  -manage-scheduler-config)
 
+node_id          = "allot-1" # stable raft ID: survives the loss of data_dir (unset: kept in data_dir/identity.json)
 data_dir         = "/var/lib/allot"
 bind_addr        = "0.0.0.0"
 advertise_addr   = "10.0.0.5" # how the other allot servers reach this one
@@ -16,9 +17,13 @@ ports {
 }
 
 server {
-  # Writes (budgets apply, node return) need this token (ALLOT_TOKEN).
-  # Prefer the ALLOT_TOKEN environment variable of the service to a file.
-  token = "replace-with-a-long-random-token"
+  # One token per capability; a client passes its token with -token or
+  # ALLOT_TOKEN. Keep them out of files you commit (template them in).
+  budgets_token  = "replace-with-a-long-random-token-1" # CI: allot budgets apply
+  ledger_token   = "replace-with-a-long-random-token-2" # POST /v1/ledger (the leader's own loop needs none)
+  operator_token = "replace-with-a-long-random-token-3" # raft join / remove-peer, allot nodes return; servers join with it
+  # read_token   = "..."                                # set to require a token for reads (every token above also reads)
+  # token        = "..."                                # shorthand: one token for budgets and ledger
 }
 
 tls {

@@ -216,6 +216,13 @@ func (c *Client) Peers(ctx context.Context) (*Peers, error) {
 	return &out, c.Do(ctx, http.MethodGet, "/v1/operator/raft/peers", readQuery(true), nil, &out)
 }
 
+// RemovePeer removes a server from the raft configuration (operator token
+// required).
+func (c *Client) RemovePeer(ctx context.Context, id string) (*WriteResult, error) {
+	var out WriteResult
+	return &out, c.Do(ctx, http.MethodDelete, "/v1/operator/raft/peer", url.Values{"id": {id}}, nil, &out)
+}
+
 // AppendLedger appends charges and demand (token required).
 func (c *Client) AppendLedger(ctx context.Context, l *LedgerAppend) (*LedgerResult, error) {
 	var out LedgerResult

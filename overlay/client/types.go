@@ -208,6 +208,9 @@ type Self struct {
 	RaftAddr string `json:"raft_addr"`
 	HTTPAddr string `json:"http_addr"`
 	Leader   string `json:"leader_id"`
+	// ClusterID names the cluster the server bootstrapped or joined (empty
+	// for a -dev server).
+	ClusterID string `json:"cluster_id,omitempty"`
 }
 
 // JoinRequest is the body of PUT /v1/operator/raft/join.

@@ -112,7 +112,7 @@ func TestAPIWriteSecurity(t *testing.T) {
 func TestAPIServerWithoutTokenRefusesAllWrites(t *testing.T) {
 	s := devServer(t, Config{})
 	code, body := rawRequest(t, s, "PUT", "/v1/budgets", "anything", strings.NewReader(`{"revision":"r","budgets":[{"path":"a","share":1}]}`))
-	if code != 403 || !strings.Contains(body, "writes are disabled") {
+	if code != 403 || !strings.Contains(body, "no budgets token configured") {
 		t.Fatalf("got %d %s", code, body)
 	}
 	if s.FSM().Read().Budgets() != nil {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -43,12 +44,34 @@ type node struct {
 	raftPort  int
 	srv       *Server
 	reconcile Reconciler
+	nodeID    string      // configured ID ("" : from the identity file)
+	logs      *syncBuffer // when set, the server's warnings and errors go here
+}
+
+// syncBuffer is a bytes.Buffer safe for the logger's and the test's
+// goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
 
 type cluster struct {
-	t     testing.TB
-	nodes []*node
-	tune  RaftTuning
+	t      testing.TB
+	nodes  []*node
+	tune   RaftTuning
+	tokens Tokens
 }
 
 // freePort returns a free port below Linux's ephemeral range (32768-60999 by
@@ -88,9 +111,19 @@ func fastRaft() RaftTuning {
 }
 
 func newCluster(t testing.TB, n int, tune RaftTuning) *cluster {
-	c := &cluster{t: t, tune: tune}
+	return newClusterWith(t, n, tune, Tokens{}, nil)
+}
+
+// newClusterWith starts n servers with tokens (none: testToken holds every
+// capability); setup may adjust each node before it starts.
+func newClusterWith(t testing.TB, n int, tune RaftTuning, tokens Tokens, setup func(i int, nd *node)) *cluster {
+	c := &cluster{t: t, tune: tune, tokens: tokens}
 	for i := 0; i < n; i++ {
-		c.nodes = append(c.nodes, &node{dir: t.TempDir(), httpPort: freePort(t), raftPort: freePort(t)})
+		nd := &node{dir: t.TempDir(), httpPort: freePort(t), raftPort: freePort(t)}
+		if setup != nil {
+			setup(i, nd)
+		}
+		c.nodes = append(c.nodes, nd)
 	}
 	for i := range c.nodes {
 		c.start(i)
@@ -111,11 +144,19 @@ func (c *cluster) start(i int) {
 	for _, o := range c.nodes {
 		join = append(join, "127.0.0.1:"+strconv.Itoa(o.httpPort))
 	}
+	logger := hclog.New(&hclog.LoggerOptions{Name: fmt.Sprintf("s%d", i), Level: hclog.Off})
+	if nd.logs != nil {
+		logger = hclog.New(&hclog.LoggerOptions{Name: fmt.Sprintf("s%d", i), Level: hclog.Warn, Output: nd.logs})
+	}
+	token := testToken // every capability, unless the test gives tokens
+	if c.tokens != (Tokens{}) {
+		token = ""
+	}
 	srv, err := New(Config{
-		DataDir: nd.dir, BootstrapExpect: len(c.nodes), RetryJoin: join, RetryInterval: 50 * time.Millisecond,
-		Token: testToken, Raft: c.tune, ReconcileInterval: time.Hour, Reconciler: nd.reconcile,
+		NodeID: nd.nodeID, DataDir: nd.dir, BootstrapExpect: len(c.nodes), RetryJoin: join, RetryInterval: 50 * time.Millisecond,
+		Token: token, Tokens: c.tokens, Raft: c.tune, ReconcileInterval: time.Hour, Reconciler: nd.reconcile,
 		HTTPListener: listenOn(c.t, nd.httpPort), RaftListener: listenOn(c.t, nd.raftPort),
-		Logger: hclog.New(&hclog.LoggerOptions{Name: fmt.Sprintf("s%d", i), Level: hclog.Off}),
+		Logger: logger,
 	})
 	if err != nil {
 		c.t.Fatalf("start server %d: %v", i, err)

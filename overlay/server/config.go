@@ -1,6 +1,7 @@
 package server
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -98,7 +99,10 @@ type Config struct {
 	RetryJoin []string
 	// RetryInterval is the pause between join attempts (default 2s).
 	RetryInterval time.Duration
-	// Token authorizes writes. With no token every write is refused.
+	// Tokens authorize requests by capability (auth.go).
+	Tokens Tokens
+	// Token, when set, holds every capability. It is for programs that
+	// embed a server (tests, tools); `allot server` sets Tokens.
 	Token string
 	TLS   TLSConfig
 	// FSM must be identical on every server of the cluster.
@@ -188,11 +192,26 @@ func (c *Config) validate() error {
 	if c.BootstrapExpect == 0 && len(c.RetryJoin) == 0 && !c.Dev {
 		errs = append(errs, errors.New("bootstrap_expect = 0 needs retry_join to find a cluster to join"))
 	}
+	if c.BootstrapExpect == 0 && !c.Dev && c.Tokens.Operator == "" && c.Token == "" {
+		errs = append(errs, errors.New("bootstrap_expect = 0 joins a running cluster, which needs the cluster's operator token: set server { operator_token = ... } (or -operator-token)"))
+	}
 	if (c.TLS.HTTP || c.TLS.RPC) && (c.TLS.CertFile == "" || c.TLS.KeyFile == "") {
 		errs = append(errs, errors.New("tls: cert_file and key_file are required when http or rpc is on"))
 	}
 	if c.TLS.RPC && c.TLS.CAFile == "" {
 		errs = append(errs, errors.New("tls: rpc (mutual TLS between raft peers) needs ca_file"))
+	}
+	// The files are read now, before anything touches data_dir: a bad path
+	// must not leave a half-started server's raft state behind.
+	if (c.TLS.HTTP || c.TLS.RPC) && c.TLS.CertFile != "" && c.TLS.KeyFile != "" {
+		if _, err := tls.LoadX509KeyPair(c.TLS.CertFile, c.TLS.KeyFile); err != nil {
+			errs = append(errs, fmt.Errorf("tls: cert_file %s, key_file %s: %w (want a PEM certificate and its private key)", c.TLS.CertFile, c.TLS.KeyFile, err))
+		}
+	}
+	if (c.TLS.HTTP || c.TLS.RPC) && c.TLS.CAFile != "" {
+		if _, err := loadCA(c.TLS.CAFile); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if ip := net.ParseIP(c.BindAddr); ip == nil {
 		errs = append(errs, fmt.Errorf("bind_addr %q: want an IP address such as 127.0.0.1 or 0.0.0.0", c.BindAddr))

@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -41,21 +40,28 @@ type writeFn func(r *http.Request, body []byte) (any, error)
 func (s *Server) startHTTP() error {
 	mux := http.NewServeMux()
 	s.read(mux, "GET /v1/budgets", "budgets", s.getBudgets)
-	s.write(mux, "PUT /v1/budgets", "budgets_apply", s.putBudgets)
+	s.write(mux, "PUT /v1/budgets", "budgets_apply", CapBudgets, s.putBudgets)
 	s.read(mux, "GET /v1/queue", "queue", s.getQueue)
 	s.read(mux, "GET /v1/explain/job/{id...}", "explain", s.getExplain)
 	s.read(mux, "GET /v1/usage", "usage", s.getUsage)
 	s.read(mux, "GET /v1/nodes", "nodes", s.getNodes)
-	s.write(mux, "PUT /v1/nodes/{id}/return", "node_return", s.putNodeReturn)
+	s.write(mux, "PUT /v1/nodes/{id}/return", "node_return", CapOperator, s.putNodeReturn)
 	s.read(mux, "GET /v1/decisions", "decisions", s.getDecisions)
-	s.write(mux, "POST /v1/ledger", "ledger", s.postLedger)
+	s.write(mux, "POST /v1/ledger", "ledger", CapLedger, s.postLedger)
 	s.local(mux, "GET /v1/operator/raft/peers", "peers", s.getPeers)
-	s.write(mux, "PUT /v1/operator/raft/join", "join", s.putJoin)
+	s.write(mux, "PUT /v1/operator/raft/join", "join", CapOperator, s.putJoin)
+	s.write(mux, "DELETE /v1/operator/raft/peer", "remove_peer", CapOperator, s.deletePeer)
 	s.local(mux, "GET /v1/agent/self", "self", s.getSelf)
 	s.read(mux, "GET /v1/usage/series", "usage_series", s.getUsageSeries)
 	s.read(mux, "GET /v1/jobs/{id...}", "job_history", s.getJobHistory)
 	s.serveUI(mux)
-	mux.Handle("GET /v1/metrics", s.instrument("metrics", s.metrics.handler()))
+	mux.Handle("GET /v1/metrics", s.instrument("metrics", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := s.authorize(r, CapRead); err != nil {
+			writeError(w, err)
+			return
+		}
+		s.metrics.handler().ServeHTTP(w, r)
+	})))
 	s.addPath("GET /v1/metrics")
 	mux.Handle("/", s.instrument("unknown", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		for _, p := range s.paths {
@@ -105,6 +111,10 @@ func (s *Server) addPath(pattern string) {
 func (s *Server) read(mux *http.ServeMux, pattern, route string, fn readFn) {
 	s.addPath(pattern)
 	mux.Handle(pattern, s.instrument(route, s.limitReads(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := s.authorize(r, CapRead); err != nil {
+			writeError(w, err)
+			return
+		}
 		q := r.URL.Query()
 		_, stale := q["stale"]
 		_, consistent := q["consistent"]
@@ -129,6 +139,10 @@ func (s *Server) read(mux *http.ServeMux, pattern, route string, fn readFn) {
 func (s *Server) local(mux *http.ServeMux, pattern, route string, fn readFn) {
 	s.addPath(pattern)
 	mux.Handle(pattern, s.instrument(route, s.limitReads(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := s.authorize(r, CapRead); err != nil {
+			writeError(w, err)
+			return
+		}
 		s.answer(w, r, func() (any, error) { return fn(r, s.fsm.Read()) })
 	}))))
 }
@@ -169,12 +183,13 @@ func (s *Server) consistentRead() error {
 	return nil
 }
 
-// write registers a write endpoint: the token is checked here, before any
-// forwarding, and the body is read under the size limit.
-func (s *Server) write(mux *http.ServeMux, pattern, route string, fn writeFn) {
+// write registers a write endpoint that needs capability c: the token is
+// checked here, before any forwarding, and the body is read under the size
+// limit.
+func (s *Server) write(mux *http.ServeMux, pattern, route string, c Capability, fn writeFn) {
 	s.addPath(pattern)
 	mux.Handle(pattern, s.instrument(route, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := s.authorize(r); err != nil {
+		if err := s.authorize(r, c); err != nil {
 			writeError(w, err)
 			return
 		}
@@ -194,25 +209,6 @@ func (s *Server) write(mux *http.ServeMux, pattern, route string, fn writeFn) {
 		}
 		s.answer(w, r, func() (any, error) { return fn(r, body) })
 	})))
-}
-
-// authorize compares the request's token with the server's in constant
-// time. A server without a token refuses every write.
-func (s *Server) authorize(r *http.Request) error {
-	if s.cfg.Token == "" {
-		return errorf(http.StatusForbidden, "writes are disabled: this server has no token configured (server { token = ... })")
-	}
-	got := r.Header.Get("X-Allot-Token")
-	if auth := r.Header.Get("Authorization"); got == "" && strings.HasPrefix(auth, "Bearer ") {
-		got = strings.TrimPrefix(auth, "Bearer ")
-	}
-	if got == "" {
-		return errorf(http.StatusUnauthorized, "a token is required for writes (header Authorization: Bearer TOKEN, or X-Allot-Token)")
-	}
-	if subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.Token)) != 1 {
-		return errorf(http.StatusForbidden, "token refused: it does not match the server's token")
-	}
-	return nil
 }
 
 // answer runs fn and writes its result or error as JSON.

@@ -1,9 +1,11 @@
 package server
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -343,16 +345,81 @@ func (s *Server) putJoin(_ *http.Request, body []byte) (any, error) {
 	if in.ID == "" || in.RaftAddr == "" {
 		return nil, errorf(http.StatusBadRequest, "join needs id and raft_addr")
 	}
-	f := s.raft.AddVoter(raft.ServerID(in.ID), raft.ServerAddress(in.RaftAddr), 0, applyTimeout)
+	f := s.raft.GetConfiguration()
 	if err := f.Error(); err != nil {
+		return nil, err
+	}
+	for _, srv := range f.Configuration().Servers {
+		if srv.Address == raft.ServerAddress(in.RaftAddr) && srv.ID != raft.ServerID(in.ID) {
+			s.log.Warn("join refused: the address belongs to another server (did it lose its data_dir?)",
+				"joining", in.ID, "raft", in.RaftAddr, "configured", srv.ID)
+			return nil, errorf(http.StatusConflict, "raft address %s already belongs to server %s in the cluster's configuration; "+
+				"a server that lost its data_dir comes back with a new ID (%s): remove the old one first "+
+				"(allot operator raft remove-peer -id %s), and the new one joins at its next attempt; "+
+				"or set node_id = %q on it to keep its ID", in.RaftAddr, srv.ID, in.ID, srv.ID, srv.ID)
+		}
+	}
+	if err := s.verifyPeerCertificate(in.RaftAddr); err != nil {
+		return nil, err
+	}
+	af := s.raft.AddVoter(raft.ServerID(in.ID), raft.ServerAddress(in.RaftAddr), 0, applyTimeout)
+	if err := af.Error(); err != nil {
 		return nil, fmt.Errorf("%w: add voter: %v", ErrNotLeader, err)
 	}
-	return client.WriteResult{Index: f.Index()}, nil
+	s.log.Info("server joined", "id", in.ID, "raft", in.RaftAddr)
+	return client.WriteResult{Index: af.Index()}, nil
+}
+
+// verifyPeerCertificate dials a joining server's raft address with raft's
+// mutual TLS and completes a handshake, so that a server whose certificate
+// does not chain to the cluster's CA is refused before it becomes a voter
+// that can never vote (its raft connections would all fail).
+func (s *Server) verifyPeerCertificate(addr string) error {
+	if s.raftTLS == nil {
+		return nil
+	}
+	d := &net.Dialer{Timeout: 5 * time.Second}
+	conf := s.raftTLS.Clone()
+	if host, _, err := net.SplitHostPort(addr); err == nil && conf.ServerName == "" {
+		conf.ServerName = host
+	}
+	conn, err := tls.DialWithDialer(d, "tcp", addr, conf)
+	if err != nil {
+		return errorf(http.StatusForbidden, "join refused: the raft TLS handshake with %s failed: %v; the joining server must present a certificate "+
+			"issued by this cluster's CA (tls { ca_file }) for its address, and trust the same CA", addr, err)
+	}
+	return conn.Close()
+}
+
+func (s *Server) deletePeer(r *http.Request, _ []byte) (any, error) {
+	id := r.URL.Query().Get("id")
+	if id == "" {
+		return nil, errorf(http.StatusBadRequest, "remove-peer needs ?id=SERVER_ID (see allot operator raft list-peers)")
+	}
+	f := s.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return nil, err
+	}
+	var ids []string
+	found := false
+	for _, srv := range f.Configuration().Servers {
+		ids = append(ids, string(srv.ID))
+		found = found || srv.ID == raft.ServerID(id)
+	}
+	if !found {
+		return nil, errorf(http.StatusNotFound, "no server %q in the raft configuration; its servers are %s", id, strings.Join(ids, ", "))
+	}
+	rf := s.raft.RemoveServer(raft.ServerID(id), 0, applyTimeout)
+	if err := rf.Error(); err != nil {
+		return nil, fmt.Errorf("%w: remove server: %v", ErrNotLeader, err)
+	}
+	s.log.Info("server removed from the raft configuration", "id", id)
+	return client.WriteResult{Index: rf.Index()}, nil
 }
 
 func (s *Server) getSelf(_ *http.Request, _ *state.View) (any, error) {
 	_, leader := s.raft.LeaderWithID()
-	return client.Self{ID: s.id, RaftAddr: s.raftAddr, HTTPAddr: s.httpAddr, Leader: string(leader)}, nil
+	return client.Self{ID: s.id, RaftAddr: s.raftAddr, HTTPAddr: s.httpAddr, Leader: string(leader), ClusterID: s.ClusterID()}, nil
 }
 
 // addResult folds one entry's ChargeResult into the answer.

@@ -248,22 +248,48 @@ func (s *Server) joinLoop() {
 		if err == nil {
 			return
 		}
-		log.Debug("retry join", "error", err)
+		if apiErr := (*client.APIError)(nil); errors.As(err, &apiErr) || errors.Is(err, errWrongCluster) {
+			// A leader answered and refused: the operator has to act.
+			log.Error("cannot join the cluster: an operator must act; retrying", "error", err)
+		} else {
+			log.Debug("retry join", "error", err)
+		}
 		if !s.pause(context.Background(), s.cfg.RetryInterval) {
 			return
 		}
 	}
 }
 
+// errWrongCluster: retry_join leads to a cluster other than the one this
+// server's data_dir belongs to.
+var errWrongCluster = errors.New("join refused")
+
 // clusterFormed reports whether this server is part of a configuration
-// with a leader.
+// with a leader. Knowing a leader is not enough: a server that lost its
+// data_dir and came back under a new ID at its old address hears the
+// leader, which still replicates to the old ID there.
 func (s *Server) clusterFormed() bool {
 	addr, _ := s.raft.LeaderWithID()
-	return addr != ""
+	return addr != "" && s.inConfiguration()
+}
+
+// inConfiguration reports whether this server's ID is in its latest raft
+// configuration.
+func (s *Server) inConfiguration() bool {
+	f := s.raft.GetConfiguration()
+	if f.Error() != nil {
+		return false
+	}
+	for _, srv := range f.Configuration().Servers {
+		if srv.ID == raft.ServerID(s.id) {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *Server) tryJoin() error {
-	if s.raft.LastIndex() > 0 {
+	if s.inConfiguration() {
 		return nil // restarted member: raft finds its peers in its own log
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RetryInterval+5*time.Second)
@@ -285,9 +311,17 @@ func (s *Server) tryJoin() error {
 		}
 	}
 	for _, p := range peers {
+		if mine := s.ClusterID(); p.Leader != "" && mine != "" && p.ClusterID != "" && p.ClusterID != mine {
+			return fmt.Errorf("%w: this server's data_dir belongs to cluster %s but the servers at retry_join (%s) form cluster %s; "+
+				"point retry_join at this server's own cluster, or move data_dir aside to join the other one empty",
+				errWrongCluster, mine, p.HTTPAddr, p.ClusterID)
+		}
 		if p.Leader != "" {
 			c, _ := s.peerClient(p.HTTPAddr)
-			return c.Join(ctx, &client.JoinRequest{ID: s.id, RaftAddr: s.raftAddr})
+			if err := c.Join(ctx, &client.JoinRequest{ID: s.id, RaftAddr: s.raftAddr}); err != nil {
+				return err
+			}
+			return s.disk.record(0, p.ClusterID)
 		}
 	}
 	if s.cfg.BootstrapExpect > 1 && len(peers)+1 >= s.cfg.BootstrapExpect {
@@ -307,7 +341,7 @@ func (s *Server) bootstrapExpected(servers []raft.Server) error {
 		return err
 	}
 	s.log.Info("bootstrapped cluster", "servers", len(servers))
-	return nil
+	return s.disk.record(s.raft.LastIndex(), clusterIDOf(servers)) // the bootstrap entry is on disk now
 }
 
 func (s *Server) peerClient(addr string) (*client.Client, error) {
@@ -315,7 +349,15 @@ func (s *Server) peerClient(addr string) (*client.Client, error) {
 	if s.cfg.TLS.HTTP {
 		scheme = "https://"
 	}
-	c, err := client.New(scheme+addr, s.cfg.Token, s.fwdTLS)
+	// Joining is an operator action (the operator token also reads); a
+	// bootstrap_expect group only reads its peers' /v1/agent/self.
+	token := s.cfg.Tokens.Operator
+	for _, t := range []string{s.cfg.Token, s.cfg.Tokens.Read} {
+		if token == "" {
+			token = t
+		}
+	}
+	c, err := client.New(scheme+addr, token, s.fwdTLS)
 	if err != nil {
 		return nil, fmt.Errorf("retry_join %q: %w", addr, err)
 	}

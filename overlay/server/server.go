@@ -3,23 +3,22 @@ package server
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/allot-sched/allot/overlay/state"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 )
 
 // Errors callers branch on.
@@ -50,11 +49,16 @@ type Server struct {
 	httpSrv  *http.Server
 	fwd      *http.Client
 	fwdTLS   *tls.Config
+	raftTLS  *tls.Config // raft's mutual TLS, client side (nil without tls.rpc)
 	metrics  *metrics
 	paths    []string // HTTP paths served, for 405 answers
 	clock    *leaderClock
 	reads    chan struct{} // one token per read being served: MaxConcurrentReads
 
+	disk       *diskStore // nil with Dev
+	failCh     chan error // receives the store failure that stopped the server
+	failOnce   sync.Once
+	failed     atomic.Bool
 	notifyCh   chan bool
 	shutdownCh chan struct{}
 	wg         sync.WaitGroup
@@ -73,7 +77,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: c, log: c.Logger.Named("server"), notifyCh: make(chan bool, 16), shutdownCh: make(chan struct{}),
-		reads: make(chan struct{}, c.MaxConcurrentReads)}
+		reads: make(chan struct{}, c.MaxConcurrentReads), failCh: make(chan error, 1)}
 	s.clock = newLeaderClock(&cfg, s.log.Named("clock"))
 	ok := false
 	defer func() {
@@ -85,7 +89,7 @@ func New(cfg Config) (*Server, error) {
 	if s.fsm, err = state.NewFSM(c.FSM); err != nil {
 		return nil, err
 	}
-	if s.id, err = s.nodeID(); err != nil {
+	if err := s.openState(); err != nil {
 		return nil, err
 	}
 	if err := s.setupForwarding(); err != nil {
@@ -112,27 +116,95 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// nodeID returns the configured ID, or the one kept in the data dir (made
-// up and written at first start).
-func (s *Server) nodeID() (string, error) {
-	if s.cfg.NodeID != "" {
-		return s.cfg.NodeID, nil
-	}
+// openState picks the server's ID and, unless Dev, opens and checks the
+// raft state in data_dir (store.go), refusing a damaged one.
+func (s *Server) openState() error {
 	if s.cfg.Dev {
-		return randomID()
+		s.id = s.cfg.NodeID
+		if s.id == "" {
+			var err error
+			s.id, err = randomID()
+			return err
+		}
+		return nil
 	}
-	path := filepath.Join(s.cfg.DataDir, "node-id")
-	if b, err := os.ReadFile(path); err == nil {
-		return strings.TrimSpace(string(b)), nil
-	}
-	id, err := randomID()
+	disk, err := openDiskStore(s.cfg.DataDir, s.cfg.NodeID, s.cfg.Logger, s.storeFailed)
 	if err != nil {
-		return "", err
+		return err
 	}
-	if err := os.MkdirAll(s.cfg.DataDir, 0o700); err != nil {
-		return "", fmt.Errorf("data_dir: %w", err)
+	s.disk, s.id = disk, disk.identity.ServerID
+	s.closers = append(s.closers, disk.bolt.Close, func() error {
+		return s.recordIdentity() // runs after raft has stopped, before the store closes
+	})
+	return nil
+}
+
+// storeFailed stops the server after a write its raft store could not make.
+func (s *Server) storeFailed(err error) {
+	s.failOnce.Do(func() {
+		err = fmt.Errorf("%w; the disk under data_dir %s may be read-only, full or failing: this server stopped (its peers keep serving); fix the disk and start it again",
+			err, s.cfg.DataDir)
+		s.failed.Store(true)
+		s.log.Error("raft store failed: stopping the server", "error", err)
+		s.failCh <- err
+		go s.Shutdown()
+	})
+}
+
+// Failed receives the error of a raft store failure that stopped the
+// server (a disk turned read-only or full). Nothing is sent otherwise.
+func (s *Server) Failed() <-chan error { return s.failCh }
+
+// recordIdentity writes the applied index (and the cluster ID) to the
+// identity file.
+func (s *Server) recordIdentity() error {
+	if s.disk == nil || s.raft == nil {
+		return nil
 	}
-	return id, os.WriteFile(path, []byte(id+"\n"), 0o600)
+	return s.disk.record(s.raft.AppliedIndex(), "")
+}
+
+// identityLoop records the applied index every few seconds, so that a
+// raft.db that later loses entries is refused (store.go).
+func (s *Server) identityLoop() {
+	defer s.wg.Done()
+	t := time.NewTicker(identityInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.shutdownCh:
+			return
+		case <-t.C:
+			if err := s.recordIdentity(); err != nil {
+				s.log.Warn("record identity", "error", err)
+			}
+		}
+	}
+}
+
+// identityInterval: how often the applied index reaches the identity
+// file. A raft.db that loses entries applied within the last interval
+// before a crash is not detected by the index check (the checksums still
+// catch altered entries).
+const identityInterval = 2 * time.Second
+
+// clusterIDOf names a cluster by its bootstrap configuration: every server
+// of a bootstrap_expect group bootstraps with the same one, so they agree.
+func clusterIDOf(servers []raft.Server) string {
+	h := sha256.New()
+	for _, srv := range servers {
+		fmt.Fprintf(h, "%s\x00%s\x00", srv.ID, srv.Address)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// ClusterID returns the cluster's ID as this server knows it (empty with
+// Dev, or before it has bootstrapped or joined).
+func (s *Server) ClusterID() string {
+	if s.disk == nil {
+		return ""
+	}
+	return s.disk.ident().ClusterID
 }
 
 func randomID() (string, error) {
@@ -201,29 +273,40 @@ func (s *Server) setupRaft() error {
 		addr, trans := raft.NewInmemTransport(DevRaftAddr)
 		s.raftAddr, s.trans = string(addr), trans
 	} else {
-		dir := filepath.Join(s.cfg.DataDir, "raft")
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return fmt.Errorf("data_dir: %w", err)
-		}
-		store, err := raftboltdb.NewBoltStore(filepath.Join(dir, "raft.db"))
-		if err != nil {
-			return fmt.Errorf("raft log store: %w", err)
-		}
-		s.closers = append(s.closers, store.Close)
-		logs, stable = store, store
-		if snaps, err = raft.NewFileSnapshotStoreWithLogger(dir, 2, s.cfg.Logger.Named("snapshot")); err != nil {
-			return fmt.Errorf("raft snapshot store: %w", err)
-		}
+		logs, stable, snaps = s.disk.logs, s.disk.stable, s.disk.snaps
 		if err := s.setupTransport(); err != nil {
+			return err
+		}
+	}
+	if !s.cfg.Dev {
+		if err := s.recoverFromPeersFile(rc, logs, stable, snaps); err != nil {
 			return err
 		}
 	}
 	r, err := raft.NewRaft(rc, s.fsm, logs, stable, snaps, s.trans)
 	if err != nil {
-		return fmt.Errorf("start raft: %w", err)
+		if s.cfg.Dev {
+			return fmt.Errorf("start raft: %w", err)
+		}
+		return fmt.Errorf("start raft on data_dir %s: %w; if its state is damaged, %s", s.cfg.DataDir, err, recoverHint)
 	}
 	s.raft = r
 	s.closers = append(s.closers, func() error { return r.Shutdown().Error() })
+	if s.disk != nil {
+		// Runs before raft's shutdown: after a store failure the raft
+		// goroutine waits in the stable store (checked_store.go) until the
+		// transport is closed, so that the unsaved term never goes out.
+		s.closers = append(s.closers, func() error {
+			var err error
+			if s.failed.Load() {
+				err = s.trans.(io.Closer).Close()
+			}
+			s.disk.fail.stop()
+			return err
+		})
+		s.wg.Add(1)
+		go s.identityLoop()
+	}
 	if s.cfg.Dev || s.cfg.BootstrapExpect == 1 {
 		return s.bootstrap([]raft.Server{{ID: rc.LocalID, Address: raft.ServerAddress(s.raftAddr)}}, logs, stable, snaps)
 	}
@@ -267,6 +350,9 @@ func (s *Server) bootstrap(servers []raft.Server, logs raft.LogStore, stable raf
 		return fmt.Errorf("bootstrap: %w", err)
 	}
 	s.log.Info("bootstrapped cluster", "servers", len(servers))
+	if s.disk != nil {
+		return s.disk.record(s.raft.LastIndex(), clusterIDOf(servers)) // the bootstrap entry is on disk now
+	}
 	return nil
 }
 

@@ -67,6 +67,7 @@ func (s *Server) setupTransport() error {
 			ln.Close()
 			return err
 		}
+		s.raftTLS = layer.client
 	}
 	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: layer, MaxPool: 3, Timeout: 10 * time.Second, Logger: s.cfg.Logger.Named("raft-net"),

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -138,6 +139,38 @@ func TestMutualTLSCluster(t *testing.T) {
 	}
 	if err := probeRaft(servers[0].RaftAddr(), pki.rogue, pki.pool); err == nil || isTimeout(err) {
 		t.Fatalf("a peer with a certificate from another CA: %v, want the handshake refused", err)
+	}
+
+	// A join for a server whose raft port presents a certificate from
+	// another CA is refused, even with the operator's token: it would be a
+	// voter that can never vote, and one real follower's loss would then
+	// cost quorum.
+	rogueLn, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{pki.rogue}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rogueLn.Close()
+	go func() {
+		for {
+			c, err := rogueLn.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.(*tls.Conn).Handshake()
+			c.Close()
+		}
+	}()
+	err = cl.Join(ctx, &client.JoinRequest{ID: "rogue", RaftAddr: rogueLn.Addr().String()})
+	if err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Fatalf("join of a server with another CA's certificate: %v, want it refused naming the certificate", err)
+	}
+	for i, s := range servers {
+		if s.IsLeader() {
+			f := s.Raft().GetConfiguration()
+			if err := f.Error(); err != nil || len(f.Configuration().Servers) != 3 {
+				t.Fatalf("server %d's configuration after the refused join: %+v (%v)", i, f.Configuration().Servers, err)
+			}
+		}
 	}
 }
 
