@@ -276,7 +276,7 @@ plugin "allot-nvml" {
 	}
 	const token = "e2e-deploy-token"
 	if err := c.Put("/v1/var/nomad/jobs/allot", map[string]any{"Namespace": "default", "Path": "nomad/jobs/allot",
-		"Items": map[string]string{"allot_token": token, "nomad_token": "none"}}, nil); err != nil {
+		"Items": map[string]string{"allot_token": token, "operator_token": "e2e-operator-token", "nomad_token": "none"}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	bin, err := filepath.Abs(allotBinary(t))

@@ -13,7 +13,7 @@
 #        }
 # and once, the tokens the servers read (Nomad Variables, readable by this
 # job only; the Nomad token needs the policy in nomad-acl-policy.hcl):
-#   nomad var put nomad/jobs/allot allot_token=$(uuidgen) nomad_token=<secret ID>
+#   nomad var put nomad/jobs/allot allot_token=$(uuidgen) operator_token=$(uuidgen) nomad_token=<secret ID>
 # Then:
 #   nomad job run -var 'servers=["10.0.0.5","10.0.0.6","10.0.0.7"]' examples/deploy/allot.nomad.hcl
 #   export ALLOT_ADDR=http://10.0.0.5:4650 ALLOT_TOKEN=<allot_token>
@@ -185,6 +185,12 @@ job "allot" {
             raft = {{ env "NOMAD_PORT_raft" }}
           }
 
+          # The servers join each other with the operator token, which
+          # also authorises remove-peer and allot nodes return.
+          server {
+            operator_token = "{{ with nomadVar "nomad/jobs/allot" }}{{ .operator_token }}{{ end }}"
+          }
+
           nomad {
             address    = "${var.nomad_address}"
             node_pools = ["gpu"]
@@ -195,7 +201,8 @@ job "allot" {
         EOT
       }
 
-      # ALLOT_TOKEN authorises writes (budgets apply, node return);
+      # ALLOT_TOKEN authorises budget applies and ledger writes (not
+      # operator actions: those take the operator token above);
       # NOMAD_TOKEN is the ACL token allot drives Nomad with.
       template {
         destination = "secrets/allot.env"
