@@ -65,15 +65,19 @@ nomad {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	// exited is closed when the process has exited (waitErr then holds
+	// Wait's result), so every reader sees it: the start-up wait and the
+	// cleanup both, without the cleanup hanging on a value already taken.
+	exited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
 		cancel()
 		select {
-		case <-done:
+		case <-exited:
 		case <-time.After(15 * time.Second):
 			_ = cmd.Process.Kill()
-			<-done
+			<-exited
 		}
 		if t.Failed() {
 			t.Logf("allot server output:\n%s", out.String())
@@ -81,8 +85,8 @@ nomad {
 	})
 	waitFor(t, 30*time.Second, "allot server to start", func() (bool, error) {
 		select {
-		case err := <-done:
-			return false, fmt.Errorf("allot server exited: %v\n%s", err, out.String())
+		case <-exited:
+			return false, fmt.Errorf("allot server exited: %v\n%s", waitErr, out.String())
 		default:
 		}
 		return strings.Contains(out.String(), "HTTP API on"), nil
