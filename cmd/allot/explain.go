@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/allot-sched/allot/overlay/client"
+	"github.com/allot-sched/allot/overlay/policy"
 )
 
 func init() { extraCommands = append(extraCommands, explainCommand) }
@@ -62,7 +63,7 @@ func printExplain(w io.Writer, ex *client.Explain, now time.Time) error {
 	if ex.Queue != nil {
 		fmt.Fprintf(w, "Band:         %s (priority %d, sort metric %.4f)\n", ex.Queue.Band, ex.Queue.Priority, ex.Queue.SortMetric)
 		if ex.Queue.Position > 0 {
-			fmt.Fprintf(w, "Queue:        %s in the pending queue\n", ordinal(ex.Queue.Position))
+			fmt.Fprintf(w, "Queue:        %s in the pending queue\n", policy.Ordinal(ex.Queue.Position))
 		}
 		if err := printStanding(w, ex.Queue.Budget, ex.Queue.Standing); err != nil {
 			return err
@@ -158,7 +159,7 @@ func printStanding(w io.Writer, budget string, st *client.Standing) error {
 		return nil
 	}
 	fmt.Fprintf(w, "Fair share:   budget %s ranks %s among budgets, most owed first (sort metric %s); served %s (usage %s of the window, share %s)\n",
-		budget, ordinal(st.LeafPosition), fmtRatio(st.Metric, "%.4f"), fmtRatio(st.ServedRatio, "%.2f"),
+		budget, policy.Ordinal(st.LeafPosition), fmtRatio(st.Metric, "%.4f"), fmtRatio(st.ServedRatio, "%.2f"),
 		fmtPercent(st.UsageShare), fmtPercent(st.Effective))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  LEVEL\tSHARE\tUSAGE\tLEVEL FAIRSHARE")
@@ -202,21 +203,6 @@ func fmtPercent(r client.Ratio) string {
 		return fmtRatio(r, "")
 	}
 	return fmt.Sprintf("%.1f%%", 100*float64(r))
-}
-
-// ordinal writes 1st, 2nd, 3rd, 4th, 11th, 21st, ...
-func ordinal(n int) string {
-	suffix := "th"
-	switch {
-	case n%100 >= 11 && n%100 <= 13:
-	case n%10 == 1:
-		suffix = "st"
-	case n%10 == 2:
-		suffix = "nd"
-	case n%10 == 3:
-		suffix = "rd"
-	}
-	return fmt.Sprintf("%d%s", n, suffix)
 }
 
 func orDash(s string) string {

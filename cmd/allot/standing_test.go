@@ -11,6 +11,7 @@ import (
 
 	"github.com/allot-sched/allot/budgets"
 	"github.com/allot-sched/allot/overlay/client"
+	"github.com/allot-sched/allot/overlay/policy"
 	"github.com/allot-sched/allot/overlay/server"
 	"github.com/allot-sched/allot/overlay/state"
 )
@@ -48,7 +49,7 @@ func TestExplainShowsStanding(t *testing.T) {
 		rec.SetJob(job)
 		queue = append(queue, state.QueueEntry{JobID: job.ID, Leaf: leaf, Band: "pending", Priority: 88 - i, Position: i + 1,
 			SortMetric: budgets.Ratio(rank(leaf).Metric), Standing: state.NewStanding(rank(leaf)), FreeAt: free,
-			Explanation: fmt.Sprintf("pending, %s in the pending queue; waiting for protected windows", ordinal(i+1))})
+			Explanation: fmt.Sprintf("pending, %s in the pending queue; waiting for protected windows", policy.Ordinal(i+1))})
 	}
 	rec.SetQueue(queue)
 	if err := s.ReconcileOnce(ctx); err != nil {

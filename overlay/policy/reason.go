@@ -84,7 +84,7 @@ func (r Reason) Format(at func(time.Time) string) string {
 	case ReasonPartial:
 		return "placed in part: " + strconv.Itoa(r.N) + " allocation(s) still waiting, placed before any pending job"
 	case ReasonPending:
-		return "pending, " + ordinal(r.N) + " in the pending queue"
+		return "pending, " + Ordinal(r.N) + " in the pending queue"
 	case ReasonUnallocated:
 		return "unallocated (no budget leaf or min_runtime 0): free, preemptible by any allocated job"
 	case ReasonUserPriority:
@@ -134,7 +134,7 @@ func (r Reason) Format(at func(time.Time) string) string {
 	case ReasonVictimReplaced:
 		return "its victim " + r.Job + " holds GPUs again (Nomad placed its replacement first, or its stop was lost), a preemption gap below it: evaluate so Nomad preempts it"
 	case ReasonPendingReserved:
-		return "pending, " + ordinal(r.N) + " in the pending queue; kept a preemption gap below " + r.Job +
+		return "pending, " + Ordinal(r.N) + " in the pending queue; kept a preemption gap below " + r.Job +
 			", which holds a reservation, so that Nomad preempts it if it takes " + r.Job + "'s GPUs first"
 	case ReasonReservationLanded:
 		return "landed at " + at(r.At) + " on a node just released for " + r.Job + ", which still waits: held a preemption gap below it, not protected, so that Nomad preempts it for " + r.Job
@@ -158,7 +158,9 @@ func (r Reason) Format(at func(time.Time) string) string {
 	return "no reason"
 }
 
-func ordinal(n int) string {
+// Ordinal writes n as 1st, 2nd, 3rd, 4th, 11th, 21st, ...: the places
+// reasons name, and what `allot explain` prints beside them.
+func Ordinal(n int) string {
 	suffix := "th"
 	switch {
 	case n%100 >= 11 && n%100 <= 13:
