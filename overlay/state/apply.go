@@ -438,6 +438,9 @@ func (f *FSM) applyNodeUpsert(body []byte) any {
 			return fmt.Errorf("node %q: drain state %q, want one of %s, %s, %s, %s", n.ID, n.Drain,
 				NodeActive, NodeDraining, NodeDrained, NodeReserved)
 		}
+		if err := CheckNodeGPUs(i, n); err != nil {
+			return fmt.Errorf("node %s: %w", QuotePrefix(n.ID), err)
+		}
 		n.Since, n.ReservedUntil = n.Since.UTC(), n.ReservedUntil.UTC()
 		return nil
 	})

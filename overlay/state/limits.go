@@ -35,6 +35,12 @@ const (
 	// any cluster's, and small enough that GPUs × seconds of any interval
 	// the ledger keeps fits in an int64 many times over.
 	MaxGPUs = 1 << 20
+	// MaxNodeGPUs bounds the GPU instances listed on one node row: a DGX
+	// or HGX host has 8, the largest single hosts 16 or 32; 64 leaves room.
+	MaxNodeGPUs = 64
+	// MaxGPUReasonBytes bounds a GPU's health description (allot-nvml's
+	// are one line: an XID or ECC event with its time and GPU).
+	MaxGPUReasonBytes = 1024
 )
 
 // Defaults for the ledger's time bounds (FSMConfig).
@@ -152,6 +158,25 @@ func checkSpec(i int, s budgets.Spec) error {
 	for k, o := range s.Owners {
 		if err := CheckSize(fmt.Sprintf("%s[%d]", field("owners"), k), o, MaxOwnerBytes); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// CheckNodeGPUs checks the GPU list of node row i against MaxNodeGPUs,
+// MaxIDBytes (ID and model) and MaxGPUReasonBytes.
+func CheckNodeGPUs(i int, n *Node) error {
+	f := fmt.Sprintf("nodes[%d].gpus", i)
+	if len(n.GPUs) > MaxNodeGPUs {
+		return outOfBounds("%s has %d GPUs; at most %d are allowed", f, len(n.GPUs), MaxNodeGPUs)
+	}
+	for j, g := range n.GPUs {
+		p := fmt.Sprintf("%s[%d]", f, j)
+		for _, err := range []error{CheckSize(p+".id", g.ID, MaxIDBytes),
+			CheckSize(p+".model", g.Model, MaxIDBytes), CheckSize(p+".reason", g.Reason, MaxGPUReasonBytes)} {
+			if err != nil {
+				return err
+			}
 		}
 	}
 	return nil

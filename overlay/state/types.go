@@ -89,6 +89,20 @@ type Node struct {
 	ReservedUntil time.Time
 	TotalGPUs     int
 	HealthyGPUs   int
+	// GPUs are the node's GPU instances, by model then ID, at most
+	// MaxNodeGPUs of them (unhealthy ones kept first when a node has more;
+	// TotalGPUs still counts all). Empty in rows written before the field.
+	GPUs []NodeGPU `json:",omitempty"`
+}
+
+// NodeGPU is one GPU instance of a node as Nomad reports it.
+type NodeGPU struct {
+	ID      string // the device instance ID ("GPU-<uuid>"), at most MaxIDBytes
+	Model   string // the device group's name ("H100"), at most MaxIDBytes
+	Healthy bool
+	// Reason is Nomad's health description of an unhealthy instance, at
+	// most MaxGPUReasonBytes ("" when healthy or when Nomad gives none).
+	Reason string `json:",omitempty"`
 }
 
 // Decision is one entry of the bounded decision log.
