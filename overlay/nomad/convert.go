@@ -185,7 +185,7 @@ func finishedAt(clientStatus string, states map[string]*api.TaskState, modifyTim
 }
 
 // nodeFromAPI keeps a node's eligibility, drain and GPU capacity. GPU models
-// are sorted by name; unhealthy instances by ID.
+// are sorted by name; healthy and unhealthy instances by ID.
 func nodeFromAPI(n *api.Node) Node {
 	out := Node{
 		ID: n.ID, Name: n.Name, Datacenter: n.Datacenter, Pool: orDefault(n.NodePool),
@@ -241,11 +241,13 @@ func gpuModels(devs []*api.NodeDeviceResource) []GPUModel {
 			m.Total++
 			if in.Healthy {
 				m.Healthy++
+				m.HealthyIDs = append(m.HealthyIDs, in.ID)
 			} else {
 				m.Unhealthy = append(m.Unhealthy, DeviceHealth{ID: in.ID, Reason: in.HealthDescription})
 			}
 		}
 		sort.Slice(m.Unhealthy, func(i, j int) bool { return m.Unhealthy[i].ID < m.Unhealthy[j].ID })
+		sort.Strings(m.HealthyIDs)
 		out = append(out, m)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Model < out[j].Model })

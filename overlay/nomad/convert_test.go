@@ -258,7 +258,8 @@ func TestNodeFromAPI(t *testing.T) {
 			},
 			want: Node{
 				ID: "n1", Name: "gpu-1", Datacenter: "dc1", Pool: "gpu", Status: "ready", Eligible: true, ModifyIndex: 9,
-				GPUs: []GPUModel{{Model: "H100", Total: 8, Healthy: 8}},
+				GPUs: []GPUModel{{Model: "H100", Total: 8, Healthy: 8,
+					HealthyIDs: []string{"GPU-0", "GPU-1", "GPU-2", "GPU-3", "GPU-4", "GPU-5", "GPU-6", "GPU-7"}}},
 			},
 			wantHealthy: 8, wantTotal: 8,
 		},
@@ -281,7 +282,8 @@ func TestNodeFromAPI(t *testing.T) {
 				Drain: &Drain{StartedAt: started, Deadline: started.Add(time.Hour), IgnoreSystemJobs: true},
 				GPUs: []GPUModel{
 					{Model: "A100", Total: 1, Unhealthy: []DeviceHealth{{ID: "GPU-0", Reason: "XID 79"}}},
-					{Model: "H100", Total: 3, Healthy: 2, Unhealthy: []DeviceHealth{{ID: "GPU-1", Reason: "XID 79"}}},
+					{Model: "H100", Total: 3, Healthy: 2, Unhealthy: []DeviceHealth{{ID: "GPU-1", Reason: "XID 79"}},
+						HealthyIDs: []string{"GPU-0", "GPU-2"}},
 				},
 			},
 			wantHealthy: 2, wantTotal: 4,

@@ -232,7 +232,8 @@ func finishedJobs(in rowsInput, jobs map[string]state.Job, allocs []state.Alloc)
 	return out
 }
 
-// nodeRows are the GPU nodes whose drain state, reason or capacity changed.
+// nodeRows are the GPU nodes whose drain state, reason, capacity or GPU
+// instances (gpu_rows.go) changed.
 func nodeRows(in rowsInput) []state.Node {
 	acts := map[string]policy.NodeAction{}
 	ok := map[string]bool{}
@@ -256,7 +257,7 @@ func nodeRows(in rowsInput) []state.Node {
 	for _, pn := range in.snap.Nodes {
 		n := in.state.Nodes[pn.ID]
 		row := state.Node{ID: pn.ID, Name: n.Name, Drain: state.NodeActive, Since: in.now,
-			TotalGPUs: n.TotalGPUs(), HealthyGPUs: n.HealthyGPUs()}
+			TotalGPUs: n.TotalGPUs(), HealthyGPUs: n.HealthyGPUs(), GPUs: gpuRows(&n)}
 		old := in.view.Node(pn.ID)
 		if old != nil {
 			row.Drain, row.Reason, row.Since = old.Drain, old.Reason, old.Since

@@ -98,6 +98,8 @@ type GPUModel struct {
 	Healthy int // instances Nomad may place on
 	// Unhealthy lists the unhealthy instances with Nomad's description.
 	Unhealthy []DeviceHealth
+	// HealthyIDs lists the healthy instances' IDs, sorted.
+	HealthyIDs []string
 }
 
 // DeviceHealth is one unhealthy device instance.
