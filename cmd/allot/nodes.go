@@ -17,7 +17,7 @@ func init() { extraCommands = append(extraCommands, nodesCommand) }
 func nodesCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "nodes",
-		Usage: "GPU nodes with their drain lifecycle (in-service, cordoned, draining, drained, returned) and reservations",
+		Usage: "GPU nodes with their drain lifecycle (in-service, cordoned, draining, drained, returned), reservations and unhealthy GPUs",
 		Description: "A cordoned or draining node lists every allocation left on it with the time allot moves it " +
 			"(the end of its protected window; unallocated work at once; under `nomad node drain` never after the deadline).",
 		Flags:    apiFlags(true),
@@ -64,6 +64,9 @@ func printNodes(w io.Writer, ns *client.Nodes, now time.Time) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if err := printUnhealthyGPUs(w, ns); err != nil {
+		return err
+	}
 	for _, n := range ns.Nodes {
 		lc := n.Lifecycle
 		if lc.Phase != "cordoned" && lc.Phase != "draining" {
@@ -84,6 +87,33 @@ func printNodes(w io.Writer, ns *client.Nodes, now time.Time) error {
 		}
 	}
 	return nil
+}
+
+// printUnhealthyGPUs lists each unhealthy GPU under its node with its
+// model and reason (-json lists every GPU, healthy ones too).
+func printUnhealthyGPUs(w io.Writer, ns *client.Nodes) error {
+	var tw *tabwriter.Writer
+	for _, n := range ns.Nodes {
+		for _, g := range n.GPUs {
+			if g.Healthy {
+				continue
+			}
+			if tw == nil {
+				fmt.Fprintln(w, "\nUnhealthy GPUs:")
+				tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "  NODE\tGPU\tMODEL\tREASON")
+			}
+			name := n.Name
+			if name == "" {
+				name = n.ID
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", name, g.ID, orDash(g.Model), orDash(g.Reason))
+		}
+	}
+	if tw == nil {
+		return nil
+	}
+	return tw.Flush()
 }
 
 // reservationText says whom a node is held for and until when, once.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +19,9 @@ func TestNodesLifecycleAndReturn(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Second)
 	rec := server.NewInmemReconciler()
 	s := devServer(t, server.Config{Reconciler: rec, Clock: func() time.Time { return now }})
-	rec.SetNode(state.Node{ID: "9f0c1e2d-node", Name: "gpu-7", Drain: state.NodeDraining, TotalGPUs: 8, HealthyGPUs: 7, Since: now})
+	gpus := []state.NodeGPU{{ID: "GPU-4", Model: "H100", Healthy: true},
+		{ID: "GPU-5", Model: "H100", Reason: "XID 79 (GPU has fallen off the bus)"}}
+	rec.SetNode(state.Node{ID: "9f0c1e2d-node", Name: "gpu-7", Drain: state.NodeDraining, TotalGPUs: 8, HealthyGPUs: 7, Since: now, GPUs: gpus})
 	leaves := now.Add(40 * time.Minute)
 	rec.SetDrains([]state.NodeObservation{{NodeID: "9f0c1e2d-node", Name: "gpu-7", HealthyGPUs: 7,
 		Fault:  "XID 79 (GPU has fallen off the bus) at " + now.Format(time.RFC3339) + " on GPU-5",
@@ -32,7 +35,8 @@ func TestNodesLifecycleAndReturn(t *testing.T) {
 	}
 	for _, want := range []string{"cordoned", "unhealthy: XID 79 (GPU has fallen off the bus)", "7/8",
 		"gpu-7 (9f0c1e2d-node) cordoned: 2 allocation(s) left, 0 requeued",
-		"alloc-1  default/train  4     " + leaves.Format(time.RFC3339) + " (in ", "alloc-2  -", "not managed by allot"} {
+		"alloc-1  default/train  4     " + leaves.Format(time.RFC3339) + " (in ", "alloc-2  -", "not managed by allot",
+		"Unhealthy GPUs:\n  NODE   GPU    MODEL  REASON\n  gpu-7  GPU-5  H100   XID 79 (GPU has fallen off the bus)\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("nodes output lacks %q:\n%s", want, out)
 		}
@@ -40,6 +44,12 @@ func TestNodesLifecycleAndReturn(t *testing.T) {
 	code, out, _ = runCLI(t, "nodes", "-json")
 	if code != exitOK || !strings.Contains(out, `"phase": "cordoned"`) || !strings.Contains(out, `"leaves_at": "`+leaves.Format(time.RFC3339)) {
 		t.Fatalf("nodes -json: %d\n%s", code, out)
+	}
+	var ns client.Nodes
+	if err := json.Unmarshal([]byte(out), &ns); err != nil || len(ns.Nodes) != 1 ||
+		!reflect.DeepEqual(ns.Nodes[0].GPUs, []client.NodeGPU{{ID: "GPU-4", Model: "H100", Healthy: true},
+			{ID: "GPU-5", Model: "H100", Reason: "XID 79 (GPU has fallen off the bus)"}}) {
+		t.Fatalf("nodes -json GPUs: %v\n%s", err, out)
 	}
 
 	code, _, errOut = runCLI(t, "nodes", "return", "gpu-7")

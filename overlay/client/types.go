@@ -153,11 +153,25 @@ type Node struct {
 	Reservation *NodeReservation `json:"reservation,omitempty"`
 	TotalGPUs   int              `json:"total_gpus"`
 	HealthyGPUs int              `json:"healthy_gpus"`
+	// GPUs are the node's GPU instances by model then ID (at most 64,
+	// unhealthy ones first to be kept; total_gpus counts all). Empty until
+	// a server that records them has reconciled the node.
+	GPUs []NodeGPU `json:"gpus"`
 	// Lifecycle is the node's drain lifecycle (drain.go).
 	Lifecycle NodeDrain `json:"lifecycle"`
 	// Running are the managed allocations running on the node, each with
 	// the end of its protected window.
 	Running []NodeAlloc `json:"running"`
+}
+
+// NodeGPU is one GPU instance of a node.
+type NodeGPU struct {
+	ID      string `json:"id"`
+	Model   string `json:"model"`
+	Healthy bool   `json:"healthy"`
+	// Reason is why an unhealthy GPU is unhealthy, as Nomad reports it
+	// ("" when healthy, or when Nomad gives no description).
+	Reason string `json:"reason,omitempty"`
 }
 
 // NodeAlloc is a managed allocation running on a node.

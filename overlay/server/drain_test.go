@@ -1,7 +1,9 @@
 package server
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -132,4 +134,32 @@ func TestDrainLifecycleThroughAPI(t *testing.T) {
 func with(o state.NodeObservation, f func(*state.NodeObservation)) state.NodeObservation {
 	f(&o)
 	return o
+}
+
+// GET /v1/nodes lists each node's GPUs with its model and, when unhealthy,
+// the reason; a node recorded without them answers an empty list.
+func TestNodesAPIListsGPUs(t *testing.T) {
+	rec := NewInmemReconciler()
+	s := devServer(t, Config{Reconciler: rec, Clock: func() time.Time { return tBase }})
+	gpus := []state.NodeGPU{{ID: "GPU-0a1b", Model: "H100", Healthy: true},
+		{ID: "GPU-3c4d", Model: "H100", Reason: "XID 79 (GPU has fallen off the bus)"}}
+	rec.SetNode(state.Node{ID: "node-1111", Name: "gpu-1", Drain: state.NodeDraining, TotalGPUs: 2, HealthyGPUs: 1, Since: tBase, GPUs: gpus})
+	rec.SetNode(state.Node{ID: "node-2222", Name: "gpu-2", Drain: state.NodeActive, TotalGPUs: 8, HealthyGPUs: 8, Since: tBase})
+	if err := s.ReconcileOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	code, pretty := rawRequest(t, s, "GET", "/v1/nodes", "", nil)
+	var compact bytes.Buffer
+	_ = json.Compact(&compact, []byte(pretty))
+	body := compact.String()
+	if code != http.StatusOK ||
+		!strings.Contains(body, `"gpus":[{"id":"GPU-0a1b","model":"H100","healthy":true},{"id":"GPU-3c4d","model":"H100","healthy":false,"reason":"XID 79 (GPU has fallen off the bus)"}]`) ||
+		!strings.Contains(body, `"gpus":[]`) {
+		t.Fatalf("GET /v1/nodes: %d %s\nwant gpu-1's two GPUs and gpu-2's empty list", code, body)
+	}
+	cl, _ := client.New(s.HTTPAddr(), "", nil)
+	ns, err := cl.Nodes(context.Background(), false)
+	if err != nil || len(ns.Nodes) != 2 || len(ns.Nodes[0].GPUs) != 2 || ns.Nodes[0].GPUs[1] != (client.NodeGPU{ID: "GPU-3c4d", Model: "H100", Reason: "XID 79 (GPU has fallen off the bus)"}) {
+		t.Fatalf("client nodes: %+v %v", ns, err)
+	}
 }

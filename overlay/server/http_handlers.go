@@ -198,8 +198,11 @@ func (s *Server) getNodes(_ *http.Request, v *state.View) (any, error) {
 	running := runningByNode(v)
 	for _, n := range v.Nodes() {
 		cn := client.Node{ID: n.ID, Name: n.Name, Drain: n.Drain, Reason: n.Reason, Since: n.Since,
-			TotalGPUs: n.TotalGPUs, HealthyGPUs: n.HealthyGPUs, Lifecycle: lifecycle(v.Drain(n.ID)),
+			TotalGPUs: n.TotalGPUs, HealthyGPUs: n.HealthyGPUs, GPUs: []client.NodeGPU{}, Lifecycle: lifecycle(v.Drain(n.ID)),
 			Running: append([]client.NodeAlloc{}, running[n.ID]...)}
+		for _, g := range n.GPUs {
+			cn.GPUs = append(cn.GPUs, client.NodeGPU{ID: g.ID, Model: g.Model, Healthy: g.Healthy, Reason: g.Reason})
+		}
 		if n.Drain == state.NodeReserved {
 			// A reservation is not a drain: the node is in service, held.
 			cn.Drain = state.NodeActive
