@@ -312,6 +312,27 @@ func TestPagesInBrowser(t *testing.T) {
 		if r := b.text(t, `tr[data-node="node-06"]`); !strings.Contains(r, "7 / 8") || !strings.Contains(r, "XID 79") || !strings.Contains(r, "scratch-notebook") {
 			t.Errorf("gpu-06 row %q: want 7 / 8 healthy, the XID 79 fault and its allocation", r)
 		}
+		// Each GPU of node-06 on its own line: model, ID, and health in
+		// words, the unhealthy one with Nomad's reason.
+		gpus := eval[[]string](t, b, `[...document.querySelectorAll('tr[data-node="node-06"] ul.gpus li')].map(li => li.innerText)`)
+		if len(gpus) != uitest.GPUsPerNode {
+			t.Fatalf("node-06 GPUs %q: want %d lines", gpus, uitest.GPUsPerNode)
+		}
+		for i, g := range gpus {
+			want := fmt.Sprintf("%s GPU-%d: healthy", uitest.GPUModel, i)
+			if i == 3 {
+				want = fmt.Sprintf("%s GPU-3: unhealthy: %s", uitest.GPUModel, uitest.UnhealthyGPUReason(now))
+			}
+			if g != want {
+				t.Errorf("node-06 GPU line %d %q, want %q", i, g, want)
+			}
+		}
+		if bad := eval[[]string](t, b, `[...document.querySelectorAll('ul.gpus li[data-healthy="false"]')].map(li => li.closest('tr').dataset.node + '/' + li.dataset.gpu)`); len(bad) != 1 || bad[0] != "node-06/GPU-3" {
+			t.Errorf("unhealthy GPUs on the page %q, want only node-06/GPU-3", bad)
+		}
+		if n := eval[int](t, b, `document.querySelectorAll('ul.gpus li[data-healthy="true"]').length`); n != uitest.Capacity-1 {
+			t.Errorf("%d healthy GPU lines, want %d", n, uitest.Capacity-1)
+		}
 		until := now.Add(90 * time.Minute).Format("2006-01-02 15:04Z")
 		if r := b.text(t, `tr[data-node="node-07"]`); !strings.Contains(r, "reserved for default/big-pretrain") || !strings.Contains(r, "until "+until) {
 			t.Errorf("gpu-07 row %q: want its reservation for default/big-pretrain until %s", r, until)

@@ -460,6 +460,7 @@
         return h("tr", { "data-node": n.id },
           td([h("strong", {}, n.name || n.id), h("br"), h("span", { class: "muted", title: n.id }, short(n.id))], "nowrap"),
           td(`${n.healthy_gpus} / ${n.total_gpus}`, "num"),
+          td(gpuList(n)),
           td(unhealthy ? h("span", { class: "bad" }, (lc.cause === "unhealthy" && lc.reason) || n.reason || "unhealthy GPUs")
             : h("span", { class: "ok" }, "healthy")),
           td([lc.phase || "in-service", lc.phase_since ? h("span", { class: "muted" }, " since " + time(lc.phase_since)) : "",
@@ -472,9 +473,22 @@
               : h("span", { class: "muted" }, a.budget ? "past its window" : "unallocated"))) : h("span", { class: "muted" }, "idle")));
       });
       count.textContent = `${nodes.nodes.length} GPU nodes, ${healthy} of ${total} GPUs healthy.`;
-      out.replaceChildren(table(["Node", ["GPUs healthy", "num"], "Health", "Drain phase", "Reservation", "Running (protected until)"], rows));
+      out.replaceChildren(table(["Node", ["GPUs healthy", "num"], "GPUs (model, ID, health)", "Health", "Drain phase", "Reservation", "Running (protected until)"], rows));
     }
     return { refresh };
+  }
+
+  // gpuList lists a node's GPUs, each with its model, its ID and "healthy"
+  // or "unhealthy" with Nomad's reason: the words say it, the colour repeats it.
+  function gpuList(n) {
+    const gpus = n.gpus || [];
+    if (!gpus.length) return h("span", { class: "muted" }, n.total_gpus ? "not listed yet" : "none");
+    const items = gpus.map((g) => h("li", { "data-gpu": g.id, "data-healthy": String(g.healthy) },
+      h("span", {}, g.model || "unknown model"), " ", h("code", {}, g.id), ": ",
+      g.healthy ? h("span", { class: "ok" }, "healthy")
+        : h("span", { class: "bad" }, h("strong", {}, "unhealthy"), g.reason ? ": " + g.reason : " (no reason given)")));
+    if (gpus.length < n.total_gpus) items.push(h("li", { class: "muted" }, `and ${n.total_gpus - gpus.length} more not listed`));
+    return h("ul", { class: "gpus", "aria-label": `GPUs of ${n.name || n.id}` }, items);
   }
 
   function decisionsPage(params) {

@@ -24,6 +24,16 @@ const (
 	Capacity    = Nodes * GPUsPerNode
 )
 
+// GPUModel is every seeded GPU's model.
+const GPUModel = "NVIDIA H100 80GB HBM3"
+
+// UnhealthyGPUReason is why node-06's GPU-3 is unhealthy in a cluster
+// seeded at now, as allot-nvml describes it through Nomad: the fault that
+// drains node-06.
+func UnhealthyGPUReason(now time.Time) string {
+	return "XID 79 (GPU has fallen off the bus) at " + now.Add(-40*time.Minute).Format(time.RFC3339)
+}
+
 // IdleLeaf used nothing and wants nothing; ExactLeaf runs no seeded job, so
 // its ledger holds only HourlyGPUs.
 const (
@@ -185,9 +195,13 @@ func outcome(tree *budgets.Tree, fs *budgets.FairShare, now time.Time) server.Ou
 	for i := 1; i <= Nodes; i++ {
 		n := state.Node{ID: fmt.Sprintf("node-%02d", i), Name: fmt.Sprintf("gpu-%02d", i), Drain: state.NodeActive,
 			Since: now.Add(-48 * time.Hour), TotalGPUs: GPUsPerNode, HealthyGPUs: GPUsPerNode}
+		for g := range GPUsPerNode {
+			n.GPUs = append(n.GPUs, state.NodeGPU{ID: fmt.Sprintf("GPU-%d", g), Model: GPUModel, Healthy: true})
+		}
 		switch i {
 		case 6:
 			n.Drain, n.HealthyGPUs, n.Reason, n.Since = state.NodeDraining, 7, "unhealthy: XID 79 (GPU has fallen off the bus) on GPU-3", now.Add(-40*time.Minute)
+			n.GPUs[3] = state.NodeGPU{ID: "GPU-3", Model: GPUModel, Reason: UnhealthyGPUReason(now)}
 		case 7, 8:
 			n.Drain, n.ReservedFor, n.Reason, n.Since = state.NodeReserved, "default/big-pretrain", "reserved for default/big-pretrain (16 GPUs)", now.Add(-30*time.Minute)
 			n.ReservedUntil = n.Since.Add(2 * time.Hour)
@@ -237,7 +251,7 @@ func outcome(tree *budgets.Tree, fs *budgets.FairShare, now time.Time) server.Ou
 		{At: now.Add(-30 * time.Minute), Kind: "reserve", NodeID: "node-08", Reason: "eligible=false: reserved for default/big-pretrain, which fits nowhere (16 GPUs)"},
 	}
 	out.Drains = []state.NodeObservation{{NodeID: "node-06", Name: "gpu-06", Healthy: false,
-		Fault: "XID 79 (GPU has fallen off the bus) at " + now.Add(-40*time.Minute).Format(time.RFC3339) + " on GPU-3", Eligible: false, HealthyGPUs: 7,
+		Fault: UnhealthyGPUReason(now) + " on GPU-3", Eligible: false, HealthyGPUs: 7,
 		Allocs: []state.DrainAlloc{{ID: "a5-scratch", JobID: "default/scratch-notebook", GPUs: 4, LeavesAt: now}}}}
 	return out
 }
