@@ -76,6 +76,29 @@ func TestDrainUnhealthyNode(t *testing.T) {
 		r := al.Srv.FSM().Read().Drain(c1.Node)
 		return r != nil && r.Active(), nil
 	})
+	// Client 1's row lists its GPUs as Nomad has them, the faulty one with
+	// its reason.
+	waitFor(t, 10*time.Second, "client 1's row to list the faulty GPU", func() (bool, error) {
+		n := al.Srv.FSM().Read().Node(c1.Node)
+		if n == nil || len(n.GPUs) != n.TotalGPUs || n.TotalGPUs == 0 {
+			return false, nil
+		}
+		bad := 0
+		for _, g := range n.GPUs {
+			if g.Model == "" {
+				return false, fmt.Errorf("GPU %s without a model: %+v", g.ID, n.GPUs)
+			}
+			if !g.Healthy {
+				if g.ID != gpus[0] {
+					return false, fmt.Errorf("GPU %s unhealthy, want only %s: %+v", g.ID, gpus[0], n.GPUs)
+				}
+				if strings.Contains(g.Reason, "XID 79") {
+					bad++
+				}
+			}
+		}
+		return bad == 1, nil
+	})
 	if r := al.Srv.FSM().Read().Drain(c1.Node); !strings.Contains(r.Reason, "XID 79") || len(r.Allocs) != 1 ||
 		!r.Allocs[0].LeavesAt.Equal(windowEnd.Truncate(time.Second)) && r.Allocs[0].LeavesAt.Sub(windowEnd).Abs() > time.Second {
 		t.Errorf("drain record while cordoned: %+v (window ends %s)", r, windowEnd)

@@ -110,7 +110,7 @@ func TestUIAgainstNomad(t *testing.T) {
 		{"#/queue", "queue", []string{"default/olmo-ablation", "default/olmo-pretrain", "lab/a", "pending", "protected"}},
 		{"#/job/default%2Folmo-pretrain", "job", []string{"requeued", "stopped", "time-slicing", "for default/eval-sweep", v.ID[:8],
 			"When it was stopped, that budget ranked #1 among budgets, most owed first (served 0.00), this job's budget #2 (served 2.00)."}},
-		{"#/nodes", "nodes", []string{"8 / 8", "default/olmo-pretrain", "protected until"}},
+		{"#/nodes", "nodes", []string{"8 / 8", "default/olmo-pretrain", "protected until", "H100", ": healthy"}},
 		{"#/decisions", "decisions", []string{"default/olmo-pretrain", "priority 100"}},
 		{"#/budgets?range=6h", "budgets", []string{"lab/a", "lab/b", "50.0%"}},
 	} {
