@@ -88,9 +88,9 @@ proto:
 proto-check: proto
 	@git diff --exit-code -- nvplugin/proto || { echo "generated protobuf code is stale: run make proto and commit"; exit 1; }
 
-# ui rebuilds the web UI's bundle (ui/dist, embedded by the server and
-# committed, so `make test` needs no Node) from ui/src and the uPlot pinned
-# in ui/package-lock.json; ui-check fails when the committed bundle differs.
+# ui copies the uPlot pinned in ui/package-lock.json into ui/vendor (embedded
+# by the server with the page sources of ui/src, and committed, so `make test`
+# needs no Node); ui-check fails when the committed copy differs.
 .PHONY: ui ui-check
 
 ui:
@@ -98,4 +98,4 @@ ui:
 	cd ui && npm ci --no-audit --no-fund && npm run --silent build
 
 ui-check: ui
-	@git diff --exit-code -- ui/dist && test -z "$$(git status --porcelain -- ui/dist)" || { echo "ui/dist is stale: run make ui and commit"; exit 1; }
+	@git diff --exit-code -- ui/vendor && test -z "$$(git status --porcelain -- ui/vendor)" || { echo "ui/vendor is stale: run make ui and commit"; exit 1; }

@@ -1,14 +1,15 @@
-// Builds dist/ (embedded by the Go package in this directory) from src/ and
-// the pinned uPlot in node_modules. The output depends only on those files,
-// so `make ui` reproduces the committed dist/ byte-for-byte.
-import { copyFileSync, mkdirSync, readdirSync, rmSync } from "node:fs";
+// Copies the pinned uPlot from node_modules into vendor/, the only
+// third-party files the pages load. The page sources in src/ are served as
+// they are: there is nothing to bundle. The output depends only on
+// package-lock.json, so `make ui` reproduces the committed vendor/
+// byte-for-byte.
+import { copyFileSync, mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 
 const here = new URL(".", import.meta.url).pathname;
-const dist = join(here, "dist");
-rmSync(dist, { recursive: true, force: true });
-mkdirSync(dist);
-for (const f of readdirSync(join(here, "src")).sort()) copyFileSync(join(here, "src", f), join(dist, f));
+const vendor = join(here, "vendor");
+rmSync(vendor, { recursive: true, force: true });
+mkdirSync(vendor);
 const uplot = join(here, "node_modules", "uplot", "dist");
-for (const f of ["uPlot.iife.min.js", "uPlot.min.css"]) copyFileSync(join(uplot, f), join(dist, f));
-copyFileSync(join(here, "node_modules", "uplot", "LICENSE"), join(dist, "uPlot.LICENSE.txt"));
+for (const f of ["uPlot.iife.min.js", "uPlot.min.css"]) copyFileSync(join(uplot, f), join(vendor, f));
+copyFileSync(join(here, "node_modules", "uplot", "LICENSE"), join(vendor, "uPlot.LICENSE.txt"));
