@@ -1,14 +1,12 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -57,40 +55,7 @@ nomad {
 `, t.TempDir(), ports[0], ports[1], c.Addr)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, allotBinary(t), "server", "-config", cfg, "-log-level", "warn")
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	out := &lockedBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	// exited is closed when the process has exited (waitErr then holds
-	// Wait's result), so every reader sees it: the start-up wait and the
-	// cleanup both, without the cleanup hanging on a value already taken.
-	exited := make(chan struct{})
-	var waitErr error
-	go func() { waitErr = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		if t.Failed() {
-			t.Logf("allot server output:\n%s", out.String())
-		}
-	})
-	waitFor(t, 30*time.Second, "allot server to start", func() (bool, error) {
-		select {
-		case <-exited:
-			return false, fmt.Errorf("allot server exited: %v\n%s", waitErr, out.String())
-		default:
-		}
-		return strings.Contains(out.String(), "HTTP API on"), nil
-	})
+	out := startAllotProcess(t, nil, "server", "-config", cfg, "-log-level", "warn")
 	if !strings.Contains(out.String(), "driving Nomad") {
 		t.Fatalf("no start-up line naming Nomad:\n%s", out.String())
 	}

@@ -318,6 +318,19 @@ func (g *generator) trainSizes(leaf *budgets.Node) ([]int, []float64) {
 	return sizes, weights
 }
 
+// leafByShare draws a leaf with probability its effective share (the last
+// leaf takes what rounding leaves over).
+func (g *generator) leafByShare(leaves []*budgets.Node) *budgets.Node {
+	x := g.rng.Float64()
+	for _, l := range leaves {
+		if x < l.Effective {
+			return l
+		}
+		x -= l.Effective
+	}
+	return leaves[len(leaves)-1]
+}
+
 // filler adds unallocated work (min_runtime 0) of the teams, each team's
 // part in proportion to its share. The team is named (meta budget) because
 // in the world before allot the same evaluation sweeps and data jobs were
@@ -326,15 +339,7 @@ func (g *generator) trainSizes(leaf *budgets.Node) ([]int, []float64) {
 func (g *generator) filler(tree *budgets.Tree, gpuHours float64) {
 	leaves := tree.Leaves()
 	for left := gpuHours; left > 0; {
-		x := g.rng.Float64()
-		leaf := leaves[len(leaves)-1]
-		for _, l := range leaves {
-			if x < l.Effective {
-				leaf = l
-				break
-			}
-			x -= l.Effective
-		}
+		leaf := g.leafByShare(leaves)
 		gpus := g.fit([]int{1, 2, 4, 8}[g.rng.IntN(4)])
 		work := g.logUniform(fillerWorkMin, fillerWorkMax)
 		if !g.keepLast(left, float64(gpus)*work.Hours()) {

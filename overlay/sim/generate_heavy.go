@@ -197,15 +197,7 @@ func (g *generator) heavyTeam(leaf *budgets.Node, h HeavyConfig, from, gpuHours 
 func (g *generator) heavyFiller(tree *budgets.Tree, h HeavyConfig, gpuHours float64) {
 	leaves := tree.Leaves()
 	for left := gpuHours; left > 0; {
-		x := g.rng.Float64()
-		leaf := leaves[len(leaves)-1]
-		for _, l := range leaves {
-			if x < l.Effective {
-				leaf = l
-				break
-			}
-			x -= l.Effective
-		}
+		leaf := g.leafByShare(leaves)
 		gpus := []int{1, 2, 4, 8}[g.rng.IntN(4)]
 		work := g.logUniform(time.Hour, 12*time.Hour)
 		submit := g.at()
