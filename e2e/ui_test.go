@@ -1,16 +1,16 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/allot-sched/allot/ui/uitest"
 )
 
 // TestUIAgainstNomad drives a real Nomad (8 fake H100s through allot-nvml)
@@ -19,14 +19,7 @@ import (
 // and their screenshots (in $ALLOT_UI_ARTIFACTS, or a temporary folder)
 // are the README's.
 func TestUIAgainstNomad(t *testing.T) {
-	bin := ""
-	for _, name := range []string{os.Getenv("ALLOT_CHROMIUM"), "chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); name != "" && err == nil {
-			bin = p
-			break
-		}
-	}
-	if bin == "" {
+	if uitest.Chromium() == "" { // before starting Nomad for nothing
 		t.Skip("skip: no chromium found (apt-get install -y chromium, or set ALLOT_CHROMIUM)")
 	}
 	c := startGPUCluster(t)
@@ -49,24 +42,7 @@ func TestUIAgainstNomad(t *testing.T) {
 		return q != nil && q.Position > 0, nil
 	})
 
-	shots := os.Getenv("ALLOT_UI_ARTIFACTS")
-	if shots == "" {
-		shots = t.TempDir()
-	} else if err := os.MkdirAll(shots, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("screenshots in %s", shots)
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox,
-		chromedp.WindowSize(1400, 900), chromedp.Flag("headless", "new"), chromedp.Flag("disable-gpu", true))
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelA()
-	ctx, cancelC := chromedp.NewContext(actx)
-	defer cancelC()
-	ctx, cancelT := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancelT()
-	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
-		t.Fatalf("starting %s: %v", bin, err)
-	}
+	ctx, shots := uitest.Browser(t, 1400, 900, 2*time.Minute)
 	var consoleErrs []string
 	go func() {
 		for m, err := range chromedp.Console(ctx) {

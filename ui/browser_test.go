@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -19,20 +18,6 @@ import (
 )
 
 const token = "ui-test-token"
-
-// chromiumPath finds a headless-capable Chromium: ALLOT_CHROMIUM, or
-// Debian's chromium on PATH.
-func chromiumPath() string {
-	if p := os.Getenv("ALLOT_CHROMIUM"); p != "" {
-		return p
-	}
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	return ""
-}
 
 // seeded starts a -dev server on a loopback port with the uitest cluster.
 func seeded(t *testing.T, now time.Time) *server.Server {
@@ -76,27 +61,8 @@ type browser struct {
 
 func newBrowser(t *testing.T) *browser {
 	t.Helper()
-	bin := chromiumPath()
-	if bin == "" {
-		t.Skip("no chromium found: apt-get install -y chromium, or set ALLOT_CHROMIUM")
-	}
-	shots := os.Getenv("ALLOT_UI_ARTIFACTS")
-	if shots == "" {
-		shots = t.TempDir()
-	} else if err := os.MkdirAll(shots, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("screenshots in %s", shots)
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox,
-		chromedp.WindowSize(1400, 1000), chromedp.Flag("headless", "new"), chromedp.Flag("disable-gpu", true))
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelC := chromedp.NewContext(actx)
-	ctx, cancelT := context.WithTimeout(ctx, 3*time.Minute)
-	t.Cleanup(func() { cancelT(); cancelC(); cancelA() })
+	ctx, shots := uitest.Browser(t, 1400, 1000, 3*time.Minute)
 	b := &browser{ctx: ctx, shots: shots}
-	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
-		t.Fatalf("starting %s: %v", bin, err)
-	}
 	go func() {
 		for m, err := range chromedp.Console(ctx) {
 			if err != nil {
