@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/big"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -12,6 +13,8 @@ import (
 	hcl2 "github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/allot-sched/allot/overlay/policy"
 )
 
 // ServerConfig is an `allot server` configuration file. Pointer fields are
@@ -29,7 +32,12 @@ type ServerConfig struct {
 	Tokens          Tokens // server { ... }
 	TLS             TLSConfig
 	Nomad           NomadConfig
-	Policy          PolicyConfig
+	// Policy is the policy {} block decoded onto policy.DefaultConfig (or,
+	// when the block sets protected above 100, onto
+	// policy.ConfigForMaxPriority(protected)) and validated by its
+	// Validate: what the server's policy and contracts run with, and what
+	// `allot sim -config` replays. Without the block it is the default.
+	Policy policy.Config
 }
 
 // Ports are the server's listening ports.
@@ -70,34 +78,6 @@ type NomadConfig struct {
 	ManageSchedulerConfig *bool
 }
 
-// PolicyConfig is the policy {} block: the knobs of overlay/policy.
-type PolicyConfig struct {
-	Lookback   *time.Duration
-	RuntimeCap *time.Duration
-	// bands {}
-	Protected     *int
-	Running       *int
-	Pending       *[2]int
-	Unallocated   *[2]int
-	PreemptionGap *int
-	// margins {}
-	FairnessMargin *float64
-	Hysteresis     *int
-	// MaxSliceLoss bounds the work one time-slicing stop may throw away, as
-	// a multiple of the beneficiary's protected GPU-time (0: no bound).
-	MaxSliceLoss *float64
-	// reservation {}
-	MaxReservations   *int
-	ReservationNodes  *int
-	ReservationMaxAge *time.Duration
-	// bounds {}
-	MaxEvaluations *int
-	// drain {}
-	DrainLead *time.Duration
-	// DrainReturnAfter: return = "manual" sets 0 (only an operator returns a node).
-	DrainReturnAfter *time.Duration
-}
-
 // LoadServerConfig reads and decodes a server configuration file.
 func LoadServerConfig(path string) (*ServerConfig, error) {
 	src, err := os.ReadFile(path)
@@ -117,7 +97,7 @@ func ParseServerConfig(name string, src []byte) (*ServerConfig, error) {
 		return nil, ds
 	}
 	d := &decoder{file: name}
-	cfg := &ServerConfig{}
+	cfg := &ServerConfig{Policy: policy.DefaultConfig()}
 	d.root(f.Body, cfg)
 	if len(d.diags) > 0 {
 		sortDiagnostics(d.diags)
@@ -130,6 +110,8 @@ func ParseServerConfig(name string, src []byte) (*ServerConfig, error) {
 type decoder struct {
 	file  string
 	diags Diagnostics
+	// blockAt is where each block decoded so far starts.
+	blockAt map[hcl2.Body]hcl2.Range
 }
 
 // content splits body by schema; unknown attributes and blocks, and a block
@@ -144,6 +126,9 @@ func (d *decoder) content(body hcl2.Body, attrs, blocks []string) (map[string]*h
 	}
 	c, hds := body.Content(schema)
 	d.diags = append(d.diags, fromHCL(d.file, hds)...)
+	if d.blockAt == nil {
+		d.blockAt = map[hcl2.Body]hcl2.Range{}
+	}
 	bs := map[string]hcl2.Body{}
 	for _, b := range c.Blocks {
 		if _, dup := bs[b.Type]; dup {
@@ -151,6 +136,7 @@ func (d *decoder) content(body hcl2.Body, attrs, blocks []string) (map[string]*h
 			continue
 		}
 		bs[b.Type] = b.Body
+		d.blockAt[b.Body] = b.DefRange
 	}
 	if c.Attributes == nil {
 		c.Attributes = map[string]*hcl2.Attribute{}
@@ -202,62 +188,37 @@ func (d *decoder) root(body hcl2.Body, cfg *ServerConfig) {
 			NodePools: d.strList(a["node_pools"]), ManageSchedulerConfig: d.bool(a["manage_scheduler_config"])}
 	}
 	if b, ok := blocks["policy"]; ok {
-		d.policy(b, &cfg.Policy)
+		cfg.Policy = d.policy(b)
 	}
 }
 
-func (d *decoder) policy(body hcl2.Body, p *PolicyConfig) {
-	attrs, blocks := d.content(body, []string{"lookback", "runtime_cap"},
-		[]string{"bands", "margins", "reservation", "bounds", "drain"})
-	p.Lookback, p.RuntimeCap = d.duration(attrs["lookback"]), d.duration(attrs["runtime_cap"])
-	if b, ok := blocks["bands"]; ok {
-		a, _ := d.content(b, []string{"protected", "running", "pending", "unallocated", "preemption_gap"}, nil)
-		p.Protected, p.Running = d.int(a["protected"], 1, math.MaxInt32), d.int(a["running"], 1, math.MaxInt32)
-		p.Pending, p.Unallocated = d.intRange(a["pending"]), d.intRange(a["unallocated"])
-		p.PreemptionGap = d.int(a["preemption_gap"], 1, 100)
-		d.checkBands(a, p)
+// policy decodes the policy {} block onto the defaults by policy.Config's
+// tags, then reports each of Validate's problems at the key that set the
+// field it names first (the block's own position when the file set none of
+// them: a default that no longer fits the values given).
+func (d *decoder) policy(body hcl2.Body) policy.Config {
+	before := len(d.diags)
+	set := map[string]hcl2.Range{}
+	c := policy.DefaultConfig()
+	d.decodeTagged(body, reflect.ValueOf(&c).Elem(), set)
+	if _, given := set["Protected"]; given && c.Protected > 100 {
+		// A cluster with a larger job_max_priority: the default bands move
+		// with protected, and the file's own values go on top of those.
+		d.diags, set = d.diags[:before], map[string]hcl2.Range{}
+		c = policy.ConfigForMaxPriority(c.Protected)
+		d.decodeTagged(body, reflect.ValueOf(&c).Elem(), set)
 	}
-	if b, ok := blocks["margins"]; ok {
-		a, _ := d.content(b, []string{"fairness", "hysteresis", "max_slice_loss"}, nil)
-		p.FairnessMargin, p.Hysteresis = d.float(a["fairness"]), d.int(a["hysteresis"], 0, 100)
-		p.MaxSliceLoss = d.float(a["max_slice_loss"])
-	}
-	if b, ok := blocks["reservation"]; ok {
-		a, _ := d.content(b, []string{"max", "nodes", "max_age"}, nil)
-		p.MaxReservations, p.ReservationNodes = d.int(a["max"], 0, 1000), d.int(a["nodes"], 1, 10000)
-		p.ReservationMaxAge = d.duration(a["max_age"])
-	}
-	if b, ok := blocks["bounds"]; ok {
-		a, _ := d.content(b, []string{"max_evaluations"}, nil)
-		p.MaxEvaluations = d.int(a["max_evaluations"], 1, 1_000_000)
-	}
-	if b, ok := blocks["drain"]; ok {
-		a, _ := d.content(b, []string{"lead", "return"}, nil)
-		p.DrainLead = d.duration(a["lead"])
-		if r := a["return"]; r != nil {
-			if s := d.str(r); s != nil && *s == "manual" {
-				zero := time.Duration(0)
-				p.DrainReturnAfter = &zero
-			} else if s != nil {
-				p.DrainReturnAfter = d.parseDuration(r, *s, `or "manual"`)
+	for _, p := range c.Problems() {
+		r := d.blockAt[body]
+		for _, f := range p.Fields {
+			if at, ok := set[f]; ok {
+				r = at
+				break
 			}
 		}
+		d.diags = append(d.diags, at(r, "%s", p.Message))
 	}
-}
-
-// checkBands: the bands must not overlap, from unallocated (lowest) to
-// protected (highest), and pending must reach preemption_gap above
-// unallocated so that allocated work can evict free work.
-func (d *decoder) checkBands(a map[string]*hcl2.Attribute, p *PolicyConfig) {
-	if p.Pending != nil && p.Unallocated != nil && p.Pending[0] <= p.Unallocated[1] {
-		d.bad(a["pending"], "pending %v overlaps unallocated %v: pending must sit above unallocated", *p.Pending, *p.Unallocated)
-	}
-	if p.Pending != nil && p.Running != nil && *p.Running <= p.Pending[1] {
-		d.bad(a["running"], "running = %d must be above pending's top %d", *p.Running, p.Pending[1])
-	}
-	if p.Running != nil && p.Protected != nil && *p.Protected <= *p.Running {
-		d.bad(a["protected"], "protected = %d must be above running = %d", *p.Protected, *p.Running)
-	}
+	return c
 }
 
 func (d *decoder) bad(attr *hcl2.Attribute, format string, args ...any) {
@@ -337,19 +298,6 @@ func (d *decoder) int(attr *hcl2.Attribute, lo, hi int) *int {
 	return &n
 }
 
-func (d *decoder) float(attr *hcl2.Attribute) *float64 {
-	f, ok := d.number(attr)
-	if !ok {
-		return nil
-	}
-	x, _ := f.Float64()
-	if x < 0 || math.IsInf(x, 0) {
-		d.bad(attr, "%s = %s: want a finite number >= 0", attr.Name, f.Text('g', 10))
-		return nil
-	}
-	return &x
-}
-
 func (d *decoder) strList(attr *hcl2.Attribute) []string {
 	v, ok := d.value(attr)
 	if !ok {
@@ -369,45 +317,6 @@ func (d *decoder) strList(attr *hcl2.Attribute) []string {
 		out = append(out, e.AsString())
 	}
 	return out
-}
-
-func (d *decoder) intRange(attr *hcl2.Attribute) *[2]int {
-	v, ok := d.value(attr)
-	if !ok {
-		return nil
-	}
-	want := fmt.Sprintf("%s: want [low, high] with 1 <= low <= high, e.g. [40, 89]", attr.Name)
-	if (!v.Type().IsTupleType() && !v.Type().IsListType()) || v.LengthInt() != 2 {
-		d.bad(attr, "%s", want)
-		return nil
-	}
-	var r [2]int
-	for i, it := 0, v.ElementIterator(); it.Next(); i++ {
-		_, e := it.Element()
-		if e.IsNull() || e.Type() != cty.Number {
-			d.bad(attr, "%s", want)
-			return nil
-		}
-		n, acc := e.AsBigFloat().Int64()
-		if acc != big.Exact || n < 1 || n > math.MaxInt32 {
-			d.bad(attr, "%s", want)
-			return nil
-		}
-		r[i] = int(n)
-	}
-	if r[0] > r[1] {
-		d.bad(attr, "%s", want)
-		return nil
-	}
-	return &r
-}
-
-func (d *decoder) duration(attr *hcl2.Attribute) *time.Duration {
-	s := d.str(attr)
-	if s == nil {
-		return nil
-	}
-	return d.parseDuration(attr, *s, "")
 }
 
 // maxDays is the most whole days a time.Duration holds (about 292 years);

@@ -25,11 +25,13 @@ const (
 	MaxPriority       = 100
 )
 
-// Config holds the operator's knobs that shape a contract.
+// Config holds the operator's knobs that shape a contract. The `hcl` tag is
+// the server config's key (policy { runtime_cap }): policy.Config embeds
+// this Config, so the policy's cap and the contract's are one value.
 type Config struct {
 	// RuntimeCap bounds the protected window; a larger min_runtime is clamped
 	// with a warning. Zero means DefaultRuntimeCap.
-	RuntimeCap time.Duration
+	RuntimeCap time.Duration `hcl:"runtime_cap,optional"`
 }
 
 func (c Config) runtimeCap() time.Duration {
@@ -148,7 +150,7 @@ func parseMinRuntime(meta map[string]string, limit time.Duration, warn warnFunc)
 		return 0
 	}
 	if d > limit {
-		warn(KeyMinRuntime, raw, "above the cap of %s; the job is protected for %s only", limit, limit)
+		warn(KeyMinRuntime, raw, "above the cap of %s (the server's policy { runtime_cap }); the job is protected for %s only", limit, limit)
 	}
 	return d
 }
