@@ -3,8 +3,6 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -21,30 +19,8 @@ import (
 // explain`.
 func TestServerRuntimeCapAgainstNomad(t *testing.T) {
 	c := startGPUCluster(t)
-	ports := freePorts(t, 2)
-	cfg := filepath.Join(t.TempDir(), "allot.hcl")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`
-data_dir         = %q
-bootstrap_expect = 1
-ports {
-  http = %d
-  raft = %d
-}
-server {
-  token = "e2e"
-}
-nomad {
-  address                 = %q
-  manage_scheduler_config = true
-}
-policy {
-  runtime_cap = "12h"
-}
-`, t.TempDir(), ports[0], ports[1], c.Addr)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfg, addr := nomadServerConfig(t, c.Addr, "policy {\n  runtime_cap = \"12h\"\n}\n")
 	startAllotProcess(t, nil, "server", "-config", cfg, "-log-level", "warn")
-	addr := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
 	waitAllotLeader(t, addr, 30*time.Second)
 	runAllotCLI(t, addr, "e2e", "budgets", "apply", repoFile("examples", "budgets"))
 

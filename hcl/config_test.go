@@ -49,59 +49,9 @@ nomad {
   manage_scheduler_config = true
 }
 
+# Every policy key, none at its default; protected above 100 moves the
+# default bands (policy.ConfigForMaxPriority), and the file's go on top.
 policy {
-  lookback    = "7d"
-  runtime_cap = "8h"
-  bands {
-    protected      = 100
-    running        = 90
-    pending        = [40, 89]
-    unallocated    = [10, 29]
-    preemption_gap = 10
-  }
-  margins {
-    fairness       = 0.05
-    hysteresis     = 3
-    max_slice_loss = 2
-  }
-  reservation {
-    max     = 2
-    nodes   = 4
-    max_age = "2h"
-  }
-  bounds {
-    max_evaluations = 200
-  }
-  drain {
-    lead   = "15m"
-    return = "manual"
-  }
-}
-`
-
-func TestParseServerConfigFull(t *testing.T) {
-	cfg, err := ParseServerConfig("server.hcl", []byte(fullConfig))
-	if err != nil {
-		t.Fatal(err)
-	}
-	switch {
-	case *cfg.DataDir != "/var/lib/allot", *cfg.BootstrapExpect != 3, len(cfg.RetryJoin) != 2,
-		*cfg.Ports.HTTP != 4650, *cfg.Ports.Raft != 4651, *cfg.Tokens.Token != "abc", *cfg.Tokens.Read != "r", *cfg.Tokens.Operator != "op", *cfg.NodeID != "allot-1", !*cfg.TLS.RPC,
-		*cfg.Nomad.Address != "https://nomad.service:4646", len(cfg.Nomad.Namespaces) != 2, !*cfg.Nomad.ManageSchedulerConfig:
-		t.Fatalf("decoded %+v", cfg)
-	}
-	want := policy.DefaultConfig()
-	want.FairnessMargin, want.MaxSliceLoss, want.MaxReservations = 0.05, 2, 2
-	want.MaxEvaluations, want.DrainLead, want.DrainReturnAfter = 200, 15*time.Minute, 0
-	if diff := cmp.Diff(want, cfg.Policy); diff != "" {
-		t.Fatalf("policy (-want +got):\n%s", diff)
-	}
-}
-
-// Every key of the policy block lands in the policy.Config field that
-// declares it, the runtime cap in the contract's own field.
-func TestParseServerConfigPolicyKeys(t *testing.T) {
-	src := `policy {
   lookback    = "3d"
   runtime_cap = "12h"
   bands {
@@ -130,10 +80,20 @@ func TestParseServerConfigPolicyKeys(t *testing.T) {
   }
 }
 `
-	cfg, err := ParseServerConfig("p.hcl", []byte(src))
+
+func TestParseServerConfigFull(t *testing.T) {
+	cfg, err := ParseServerConfig("server.hcl", []byte(fullConfig))
 	if err != nil {
 		t.Fatal(err)
 	}
+	switch {
+	case *cfg.DataDir != "/var/lib/allot", *cfg.BootstrapExpect != 3, len(cfg.RetryJoin) != 2,
+		*cfg.Ports.HTTP != 4650, *cfg.Ports.Raft != 4651, *cfg.Tokens.Token != "abc", *cfg.Tokens.Read != "r", *cfg.Tokens.Operator != "op", *cfg.NodeID != "allot-1", !*cfg.TLS.RPC,
+		*cfg.Nomad.Address != "https://nomad.service:4646", len(cfg.Nomad.Namespaces) != 2, !*cfg.Nomad.ManageSchedulerConfig:
+		t.Fatalf("decoded %+v", cfg)
+	}
+	// Every key lands in the policy.Config field that declares it, the
+	// runtime cap in the contract's own.
 	want := policy.ConfigForMaxPriority(200)
 	want.Config = contract.Config{RuntimeCap: 12 * time.Hour}
 	want.Lookback = 72 * time.Hour
@@ -145,6 +105,15 @@ func TestParseServerConfigPolicyKeys(t *testing.T) {
 	want.DrainConfig = policy.DrainConfig{DrainLead: 5 * time.Minute, DrainReturnAfter: 24 * time.Hour}
 	if diff := cmp.Diff(want, cfg.Policy); diff != "" {
 		t.Fatalf("policy (-want +got):\n%s", diff)
+	}
+}
+
+// drain { return = "manual" } is DrainReturnAfter 0: only an operator
+// returns a node.
+func TestParseServerConfigManualReturn(t *testing.T) {
+	cfg, err := ParseServerConfig("p.hcl", []byte("policy {\n  drain {\n    return = \"manual\"\n  }\n}\n"))
+	if err != nil || cfg.Policy.DrainReturnAfter != 0 || cfg.Policy.DrainLead != policy.DefaultConfig().DrainLead {
+		t.Fatalf("%v %+v", err, cfg.Policy.DrainConfig)
 	}
 }
 
