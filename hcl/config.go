@@ -18,52 +18,54 @@ import (
 )
 
 // ServerConfig is an `allot server` configuration file. Pointer fields are
-// optional: nil means "not set", and the server's defaults apply.
+// optional: nil means "not set", and the server's defaults apply. The `hcl`
+// tags are the file's keys (decodeTagged); ServerConfig.problems and
+// policy.Config.Validate say which values are valid.
 type ServerConfig struct {
 	// NodeID is the server's raft ID (node_id); unset: kept in data_dir.
-	NodeID          *string
-	DataDir         *string
-	BindAddr        *string
-	AdvertiseAddr   *string
-	LogLevel        *string
-	BootstrapExpect *int
-	RetryJoin       []string
-	Ports           Ports
-	Tokens          Tokens // server { ... }
-	TLS             TLSConfig
-	Nomad           NomadConfig
+	NodeID          *string     `hcl:"node_id,optional"`
+	DataDir         *string     `hcl:"data_dir,optional"`
+	BindAddr        *string     `hcl:"bind_addr,optional"`
+	AdvertiseAddr   *string     `hcl:"advertise_addr,optional"`
+	LogLevel        *string     `hcl:"log_level,optional"`
+	BootstrapExpect *int        `hcl:"bootstrap_expect,optional"`
+	RetryJoin       []string    `hcl:"retry_join,optional"`
+	Ports           Ports       `hcl:"ports,block"`
+	Tokens          Tokens      `hcl:"server,block"`
+	TLS             TLSConfig   `hcl:"tls,block"`
+	Nomad           NomadConfig `hcl:"nomad,block"`
 	// Policy is the policy {} block decoded onto policy.DefaultConfig (or,
 	// when the block sets protected above 100, onto
 	// policy.ConfigForMaxPriority(protected)) and validated by its
 	// Validate: what the server's policy and contracts run with, and what
 	// `allot sim -config` replays. Without the block it is the default.
-	Policy policy.Config
+	Policy policy.Config `hcl:"policy,block"`
 }
 
 // Ports are the server's listening ports.
 type Ports struct {
-	HTTP *int
-	Raft *int
+	HTTP *int `hcl:"http,optional"`
+	Raft *int `hcl:"raft,optional"`
 }
 
 // Tokens are the server {} block's tokens, one per capability. Token (the
 // key `token`) is shorthand for one token holding both budgets and ledger;
 // it cannot be given with budgets_token or ledger_token.
 type Tokens struct {
-	Token    *string
-	Read     *string
-	Budgets  *string
-	Ledger   *string
-	Operator *string
+	Token    *string `hcl:"token,optional"`
+	Read     *string `hcl:"read_token,optional"`
+	Budgets  *string `hcl:"budgets_token,optional"`
+	Ledger   *string `hcl:"ledger_token,optional"`
+	Operator *string `hcl:"operator_token,optional"`
 }
 
 // TLSConfig is the tls {} block.
 type TLSConfig struct {
-	HTTP     *bool
-	RPC      *bool
-	CAFile   *string
-	CertFile *string
-	KeyFile  *string
+	HTTP     *bool   `hcl:"http,optional"`
+	RPC      *bool   `hcl:"rpc,optional"`
+	CAFile   *string `hcl:"ca_file,optional"`
+	CertFile *string `hcl:"cert_file,optional"`
+	KeyFile  *string `hcl:"key_file,optional"`
 }
 
 // NomadConfig is the nomad {} block: how the adapter reaches Nomad.
@@ -71,11 +73,49 @@ type NomadConfig struct {
 	// Present is true when the file has a nomad {} block, even an empty one
 	// (which drives the Nomad of Nomad's standard environment).
 	Present               bool
-	Address               *string
-	Token                 *string
-	Namespaces            []string
-	NodePools             []string
-	ManageSchedulerConfig *bool
+	Address               *string  `hcl:"address,optional"`
+	Token                 *string  `hcl:"token,optional"`
+	Namespaces            []string `hcl:"namespaces,optional"`
+	NodePools             []string `hcl:"node_pools,optional"`
+	ManageSchedulerConfig *bool    `hcl:"manage_scheduler_config,optional"`
+}
+
+// problems lists what is wrong with the decoded values, each with the
+// fields it concerns (decodeTagged's paths, the one to change first).
+func (c *ServerConfig) problems() []fieldProblem {
+	var out []fieldProblem
+	bad := func(field, format string, args ...any) {
+		out = append(out, fieldProblem{fields: []string{field}, message: fmt.Sprintf(format, args...)})
+	}
+	if id := c.NodeID; id != nil && (*id == "" || strings.TrimSpace(*id) != *id) {
+		bad("NodeID", "node_id %q: want a non-empty ID without surrounding spaces (e.g. \"allot-1\")", *id)
+	}
+	if l := c.LogLevel; l != nil {
+		switch strings.ToLower(*l) {
+		case "trace", "debug", "info", "warn", "error":
+		default:
+			bad("LogLevel", "log_level %q: want trace, debug, info, warn or error", *l)
+		}
+	}
+	switch b := c.BootstrapExpect; {
+	case b == nil:
+	case *b < 0 || *b > 7:
+		bad("BootstrapExpect", "bootstrap_expect = %d: want a whole number from 0 to 7", *b)
+	case *b%2 == 0 && *b > 0:
+		bad("BootstrapExpect", "bootstrap_expect = %d: use an odd number of servers (1, 3 or 5) so that a majority survives a loss", *b)
+	}
+	for _, p := range []struct {
+		field, key string
+		port       *int
+	}{{"Ports.HTTP", "http", c.Ports.HTTP}, {"Ports.Raft", "raft", c.Ports.Raft}} {
+		if p.port != nil && (*p.port < 1 || *p.port > 65535) {
+			bad(p.field, "%s = %d: want a whole number from 1 to 65535", p.key, *p.port)
+		}
+	}
+	if t := c.Tokens; t.Token != nil && (t.Budgets != nil || t.Ledger != nil) {
+		bad("Tokens.Token", "token is shorthand for budgets_token and ledger_token together: give either token or budgets_token/ledger_token, not both")
+	}
+	return out
 }
 
 // LoadServerConfig reads and decodes a server configuration file.
@@ -98,7 +138,10 @@ func ParseServerConfig(name string, src []byte) (*ServerConfig, error) {
 	}
 	d := &decoder{file: name}
 	cfg := &ServerConfig{Policy: policy.DefaultConfig()}
-	d.root(f.Body, cfg)
+	set := map[string]hcl2.Range{}
+	d.decodeTagged(f.Body, reflect.ValueOf(cfg).Elem(), set, "")
+	_, cfg.Nomad.Present = set["Nomad"]
+	d.report(cfg.problems(), set, f.Body.(*hclsyntax.Body).SrcRange)
 	if len(d.diags) > 0 {
 		sortDiagnostics(d.diags)
 		return nil, d.diags
@@ -144,80 +187,28 @@ func (d *decoder) content(body hcl2.Body, attrs, blocks []string) (map[string]*h
 	return c.Attributes, bs
 }
 
-func (d *decoder) root(body hcl2.Body, cfg *ServerConfig) {
-	attrs, blocks := d.content(body,
-		[]string{"node_id", "data_dir", "bind_addr", "advertise_addr", "log_level", "bootstrap_expect", "retry_join"},
-		[]string{"ports", "server", "tls", "nomad", "policy"})
-	if cfg.NodeID = d.str(attrs["node_id"]); cfg.NodeID != nil && strings.TrimSpace(*cfg.NodeID) != *cfg.NodeID || cfg.NodeID != nil && *cfg.NodeID == "" {
-		d.bad(attrs["node_id"], "node_id %q: want a non-empty ID without surrounding spaces (e.g. \"allot-1\")", *cfg.NodeID)
-	}
-	cfg.DataDir = d.str(attrs["data_dir"])
-	cfg.BindAddr = d.str(attrs["bind_addr"])
-	cfg.AdvertiseAddr = d.str(attrs["advertise_addr"])
-	if cfg.LogLevel = d.str(attrs["log_level"]); cfg.LogLevel != nil {
-		switch strings.ToLower(*cfg.LogLevel) {
-		case "trace", "debug", "info", "warn", "error":
-		default:
-			d.bad(attrs["log_level"], "log_level %q: want trace, debug, info, warn or error", *cfg.LogLevel)
-		}
-	}
-	if cfg.BootstrapExpect = d.int(attrs["bootstrap_expect"], 0, 7); cfg.BootstrapExpect != nil && *cfg.BootstrapExpect%2 == 0 && *cfg.BootstrapExpect > 0 {
-		d.bad(attrs["bootstrap_expect"], "bootstrap_expect = %d: use an odd number of servers (1, 3 or 5) so that a majority survives a loss", *cfg.BootstrapExpect)
-	}
-	cfg.RetryJoin = d.strList(attrs["retry_join"])
-	if b, ok := blocks["ports"]; ok {
-		a, _ := d.content(b, []string{"http", "raft"}, nil)
-		cfg.Ports.HTTP, cfg.Ports.Raft = d.int(a["http"], 1, 65535), d.int(a["raft"], 1, 65535)
-	}
-	if b, ok := blocks["server"]; ok {
-		a, _ := d.content(b, []string{"token", "read_token", "budgets_token", "ledger_token", "operator_token"}, nil)
-		cfg.Tokens = Tokens{Token: d.str(a["token"]), Read: d.str(a["read_token"]), Budgets: d.str(a["budgets_token"]),
-			Ledger: d.str(a["ledger_token"]), Operator: d.str(a["operator_token"])}
-		if cfg.Tokens.Token != nil && (cfg.Tokens.Budgets != nil || cfg.Tokens.Ledger != nil) {
-			d.bad(a["token"], "token is shorthand for budgets_token and ledger_token together: give either token or budgets_token/ledger_token, not both")
-		}
-	}
-	if b, ok := blocks["tls"]; ok {
-		a, _ := d.content(b, []string{"http", "rpc", "ca_file", "cert_file", "key_file"}, nil)
-		cfg.TLS = TLSConfig{HTTP: d.bool(a["http"]), RPC: d.bool(a["rpc"]), CAFile: d.str(a["ca_file"]),
-			CertFile: d.str(a["cert_file"]), KeyFile: d.str(a["key_file"])}
-	}
-	if b, ok := blocks["nomad"]; ok {
-		a, _ := d.content(b, []string{"address", "token", "namespaces", "node_pools", "manage_scheduler_config"}, nil)
-		cfg.Nomad = NomadConfig{Present: true, Address: d.str(a["address"]), Token: d.str(a["token"]), Namespaces: d.strList(a["namespaces"]),
-			NodePools: d.strList(a["node_pools"]), ManageSchedulerConfig: d.bool(a["manage_scheduler_config"])}
-	}
-	if b, ok := blocks["policy"]; ok {
-		cfg.Policy = d.policy(b)
-	}
-}
-
 // policy decodes the policy {} block onto the defaults by policy.Config's
 // tags, then reports each of Validate's problems at the key that set the
 // field it names first (the block's own position when the file set none of
-// them: a default that no longer fits the values given).
+// them: a default that no longer fits the values given). Its paths are
+// policy.Config's promoted field names ("Pending"), as Validate names them.
 func (d *decoder) policy(body hcl2.Body) policy.Config {
 	before := len(d.diags)
 	set := map[string]hcl2.Range{}
 	c := policy.DefaultConfig()
-	d.decodeTagged(body, reflect.ValueOf(&c).Elem(), set)
+	d.decodeTagged(body, reflect.ValueOf(&c).Elem(), set, "")
 	if _, given := set["Protected"]; given && c.Protected > 100 {
 		// A cluster with a larger job_max_priority: the default bands move
 		// with protected, and the file's own values go on top of those.
 		d.diags, set = d.diags[:before], map[string]hcl2.Range{}
 		c = policy.ConfigForMaxPriority(c.Protected)
-		d.decodeTagged(body, reflect.ValueOf(&c).Elem(), set)
+		d.decodeTagged(body, reflect.ValueOf(&c).Elem(), set, "")
 	}
+	var ps []fieldProblem
 	for _, p := range c.Problems() {
-		r := d.blockAt[body]
-		for _, f := range p.Fields {
-			if at, ok := set[f]; ok {
-				r = at
-				break
-			}
-		}
-		d.diags = append(d.diags, at(r, "%s", p.Message))
+		ps = append(ps, fieldProblem{fields: p.Fields, message: p.Message})
 	}
+	d.report(ps, set, d.blockAt[body])
 	return c
 }
 
@@ -282,20 +273,6 @@ func (d *decoder) number(attr *hcl2.Attribute) (*big.Float, bool) {
 		return nil, false
 	}
 	return v.AsBigFloat(), true
-}
-
-func (d *decoder) int(attr *hcl2.Attribute, lo, hi int) *int {
-	f, ok := d.number(attr)
-	if !ok {
-		return nil
-	}
-	i, acc := f.Int64()
-	if acc != big.Exact || i < int64(lo) || i > int64(hi) {
-		d.bad(attr, "%s = %s: want a whole number from %d to %d", attr.Name, f.Text('g', 10), lo, hi)
-		return nil
-	}
-	n := int(i)
-	return &n
 }
 
 func (d *decoder) strList(attr *hcl2.Attribute) []string {

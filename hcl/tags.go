@@ -26,11 +26,12 @@ import (
 
 // tagField is one key of a tagged struct.
 type tagField struct {
-	key    string // the HCL key
-	block  bool
-	index  []int  // reflect index path, through untagged embedded structs
-	goName string // the Go field's name, as policy.FieldError names it
-	owner  reflect.Type
+	key      string // the HCL key
+	block    bool
+	embedded bool   // an embedded struct: its fields are promoted
+	index    []int  // reflect index path, through untagged embedded structs
+	goName   string // the Go field's name, as policy.FieldError names it
+	owner    reflect.Type
 }
 
 // tagFields lists t's keys in field order. Untagged embedded structs are
@@ -57,7 +58,7 @@ func tagFields(t reflect.Type) []tagField {
 			// that decodes it.
 			panic(fmt.Sprintf("hcl: field %s.%s: tag %q: want \"key,optional\" or \"key,block\"", t, f.Name, tag))
 		}
-		out = append(out, tagField{key: key, block: kind == "block", index: []int{i}, goName: f.Name, owner: t})
+		out = append(out, tagField{key: key, block: kind == "block", embedded: f.Anonymous, index: []int{i}, goName: f.Name, owner: t})
 	}
 	return out
 }
@@ -74,12 +75,17 @@ var durationWords = map[reflect.Type]map[string]struct {
 var (
 	durationType = reflect.TypeFor[time.Duration]()
 	rangeType    = reflect.TypeFor[policy.Range]()
+	policyType   = reflect.TypeFor[policy.Config]()
 )
 
-// decodeTagged fills the struct v (addressable) from body by its tags. set
-// gets, for each Go field the body sets, where its value is: Validate's
-// problems are reported there.
-func (d *decoder) decodeTagged(body hcl2.Body, v reflect.Value, set map[string]hcl2.Range) {
+// decodeTagged fills the struct v (addressable) from body by its tags.
+// Absent keys and blocks keep what v holds. set gets where each field the
+// body sets is (an attribute's value, a block's header), keyed by its
+// path: prefix, the names of the named blocks on the way ("Ports."), and
+// the field's Go name; an embedded block adds nothing, as its fields are
+// promoted ("Pending", not "BandsConfig.Pending"). Problems found after
+// decoding are reported there (decoder.report).
+func (d *decoder) decodeTagged(body hcl2.Body, v reflect.Value, set map[string]hcl2.Range, prefix string) {
 	fields := tagFields(v.Type())
 	var attrNames, blockNames []string
 	for _, f := range fields {
@@ -93,8 +99,21 @@ func (d *decoder) decodeTagged(body hcl2.Body, v reflect.Value, set map[string]h
 	for _, f := range fields {
 		fv := v.FieldByIndex(f.index)
 		if f.block {
-			if b, ok := blocks[f.key]; ok {
-				d.decodeTagged(b, fv, set)
+			b, ok := blocks[f.key]
+			if !ok {
+				continue
+			}
+			set[prefix+f.goName] = d.blockAt[b]
+			switch {
+			case fv.Type() == policyType:
+				// The policy {} block goes onto defaults that depend on its
+				// own protected value, and is checked by
+				// policy.Config.Validate: decoder.policy.
+				fv.Set(reflect.ValueOf(d.policy(b)))
+			case f.embedded:
+				d.decodeTagged(b, fv, set, prefix)
+			default:
+				d.decodeTagged(b, fv, set, prefix+f.goName+".")
 			}
 			continue
 		}
@@ -103,8 +122,32 @@ func (d *decoder) decodeTagged(body hcl2.Body, v reflect.Value, set map[string]h
 			continue
 		}
 		if d.decodeValue(attr, f, fv) {
-			set[f.goName] = attr.Expr.Range()
+			set[prefix+f.goName] = attr.Expr.Range()
 		}
+	}
+}
+
+// fieldProblem is a value that decoded but is not valid: the fields it
+// concerns (decodeTagged's paths, the one to change first) and what would
+// be valid.
+type fieldProblem struct {
+	fields  []string
+	message string
+}
+
+// report adds a diagnostic per problem at the first of its fields the
+// file set, or at fallback when it set none of them (a default that no
+// longer fits the values given).
+func (d *decoder) report(ps []fieldProblem, set map[string]hcl2.Range, fallback hcl2.Range) {
+	for _, p := range ps {
+		r := fallback
+		for _, f := range p.fields {
+			if at, ok := set[f]; ok {
+				r = at
+				break
+			}
+		}
+		d.diags = append(d.diags, at(r, "%s", p.message))
 	}
 }
 
