@@ -168,6 +168,16 @@ func (d *decoder) content(body hcl2.Body, attrs, blocks []string) (map[string]*h
 		schema.Blocks = append(schema.Blocks, hcl2.BlockHeaderSchema{Type: b})
 	}
 	c, hds := body.Content(schema)
+	for _, hd := range hds {
+		// hcl says a key is not expected, and names a close one when there
+		// is one; say which are.
+		switch hd.Summary {
+		case "Unsupported argument":
+			hd.Detail += " " + validHere("keys", attrs)
+		case "Unsupported block type":
+			hd.Detail += " " + validHere("blocks", blocks)
+		}
+	}
 	d.diags = append(d.diags, fromHCL(d.file, hds)...)
 	if d.blockAt == nil {
 		d.blockAt = map[hcl2.Body]hcl2.Range{}
@@ -185,6 +195,14 @@ func (d *decoder) content(body hcl2.Body, attrs, blocks []string) (map[string]*h
 		c.Attributes = map[string]*hcl2.Attribute{}
 	}
 	return c.Attributes, bs
+}
+
+// validHere is the sentence listing the keys or blocks a body takes.
+func validHere(what string, names []string) string {
+	if len(names) == 0 {
+		return "No " + what + " are valid here."
+	}
+	return "Valid " + what + " here: " + strings.Join(names, ", ") + "."
 }
 
 // policy decodes the policy {} block onto the defaults by policy.Config's
