@@ -48,6 +48,7 @@ func simFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "best-fit", Local: true, Usage: "score every feasible node instead of Nomad's two"},
 		&cli.BoolFlag{Name: "skip-invalid", Local: true, Usage: "drop invalid trace rows, jobs no node can hold and health rows for nodes or GPUs the cluster lacks (counted) instead of failing"},
 		&cli.StringFlag{Name: "html", Local: true, Usage: "write an HTML report to this file"},
+		&cli.StringFlag{Name: "events", Local: true, Usage: "write the run's event log (JSON lines, sim.Event) to this file; with several policies, one file each (FILE.allot.jsonl, ...)"},
 		localFlag(jsonFlag()),
 	}
 }
@@ -66,7 +67,7 @@ func simCommand() *cli.Command {
 		Usage:     "replay a workload through allot and the baseline on a model of Nomad, and compare",
 		ArgsUsage: "[SCENARIO.json]",
 		Flags:     simFlags(),
-		Commands:  []*cli.Command{simGenerateCommand(), simSuiteCommand()},
+		Commands:  []*cli.Command{simGenerateCommand(), simSuiteCommand(), simCompareCommand()},
 		Action:    runSim,
 	}
 }
@@ -487,10 +488,12 @@ func runSim(_ context.Context, c *cli.Command) error {
 		}
 		seen[name] = true
 	}
-	if path := c.String("html"); path != "" {
-		// Say so before the run, not after it.
-		if st, err := os.Stat(filepath.Dir(path)); err != nil || !st.IsDir() {
-			return fmt.Errorf("-html %s: no directory %s to write the report in", path, filepath.Dir(path))
+	for _, f := range []string{"html", "events"} {
+		if path := c.String(f); path != "" {
+			// Say so before the run, not after it.
+			if st, err := os.Stat(filepath.Dir(path)); err != nil || !st.IsDir() {
+				return fmt.Errorf("-%s %s: no directory %s to write in", f, path, filepath.Dir(path))
+			}
 		}
 	}
 	in, err := simInputsFrom(c)
@@ -499,16 +502,26 @@ func runSim(_ context.Context, c *cli.Command) error {
 	}
 	var results []*sim.Result
 	stderr := c.Root().ErrWriter
-	for _, name := range strings.Split(c.String("policies"), ",") {
+	names := strings.Split(c.String("policies"), ",")
+	for _, name := range names {
 		p, err := newPolicy(name, in.policy)
 		if err != nil {
 			return err
 		}
 		opts := in.opts
+		closeEvents := func() error { return nil }
+		if path := c.String("events"); path != "" {
+			if opts.Events, closeEvents, err = openEvents(eventsPath(path, p.Name(), len(names) > 1)); err != nil {
+				return err
+			}
+		}
 		bar := newProgressBar(stderr, p.Name())
 		opts.Progress = bar.update
 		r, err := sim.Run(in.trace, in.cluster, in.tree, p, opts)
 		bar.done()
+		if cerr := closeEvents(); err == nil {
+			err = cerr
+		}
 		if err != nil {
 			return err
 		}

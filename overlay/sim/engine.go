@@ -238,6 +238,7 @@ func (s *State) submit(i int32, p Policy) {
 	s.active = append(s.active, i)
 	j.prio = min(max(p.SubmitPriority(s, i), 1), s.maxPrio)
 	s.m.submittedJob(j, s.now)
+	s.emitSubmit(j)
 	s.changed = true
 	s.enqueue(i)
 }

@@ -137,6 +137,9 @@ type Options struct {
 	Warmup time.Duration
 	// Progress, when set, is called now and then with the fraction done.
 	Progress func(done float64)
+	// Events, when set, receives every event of the run's event log (see
+	// Event); the event is the model's until the call returns.
+	Events func(*Event)
 }
 
 // DefaultOptions are the defaults of `allot sim`.
@@ -199,6 +202,9 @@ type State struct {
 	seq        uint64
 	events     int64
 	reconciles int64
+	// stopFor is the job the stops being made are for (StopAllocsFor), -1
+	// otherwise: the event log's By.
+	stopFor int32
 
 	buf struct {
 		cand, victims, best, ready []int32
@@ -208,7 +214,7 @@ type State struct {
 
 func newState(c ClusterSpec, nLeaves int, leafShares []float64, opts Options) *State {
 	s := &State{opts: opts, rng: rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15)),
-		nodeBy: make(map[string]int32), maxPrio: 255, classGen: 1}
+		nodeBy: make(map[string]int32), maxPrio: 255, classGen: 1, stopFor: -1}
 	for _, p := range c.Pools {
 		for i := 0; i < p.Nodes; i++ {
 			id := p.Name + "-" + itoa(i)
@@ -582,6 +588,7 @@ func (s *State) SetEligible(n int32, v bool) {
 	nd.eligible = v
 	s.nodeGen++
 	s.index(n, 1) // only freeOn when the node is now ineligible
+	s.emitNode(n, v)
 	if v {
 		s.wakeClass()
 	}
@@ -616,6 +623,7 @@ func (s *State) setHealth(n int32, gpu int, healthy bool, reason string) {
 	}
 	s.index(n, 1)
 	s.nodeGen++
+	s.emitHealth(n, gpu, healthy, reason)
 	switch {
 	case nd.sick != 0 && nd.sickSince < 0:
 		nd.sickSince, nd.drained = s.now, false
@@ -711,6 +719,7 @@ func (s *State) startAlloc(i int32, slot int, n int32, mask uint64) {
 	nd.held |= mask
 	s.index(n, 1)
 	nd.allocs = append(nd.allocs, a)
+	s.emitPlace(j, a)
 	s.lowOn[n] = min(s.lowOn[n], int32(j.prio))
 	s.addPrioGPUs(j.prio, int64(g))
 	j.slots[slot] = a
@@ -734,6 +743,7 @@ func (s *State) stopAlloc(a int32, why StopReason, by int32) {
 		s.interrupt(al.job, why)
 	}
 	al.end, al.endReason, al.preemptedBy = s.now, why, by
+	s.emitStop(a)
 	s.index(al.node, -1)
 	nd.held &^= al.mask
 	s.index(al.node, 1)
@@ -767,6 +777,7 @@ func (s *State) jobRuns(i int32) {
 		s.m.requeueWait(j, j.requeuedAt, s.now)
 	}
 	j.requeuedAt = -1
+	s.emitStart(j)
 	j.finishGen++
 	left := int64(j.spec.Work/time.Second) - j.done
 	s.pushEvent(s.now+max(left, 0), evFinish, i, j.finishGen)
@@ -817,5 +828,6 @@ func (s *State) finishJob(i int32, st JobStatus) {
 	s.jobs[last].activeIdx = k
 	s.active = s.active[:len(s.active)-1]
 	s.m.jobEnded(j, st)
+	s.emitDone(j, st)
 	s.changed = true
 }
