@@ -160,7 +160,7 @@ func simInputsFrom(c *cli.Command) (*simInputs, error) {
 	}
 	if budgetsDir != "" {
 		if in.tree, err = hcl.LoadDir(budgetsDir); err != nil {
-			if e := sc.missing("budgets", err); e != err && !c.IsSet("budgets") {
+			if e, ok := sc.missingAt("budgets", err); ok && !c.IsSet("budgets") {
 				return nil, e
 			}
 			return nil, fmt.Errorf("budgets %s: %w", budgetsDir, err)

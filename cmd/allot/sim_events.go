@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -76,8 +77,12 @@ func simCompareCommand() *cli.Command {
 				}
 				logs[k], err = sim.ReadEvents(f)
 				f.Close()
+				var le *sim.EventLogError
+				if errors.As(err, &le) {
+					return fmt.Errorf("%s%s: %w", path, le.Pos(), le.Err)
+				}
 				if err != nil {
-					return fmt.Errorf("%s:%w", path, err)
+					return fmt.Errorf("%s: %w", path, err)
 				}
 			}
 			fd := sim.Compare(logs[0], logs[1], sim.CompareOptions{Tie: c.Duration("tie"), Slack: c.Duration("slack"),

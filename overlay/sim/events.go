@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -110,10 +111,10 @@ func ReadEvents(r io.Reader) ([]Event, error) {
 		dec.DisallowUnknownFields()
 		var e Event
 		if err := dec.Decode(&e); err != nil {
-			return nil, eventLineErr(line, b, err)
+			return nil, eventLineErr(line, err)
 		}
 		if err := e.check(); err != nil {
-			return nil, fmt.Errorf("line %d: %w", line, err)
+			return nil, &EventLogError{Line: line, Err: err}
 		}
 		out = append(out, e)
 	}
@@ -123,14 +124,34 @@ func ReadEvents(r io.Reader) ([]Event, error) {
 	return out, nil
 }
 
-func eventLineErr(line int, b []byte, err error) error {
-	if se, ok := err.(*json.SyntaxError); ok {
-		return fmt.Errorf("line %d:%d: %v", line, se.Offset, err)
+// EventLogError is a line of an event log that is not an event.
+type EventLogError struct {
+	Line, Col int // Col 0: the line as a whole
+	Err       error
+}
+
+func (e *EventLogError) Error() string { return "line " + e.Pos()[1:] + ": " + e.Err.Error() }
+
+// Pos is ":line" or ":line:col", to follow a file name.
+func (e *EventLogError) Pos() string {
+	if e.Col > 0 {
+		return fmt.Sprintf(":%d:%d", e.Line, e.Col)
 	}
-	if te, ok := err.(*json.UnmarshalTypeError); ok {
-		return fmt.Errorf("line %d:%d: %s: want %s, not %s", line, te.Offset, te.Field, te.Type, te.Value)
+	return fmt.Sprintf(":%d", e.Line)
+}
+
+func (e *EventLogError) Unwrap() error { return e.Err }
+
+func eventLineErr(line int, err error) error {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return &EventLogError{Line: line, Col: int(se.Offset), Err: err}
+	case errors.As(err, &te):
+		return &EventLogError{Line: line, Col: int(te.Offset), Err: fmt.Errorf("%s: want %s, not %s", te.Field, te.Type, te.Value)}
 	}
-	return fmt.Errorf("line %d: %v (an event is {\"t\": seconds, \"kind\": submit|place|start|stop|done|node|health, ...})", line, err)
+	return &EventLogError{Line: line, Err: fmt.Errorf("%v (an event is {\"t\": seconds, \"kind\": submit|place|start|stop|done|node|health, ...})", err)}
 }
 
 // check says what is wrong with a decoded event.
