@@ -418,11 +418,12 @@ func watchEligibility(t *testing.T, c *nomadCluster, traceAt func(time.Time) flo
 
 // fidelityAlloc is what the harness reads of an allocation.
 type fidelityAlloc struct {
-	ID, JobID, NodeID           string
-	DesiredStatus, ClientStatus string
-	PreemptedByAllocation       string
-	CreateTime                  int64
-	AllocatedResources          struct {
+	ID, JobID, NodeID                     string
+	DesiredStatus, ClientStatus           string
+	DesiredDescription, ClientDescription string
+	PreemptedByAllocation                 string
+	CreateTime                            int64
+	AllocatedResources                    struct {
 		Tasks map[string]struct {
 			Devices []struct{ DeviceIDs []string }
 		}
@@ -516,6 +517,7 @@ func allocEvents(t *testing.T, c *nomadCluster, al *allot, tr *sim.Trace, traceA
 		d int
 	}
 	edges := map[string][]edge{}
+	others := 0
 	for i := range all {
 		a := &all[i]
 		if _, ok := count[a.JobID]; !ok {
@@ -536,6 +538,10 @@ func allocEvents(t *testing.T, c *nomadCluster, al *allot, tr *sim.Trace, traceA
 				add(sim.Event{T: e.T, Kind: sim.EventDone, Job: a.JobID, Reason: e.Reason})
 			default:
 				e.Reason = sim.StopOther.String()
+				if others++; others <= 3 {
+					t.Logf("stop of %s (%s) counted as other: desired %s (%q), client %s (%q), task %+v", a.ID, a.JobID,
+						a.DesiredStatus, a.DesiredDescription, a.ClientStatus, a.ClientDescription, a.TaskStates["work"])
+				}
 			}
 			add(e)
 		}

@@ -42,6 +42,7 @@ func simFlags() []cli.Flag {
 		&cli.StringFlag{Name: "policies", Local: true, Value: "allot,baseline", Usage: "comma-separated policies to compare: allot, baseline"},
 		&cli.Uint64Flag{Name: "seed", Local: true, Value: 1, Usage: "seed of the model's random choices and of a generated trace"},
 		&cli.DurationFlag{Name: "reaction-delay", Local: true, Value: sim.DefaultOptions().ReactionDelay, Usage: "time from a change to the policy's reconcile (0 or more)"},
+		&cli.DurationFlag{Name: "start-latency", Local: true, Usage: "time from a placement to the task running (the GPUs are held, the work clock waits); 0: at once"},
 		&cli.DurationFlag{Name: "checkpoint-loss", Local: true, Value: sim.DefaultOptions().CheckpointLoss, Usage: "work a resumable job loses when preempted (0 or more)"},
 		&cli.DurationFlag{Name: "horizon", Local: true, DefaultText: "the trace's end", Usage: "simulated time to run"},
 		&cli.DurationFlag{Name: "warmup", Local: true, Value: defaultWarmup, Usage: "start of the run left out of the measurements (the cluster starts empty); the default is dropped for runs not longer than twice it"},
@@ -118,6 +119,7 @@ func checkSimFlags(c *cli.Command) error {
 	for _, f := range []struct{ name, zero string }{
 		{"reaction-delay", "0: the policy reacts at once"},
 		{"checkpoint-loss", "0: a preempted job loses nothing"},
+		{"start-latency", "0: a placed task runs at once"},
 		{"horizon", "0: to the trace's end"},
 		{"warmup", "0: measure from the start"},
 	} {
@@ -172,6 +174,7 @@ func simInputsFrom(c *cli.Command) (*simInputs, error) {
 	in.opts.Seed = c.Uint64("seed")
 	in.opts.ReactionDelay = c.Duration("reaction-delay")
 	in.opts.CheckpointLoss = c.Duration("checkpoint-loss")
+	in.opts.StartLatency = c.Duration("start-latency")
 	in.opts.Horizon = c.Duration("horizon")
 	in.opts.Warmup = c.Duration("warmup")
 	if c.Bool("best-fit") {

@@ -229,7 +229,7 @@ func TestSimEventLog(t *testing.T) {
 		for _, b := range c.Budgets {
 			held += b.A
 		}
-		want := r.Occupancy.Total * float64(r.GPUs) * 24
+		want := (r.Occupancy.Total + r.Occupancy.Stalled) * float64(r.GPUs) * 24
 		if math.Abs(held-want) > 1e-6 {
 			t.Errorf("%s: the log holds %.3f GPU hours, the run %.3f", p.Name(), held, want)
 		}

@@ -14,6 +14,7 @@ const (
 	evFinish evKind = iota
 	evReconcile
 	evWake
+	evRunning // a fully placed job's allocations run (Options.StartLatency)
 )
 
 type event struct {
@@ -188,6 +189,8 @@ func (s *State) loop(tr *Trace, p Policy, horizon int64) {
 			switch e.kind {
 			case evFinish:
 				s.finish(e.job, e.gen)
+			case evRunning:
+				s.running(e.job, e.gen)
 			case evReconcile:
 				if e.t == reconcileAt {
 					reconcileAt = -1

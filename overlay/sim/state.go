@@ -81,8 +81,9 @@ type job struct {
 	runStart  int64 // when all allocations last became placed; -1 otherwise
 	finishGen uint32
 
-	firstStart   int64 // -1 until first fully placed
-	requeuedAt   int64 // -1 unless waiting again after an interruption
+	startGen     uint32 // bumped each time the job is fully placed (StartLatency)
+	firstStart   int64  // -1 until first fully placed
+	requeuedAt   int64  // -1 unless waiting again after an interruption
 	interrupts   int32
 	preemptible  bool
 	lastWritten  int // priority the policy last wrote (0: never)
@@ -137,6 +138,11 @@ type Options struct {
 	Warmup time.Duration
 	// Progress, when set, is called now and then with the fraction done.
 	Progress func(done float64)
+	// StartLatency is how long a placed allocation takes to run (the client
+	// receives it, sets up and starts the task): the GPUs are held from the
+	// placement, the job's work clock and protected window start when its
+	// last allocation runs. Zero: at once.
+	StartLatency time.Duration
 	// Events, when set, receives every event of the run's event log (see
 	// Event); the event is the model's until the call returns.
 	Events func(*Event)
@@ -730,7 +736,7 @@ func (s *State) startAlloc(i int32, slot int, n int32, mask uint64) {
 	s.m.held(j, s.now, g)
 	s.changed = true
 	if j.placed == len(j.slots) {
-		s.jobRuns(i)
+		s.placedAll(i)
 	}
 }
 
@@ -829,5 +835,29 @@ func (s *State) finishJob(i int32, st JobStatus) {
 	s.active = s.active[:len(s.active)-1]
 	s.m.jobEnded(j, st)
 	s.emitDone(j, st)
+	s.changed = true
+}
+
+// placedAll starts job i's run now that all its allocations are placed: at
+// once, or after Options.StartLatency if it is still fully placed then.
+func (s *State) placedAll(i int32) {
+	d := int64(s.opts.StartLatency / time.Second)
+	if d <= 0 {
+		s.jobRuns(i)
+		return
+	}
+	j := &s.jobs[i]
+	j.startGen++
+	s.pushEvent(s.now+d, evRunning, i, j.startGen)
+}
+
+// running is the StartLatency event of job i: it runs if nothing of it was
+// stopped since it was fully placed.
+func (s *State) running(i int32, gen uint32) {
+	j := &s.jobs[i]
+	if j.startGen != gen || j.placed != len(j.slots) || j.runStart >= 0 || j.status >= StatusDone {
+		return
+	}
+	s.jobRuns(i)
 	s.changed = true
 }
