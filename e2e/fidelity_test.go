@@ -79,6 +79,9 @@ func TestFidelity(t *testing.T) {
 		out = t.TempDir()
 	}
 	spec := fidelityCluster(t, filepath.Join(dir, "cluster.hcl"))
+	// The tasks' progress files: removed after the agents (and their tasks)
+	// are stopped, as cleanups run last registered first.
+	progress := t.TempDir()
 	c := startNomadCluster(t, fidelityNodes)
 	var summary strings.Builder
 	only := os.Getenv("ALLOT_FIDELITY_TRACE") // one trace, for a quicker look
@@ -89,9 +92,10 @@ func TestFidelity(t *testing.T) {
 		t.Run(ft.name, func(t *testing.T) {
 			tr := readFidelityTrace(t, filepath.Join(dir, ft.name+".csv"))
 			start := time.Now()
-			real := runOnNomad(t, c, tree, tr, ft.horizon)
+			real := runOnNomad(t, c, tree, tr, ft.horizon, filepath.Join(progress, ft.name))
 			wall := time.Since(start)
-			model := runOnModel(t, spec, tree, tr, ft.horizon)
+			latency := startLatency(real)
+			model := runOnModel(t, spec, tree, tr, ft.horizon, latency)
 			writeEvents(t, filepath.Join(out, ft.name+".nomad.jsonl"), real)
 			writeEvents(t, filepath.Join(out, ft.name+".sim.jsonl"), model)
 			fd := sim.Compare(real, model, sim.CompareOptions{Horizon: ft.horizon, Tie: fidelityTie})
@@ -99,7 +103,8 @@ func TestFidelity(t *testing.T) {
 			if err := sim.WriteFidelity(&b, fd, "nomad", "sim"); err != nil {
 				t.Fatal(err)
 			}
-			t.Logf("%s: %d jobs, %s wall on Nomad (K=%d)\n%s", ft.name, len(tr.Jobs), wall.Round(time.Second), fidelityScale, b.String())
+			t.Logf("%s: %d jobs, %s wall on Nomad (K=%d), start latency %s (trace time; the model's)\n%s", ft.name, len(tr.Jobs),
+				wall.Round(time.Second), fidelityScale, latency, b.String())
 			if err := os.WriteFile(filepath.Join(out, ft.name+".compare.txt"), b.Bytes(), 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -115,6 +120,31 @@ func TestFidelity(t *testing.T) {
 		})
 	}
 	t.Logf("fidelity (nomad/sim), K=%d, logs in %s:\n%s", fidelityScale, out, summary.String())
+}
+
+// startLatency is the median time, in trace time, from an allocation's
+// placement to its task running on the real side (the model's
+// StartLatency): the client's work, which grows with the machine's load.
+// The place events of the log carry the placement; the start events the
+// task's start, so for jobs of one allocation their distance is it.
+func startLatency(evs []sim.Event) time.Duration {
+	placed := map[string]float64{}
+	var ds []float64
+	for _, e := range evs {
+		switch e.Kind {
+		case sim.EventPlace:
+			placed[e.Job] = e.T
+		case sim.EventStart:
+			if p, ok := placed[e.Job]; ok {
+				ds = append(ds, e.T-p)
+			}
+		}
+	}
+	if len(ds) == 0 {
+		return 0
+	}
+	slices.Sort(ds)
+	return time.Duration(ds[len(ds)/2]) * time.Second
 }
 
 // fidelityTie: starts within it are tied in the start order. The real side
@@ -193,7 +223,7 @@ func fidelityCluster(t *testing.T, path string) sim.ClusterSpec {
 
 // runOnModel runs the trace through `allot sim`'s model with the default
 // policy config: the real side's durations are the same ones divided by K.
-func runOnModel(t *testing.T, spec sim.ClusterSpec, tree *budgets.Tree, tr *sim.Trace, horizon time.Duration) []sim.Event {
+func runOnModel(t *testing.T, spec sim.ClusterSpec, tree *budgets.Tree, tr *sim.Trace, horizon, latency time.Duration) []sim.Event {
 	t.Helper()
 	p, err := sim.NewAllot(policy.DefaultConfig())
 	if err != nil {
@@ -203,6 +233,7 @@ func runOnModel(t *testing.T, spec sim.ClusterSpec, tree *budgets.Tree, tr *sim.
 	opts := sim.DefaultOptions()
 	opts.Horizon = horizon
 	opts.ReactionDelay = fidelityScale * fidelityReaction
+	opts.StartLatency = latency
 	// The harness's task records its progress when stopped: a resumable job
 	// loses nothing, a job that is not resumable restarts from zero.
 	opts.CheckpointLoss = 0
@@ -278,11 +309,13 @@ func fidelityJob(sp *sim.JobSpec, progressDir string) map[string]any {
 
 // runOnNomad replays the trace on the cluster with a fresh allot server and
 // returns the event log, in trace time, cut at horizon.
-func runOnNomad(t *testing.T, c *nomadCluster, tree *budgets.Tree, tr *sim.Trace, horizon time.Duration) []sim.Event {
+func runOnNomad(t *testing.T, c *nomadCluster, tree *budgets.Tree, tr *sim.Trace, horizon time.Duration, progress string) []sim.Event {
 	t.Helper()
+	if err := os.MkdirAll(progress, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	al := startAllot(t, &gpuCluster{agent: c.Server}, allotOptions{Policy: scaledPolicy})
 	applyTree(t, al, tree)
-	progress := t.TempDir()
 	var (
 		mu  sync.Mutex
 		evs []sim.Event
@@ -533,6 +566,8 @@ func allocEvents(t *testing.T, c *nomadCluster, al *allot, tr *sim.Trace, traceA
 				e.Reason, e.By = sim.StopPreempted.String(), jobOf[a.PreemptedByAllocation]
 			case why[a.ID] != "":
 				e.Reason = why[a.ID]
+			case strings.Contains(a.DesiredDescription, "job update"):
+				e.Reason = sim.StopJobUpdate
 			case a.DesiredStatus == "run" && a.ClientStatus == "complete":
 				e.Reason = sim.StopFinished.String()
 				add(sim.Event{T: e.T, Kind: sim.EventDone, Job: a.JobID, Reason: e.Reason})
@@ -618,4 +653,29 @@ func purgeJobs(t *testing.T, c *nomadCluster, tr *sim.Trace) {
 		}
 		return true, nil
 	})
+}
+
+// The real side's policy config is the model's divided by K, field by
+// field (Settle, a wall-clock latency, at least 3 s). No Nomad needed.
+func TestFidelityScaledPolicy(t *testing.T) {
+	var pc policy.Config
+	scaledPolicy(&pc)
+	def := policy.DefaultConfig()
+	if pc.Lookback != def.Lookback/fidelityScale || pc.RuntimeCap != def.RuntimeCap/fidelityScale ||
+		pc.ReservationMaxAge != def.ReservationMaxAge/fidelityScale || pc.SliceLossMaxWait != def.SliceLossMaxWait/fidelityScale ||
+		pc.ResumeLoss != def.ResumeLoss/fidelityScale || pc.DrainReturnAfter != def.DrainReturnAfter/fidelityScale {
+		t.Errorf("scaled %+v from %+v", pc, def)
+	}
+	if pc.Settle != 3*time.Second || pc.Hysteresis != def.Hysteresis || pc.Pending != def.Pending {
+		t.Errorf("settle %v, hysteresis %d, pending %v", pc.Settle, pc.Hysteresis, pc.Pending)
+	}
+	if got := wallOf(time.Hour); got != 30*time.Second {
+		t.Errorf("a trace hour is %v of wall time, want 30s at K=120", got)
+	}
+	evs := []sim.Event{{T: 0, Kind: sim.EventPlace, Job: "a"}, {T: 90, Kind: sim.EventStart, Job: "a"},
+		{T: 100, Kind: sim.EventPlace, Job: "b"}, {T: 160, Kind: sim.EventStart, Job: "b"},
+		{T: 200, Kind: sim.EventPlace, Job: "c"}, {T: 400, Kind: sim.EventStart, Job: "c"}}
+	if got := startLatency(evs); got != 90*time.Second {
+		t.Errorf("start latency %v, want the median 90s", got)
+	}
 }

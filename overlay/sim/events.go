@@ -41,6 +41,13 @@ const (
 	EventHealth EventKind = "health"
 )
 
+// StopJobUpdate is the stop reason of an allocation Nomad replaced for a
+// job update before it ran (a priority write that landed while the
+// allocation was not running yet). The model has no such stop; the
+// fidelity harness records it, and Compare counts it apart from the stops
+// of work (it is not in either side's stopped jobs).
+const StopJobUpdate = "job-update"
+
 // Event is one line of an event log (JSON lines). Times are trace seconds
 // since the start of the trace: the harness converts its wall clock back
 // with its time-compression factor, so both sides' logs read alike.
