@@ -567,7 +567,7 @@ func allocEvents(t *testing.T, c *nomadCluster, al *allot, tr *sim.Trace, traceA
 			case why[a.ID] != "":
 				e.Reason = why[a.ID]
 			case strings.Contains(a.DesiredDescription, "job update"):
-				e.Reason = sim.StopJobUpdate
+				e.Reason = sim.StopJobUpdate.String()
 			case a.DesiredStatus == "run" && a.ClientStatus == "complete":
 				e.Reason = sim.StopFinished.String()
 				add(sim.Event{T: e.T, Kind: sim.EventDone, Job: a.JobID, Reason: e.Reason})

@@ -491,11 +491,11 @@ func runSim(_ context.Context, c *cli.Command) error {
 		}
 		seen[name] = true
 	}
-	for _, f := range []string{"html", "events"} {
-		if path := c.String(f); path != "" {
+	for _, f := range []struct{ flag, what string }{{"html", "the report"}, {"events", "the event log"}} {
+		if path := c.String(f.flag); path != "" {
 			// Say so before the run, not after it.
 			if st, err := os.Stat(filepath.Dir(path)); err != nil || !st.IsDir() {
-				return fmt.Errorf("-%s %s: no directory %s to write in", f, path, filepath.Dir(path))
+				return fmt.Errorf("-%s %s: no directory %s to write %s in", f.flag, path, filepath.Dir(path), f.what)
 			}
 		}
 	}

@@ -55,7 +55,8 @@ type Fidelity struct {
 	Discordant int     `json:"discordant_pairs"`
 	TiedPairs  int     `json:"tied_pairs"`
 	// Stopped jobs are those with an allocation stopped before it finished
-	// (any reason but "finished" and StopJobUpdate), on both sides or on one. StopMatch is
+	// (any reason but "finished" and "job-update": an allocation replaced
+	// before it ran), on both sides or on one. StopMatch is
 	// both / (both + only A + only B), 1 when neither side stopped any.
 	StoppedBoth  []string `json:"stopped_both,omitempty"`
 	StoppedOnlyA []string `json:"stopped_only_a,omitempty"`
@@ -157,7 +158,7 @@ func lives(evs []Event, horizon float64) (map[string]*jobLife, map[string]float6
 				charge(o, e.T)
 				delete(allocs, e.Alloc)
 			}
-			if e.Reason != StopFinished.String() && e.Reason != StopJobUpdate {
+			if e.Reason != StopFinished.String() && e.Reason != StopJobUpdate.String() {
 				if l.firstStop < 0 {
 					l.firstStop = e.T
 				}

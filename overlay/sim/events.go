@@ -28,7 +28,7 @@ const (
 	EventStart EventKind = "start"
 	// EventStop: allocation Alloc left its GPUs, for Reason (a StopReason
 	// name: finished, nomad-preemption, time-slice, drain, reservation,
-	// other, drain-deadline-kill). By is the job it was stopped for (time
+	// other, drain-deadline-kill, job-update). By is the job it was stopped for (time
 	// slicing, reservation) or preempted by (Nomad's preemption), when known.
 	EventStop EventKind = "stop"
 	// EventDone: the job finished its work (Reason "finished") or was killed
@@ -40,13 +40,6 @@ const (
 	// unhealthy (Eligible carries the health; Reason the fault).
 	EventHealth EventKind = "health"
 )
-
-// StopJobUpdate is the stop reason of an allocation Nomad replaced for a
-// job update before it ran (a priority write that landed while the
-// allocation was not running yet). The model has no such stop; the
-// fidelity harness records it, and Compare counts it apart from the stops
-// of work (it is not in either side's stopped jobs).
-const StopJobUpdate = "job-update"
 
 // Event is one line of an event log (JSON lines). Times are trace seconds
 // since the start of the trace: the harness converts its wall clock back

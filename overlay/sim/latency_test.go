@@ -47,6 +47,19 @@ func TestStartLatency(t *testing.T) {
 	if want := 3 * 60 * 8 / 3600.0; math.Abs(r.StalledGPUHours-want) > 1e-9 || math.Abs(r.LostGPUHours-480/3600.0) > 1e-9 {
 		t.Errorf("stalled %.4f GPU h, lost %.4f; want %.4f and %.4f", r.StalledGPUHours, r.LostGPUHours, want, 480/3600.0)
 	}
+	// allot writes each job's priority while its allocation is placed and
+	// not running yet (free to the unallocated band at 0, paid to the
+	// protected band at 120): Nomad replaces the allocation each time, in
+	// the same instant. Placed again at 1980, free keeps its priority.
+	updates := map[string]int{}
+	for _, e := range evs {
+		if e.Kind == EventStop && e.Reason == StopJobUpdate.String() {
+			updates[e.Job]++
+		}
+	}
+	if len(updates) != 2 || updates["free"] != 1 || updates["paid"] != 1 {
+		t.Errorf("job-update stops %v, want one of free and one of paid", updates)
+	}
 	o := r.Occupancy
 	if math.Abs(o.Allocated+o.Unallocated+o.Stalled+o.Idle-1) > 1e-9 || math.Abs(o.Stalled*8*3*3600-3*60*8) > 1e-6 {
 		t.Errorf("occupancy %+v: the parts must add up to 1, stalled 1440 GPU-s of 3h × 8", o)

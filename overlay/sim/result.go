@@ -190,7 +190,7 @@ func (s *State) result(name string, tr *Trace, horizon int64) *Result {
 			RequeueP99: float64(percentile(rq, .99)), sortedWaits: w})
 	}
 	for k := StopPreempted; k < numStopReasons; k++ {
-		if k == StopEnd {
+		if k == StopEnd || k == StopJobUpdate && m.stops[k] == 0 {
 			continue
 		}
 		r.Preemptions = append(r.Preemptions, ReasonCount{Reason: k.String(), Allocations: m.stops[k], GPUs: m.stopGPUs[k],

@@ -38,11 +38,14 @@ const (
 	StopOther                       // any other policy stop
 	StopKilled                      // killed without replacement (Nomad drain deadline)
 	StopEnd                         // still running when the simulation ended
+	// StopJobUpdate: Nomad replaced an allocation that was not running yet
+	// for a job update (a priority write; Options.StartLatency).
+	StopJobUpdate
 	numStopReasons
 )
 
 var stopReasonNames = [numStopReasons]string{"finished", "nomad-preemption", "time-slice", "drain",
-	"reservation", "other", "drain-deadline-kill", "end"}
+	"reservation", "other", "drain-deadline-kill", "end", "job-update"}
 
 func (r StopReason) String() string { return stopReasonNames[r] }
 
@@ -493,9 +496,30 @@ func (s *State) SetPriority(i int32, p int) {
 		}
 	}
 	j.modifyIndex++
-	if j.placed < len(j.slots) {
+	if s.replaceStarting(i) || j.placed < len(j.slots) {
 		s.enqueue(i)
 	}
+}
+
+// replaceStarting stops, for a job update, the allocations of job i that
+// are placed but not running yet (within Options.StartLatency of their
+// placement): a real Nomad replaces such an allocation when the job's
+// priority changes, where it updates a running one in place (measured by
+// the fidelity harness: "alloc is being updated due to job update"). It
+// reports whether it stopped any.
+func (s *State) replaceStarting(i int32) bool {
+	d := int64(s.opts.StartLatency / time.Second)
+	if d <= 0 {
+		return false
+	}
+	stopped := false
+	for _, a := range s.jobs[i].slots {
+		if a >= 0 && s.now < s.allocs[a].start+d {
+			s.stopAlloc(a, StopJobUpdate, -1)
+			stopped = true
+		}
+	}
+	return stopped
 }
 
 // Evaluate creates a new eval for job i (POST /v1/job/<id>/evaluate): its
