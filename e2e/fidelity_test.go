@@ -44,13 +44,14 @@ import (
 // fidelityScale is K: one trace hour is 3600/K wall seconds.
 const fidelityScale = 120
 
-// fidelityNodes is the clients of the harness, gpu-client-0 ... in the
-// model (the trace's health rows name these).
+// fidelityNodes is the clients of the harness: gpu-client-0 to -2 in the
+// model and the trace's health rows, Nomad's gpu-client-1 to -3
+// (startNomadCluster's names), mapped by index.
 const fidelityNodes = 3
 
-// fidelityReaction is allot's wall-clock time from a change to its reaction
-// (the event watch wakes the leader's pass): the model's reaction delay is
-// K times it.
+// fidelityReaction is taken as allot's wall-clock time from a change to its
+// reaction (the event watch wakes the leader's pass; not measured here):
+// the model's reaction delay is K times it.
 const fidelityReaction = 300 * time.Millisecond
 
 // fidelityTraces are the traces and the horizon each is cut at.
