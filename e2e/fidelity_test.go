@@ -252,14 +252,22 @@ func runOnModel(t *testing.T, spec sim.ClusterSpec, tree *budgets.Tree, tr *sim.
 // latency of Nomad, not a policy setting: it stays at least 3 s.
 func scaledPolicy(pc *policy.Config) {
 	*pc = policy.DefaultConfig() // startAllot's own test settings do not apply
-	v := reflect.ValueOf(pc).Elem()
+	divideDurations(reflect.ValueOf(pc).Elem())
+	pc.Settle = max(pc.Settle, 3*time.Second)
+}
+
+// divideDurations divides every time.Duration in v, a struct, by K, in the
+// structs it holds too (policy.Config groups its settings in embedded ones).
+func divideDurations(v reflect.Value) {
 	durType := reflect.TypeOf(time.Duration(0))
 	for i := 0; i < v.NumField(); i++ {
-		if f := v.Field(i); f.Type() == durType {
+		switch f := v.Field(i); {
+		case f.Type() == durType:
 			f.SetInt(f.Int() / fidelityScale)
+		case f.Kind() == reflect.Struct:
+			divideDurations(f)
 		}
 	}
-	pc.Settle = max(pc.Settle, 3*time.Second)
 }
 
 // fidelityTask is the work of one allocation: it sleeps for what is left of
