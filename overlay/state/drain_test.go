@@ -96,54 +96,74 @@ func TestDrainLifecycle(t *testing.T) {
 		wantLost: 2*60 + 4*58*60,
 	}}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			f := newFSM(t, FSMConfig{})
-			for i, s := range tt.steps {
-				at := t0.Add(s.after)
-				before := len(f.Read().Decisions(0))
-				if s.ret {
-					mustApply(t, f, DrainReturnType, DrainReturnRequest{NodeID: "n1", At: at})
-					if r := f.Read().Drain("n1"); !r.ReturnRequested {
-						t.Fatalf("step %d: return not recorded", i)
-					}
-				}
-				mustApply(t, f, DrainObserveType, DrainObserveRequest{At: at, Nodes: []NodeObservation{s.obs}})
-				v := f.Read()
-				r := v.Drain("n1")
-				if r == nil || r.Phase != s.phase {
-					t.Fatalf("step %d: record %+v, want phase %s", i, r, s.phase)
-				}
-				var got []string
-				for _, d := range v.Decisions(0)[before:] {
-					if d.Kind != DecisionNodeTransition || d.NodeID != "n1" || !d.At.Equal(at) {
-						t.Fatalf("step %d: decision %+v, want a node-transition of n1 at %v", i, d, at)
-					}
-					got = append(got, d.Reason)
-				}
-				if len(got) != len(s.events) {
-					t.Fatalf("step %d: transitions %q, want %d starting %q", i, got, len(s.events), s.events)
-				}
-				for k, e := range s.events {
-					if !strings.HasPrefix(got[k], e) {
-						t.Fatalf("step %d: transition %q, want prefix %q", i, got[k], e)
-					}
-				}
-				// Sent again, the same observation changes nothing.
-				mustApply(t, f, DrainObserveType, DrainObserveRequest{At: at, Nodes: []NodeObservation{s.obs}})
-				if n := len(f.Read().Decisions(0)); n != before+len(got) {
-					t.Fatalf("step %d: a re-sent observation logged %d more decisions", i, n-before-len(got))
-				}
+		for _, via := range []MessageType{PassType, DrainObserveType} {
+			t.Run(tt.name+" via "+via.String(), func(t *testing.T) { runDrainSteps(t, via, tt.steps, tt.wantStats, tt.wantLost) })
+		}
+	}
+}
+
+// observeVia records one pass's observations as the leader does (a pass
+// entry with the changes DrainChanges works out on the state) or as leaders
+// before it did (a DrainObserve entry the FSM works out itself).
+func observeVia(t *testing.T, f *FSM, via MessageType, at time.Time, obs ...NodeObservation) {
+	t.Helper()
+	if via == DrainObserveType {
+		mustApply(t, f, DrainObserveType, DrainObserveRequest{At: at, Nodes: obs})
+		return
+	}
+	changes, err := DrainChanges(f.Read(), obs, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustApply(t, f, PassType, PassRequest{At: at, Drains: changes})
+}
+
+func runDrainSteps(t *testing.T, via MessageType, steps []step, wantStats DrainStats, wantLost int64) {
+	f := newFSM(t, FSMConfig{})
+	for i, s := range steps {
+		at := t0.Add(s.after)
+		before := len(f.Read().Decisions(0))
+		if s.ret {
+			mustApply(t, f, DrainReturnType, DrainReturnRequest{NodeID: "n1", At: at})
+			if r := f.Read().Drain("n1"); !r.ReturnRequested {
+				t.Fatalf("step %d: return not recorded", i)
 			}
-			v := f.Read()
-			st := v.DrainStats()
-			tt.wantStats.ID, tt.wantStats.GPUSecondsLost = drainStatsID, tt.wantLost
-			if d := cmp.Diff(tt.wantStats, st); d != "" {
-				t.Errorf("stats (-want +got):\n%s", d)
+		}
+		observeVia(t, f, via, at, s.obs)
+		v := f.Read()
+		r := v.Drain("n1")
+		if r == nil || r.Phase != s.phase {
+			t.Fatalf("step %d: record %+v, want phase %s", i, r, s.phase)
+		}
+		var got []string
+		for _, d := range v.Decisions(0)[before:] {
+			if d.Kind != DecisionNodeTransition || d.NodeID != "n1" || !d.At.Equal(at) {
+				t.Fatalf("step %d: decision %+v, want a node-transition of n1 at %v", i, d, at)
 			}
-			if r := v.Drain("n1"); r.GPUSecondsLost != tt.wantLost || r.ReturnRequested {
-				t.Errorf("record: lost %d, want %d; return still requested: %t", r.GPUSecondsLost, tt.wantLost, r.ReturnRequested)
+			got = append(got, d.Reason)
+		}
+		if len(got) != len(s.events) {
+			t.Fatalf("step %d: transitions %q, want %d starting %q", i, got, len(s.events), s.events)
+		}
+		for k, e := range s.events {
+			if !strings.HasPrefix(got[k], e) {
+				t.Fatalf("step %d: transition %q, want prefix %q", i, got[k], e)
 			}
-		})
+		}
+		// Sent again, the same observation changes nothing.
+		observeVia(t, f, via, at, s.obs)
+		if n := len(f.Read().Decisions(0)); n != before+len(got) {
+			t.Fatalf("step %d: a re-sent observation logged %d more decisions", i, n-before-len(got))
+		}
+	}
+	v := f.Read()
+	st := v.DrainStats()
+	wantStats.ID, wantStats.GPUSecondsLost = drainStatsID, wantLost
+	if d := cmp.Diff(wantStats, st); d != "" {
+		t.Errorf("stats (-want +got):\n%s", d)
+	}
+	if r := v.Drain("n1"); r.GPUSecondsLost != wantLost || r.ReturnRequested {
+		t.Errorf("record: lost %d, want %d; return still requested: %t", r.GPUSecondsLost, wantLost, r.ReturnRequested)
 	}
 }
 

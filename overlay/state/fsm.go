@@ -86,7 +86,8 @@ func (f *FSM) Config() FSMConfig { return f.cfg }
 
 // Apply applies one committed log entry. It returns nil, an error (the
 // entry changed nothing, or, for batches, the joined errors of the items
-// that were skipped), or a ChargeResult for charge entries.
+// that were skipped), a ChargeResult for charge and demand entries, or a
+// PassResult for a pass.
 func (f *FSM) Apply(l *raft.Log) any {
 	if l.Type != raft.LogCommand {
 		return nil
@@ -130,8 +131,10 @@ func (f *FSM) ApplyEntry(data []byte) any {
 		return f.applyDrainObserve(body)
 	case DrainReturnType:
 		return f.applyDrainReturn(body)
+	case PassType:
+		return f.applyPass(body)
 	default:
-		return fmt.Errorf("%w: unknown entry type %d (known: 1-%d)", ErrBadEntry, data[0], DrainReturnType)
+		return fmt.Errorf("%w: unknown entry type %d (known: 1-%d)", ErrBadEntry, data[0], PassType)
 	}
 }
 
