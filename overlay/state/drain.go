@@ -444,28 +444,27 @@ func observe(rec *DrainRecord, o *NodeObservation, at time.Time, st *DrainStats)
 		}
 		m.start(o)
 	}
-	if o.NomadDrain {
-		rec.Deadline = o.Deadline.UTC()
-	}
-	m.countIdle()
-	rec.ObservedAt, rec.HealthyGPUs = at, o.HealthyGPUs
-	if len(o.ForeignStops) > 0 {
-		rec.Manual = true
-	}
-	moved := addRequeued(rec, o.Requeued)
-	st.Requeued += int64(len(moved))
-	rec.Allocs = append([]DrainAlloc(nil), o.Allocs...)
-	if rec.Phase == PhaseCordoned && (len(moved) > 0 || len(o.ForeignStops) > 0) && len(o.Allocs) > 0 {
+	moved := m.note(o)
+	if m.startsLeaving(o, moved) {
 		m.enter(PhaseDraining, leavingReason(moved, o))
 	}
 	if m.leaving() && len(o.Allocs) == 0 && outOfService {
 		m.drained()
 	}
-	if rec.Active() && o.Eligible && o.Healthy && !o.NomadDrain {
+	if rec.Active() && backInService(o) {
 		m.returned(o)
 	}
 	return m.out
 }
+
+// startsLeaving: a cordoned node's allocations begin to leave (allot moved
+// some, or someone stopped some) and some are left.
+func (m *mover) startsLeaving(o *NodeObservation, moved []string) bool {
+	return m.rec.Phase == PhaseCordoned && (len(moved) > 0 || len(o.ForeignStops) > 0) && len(o.Allocs) > 0
+}
+
+// backInService: the node is eligible, healthy and not drained by Nomad.
+func backInService(o *NodeObservation) bool { return o.Eligible && o.Healthy && !o.NomadDrain }
 
 // mover makes one observation's transitions of a record.
 type mover struct {
@@ -514,6 +513,24 @@ func (m *mover) countIdle() {
 		m.rec.GPUSecondsLost += lost
 		m.st.GPUSecondsLost += lost
 	}
+}
+
+// note records what the observation says of a node in a drain, and
+// returns the allocations requeued off it that were not counted yet.
+func (m *mover) note(o *NodeObservation) []string {
+	rec := m.rec
+	if o.NomadDrain {
+		rec.Deadline = o.Deadline.UTC()
+	}
+	m.countIdle()
+	rec.ObservedAt, rec.HealthyGPUs = m.at, o.HealthyGPUs
+	if len(o.ForeignStops) > 0 {
+		rec.Manual = true
+	}
+	moved := addRequeued(rec, o.Requeued)
+	m.st.Requeued += int64(len(moved))
+	rec.Allocs = append([]DrainAlloc(nil), o.Allocs...)
+	return moved
 }
 
 func (m *mover) drained() {
