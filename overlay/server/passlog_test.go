@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/allot-sched/allot/overlay/policy"
 	"github.com/allot-sched/allot/overlay/state"
 	"github.com/hashicorp/raft"
 )
@@ -141,8 +142,8 @@ func TestOneRaftEntryPerPass(t *testing.T) {
 		Contract: state.Contract{Budget: "ai2/nlp", MinRuntime: time.Hour}, SubmittedAt: tBase}
 	rec.SetJob(job)
 	rec.SetAlloc(state.Alloc{ID: "a1", JobID: job.ID, NodeID: "n1", Leaf: "ai2/nlp", GPUs: 8, StartedAt: tBase})
-	rec.SetNode(state.Node{ID: "n1", Name: "gpu-1", Drain: state.NodeActive, TotalGPUs: 8, HealthyGPUs: 8, Since: tBase})
-	rec.SetNode(state.Node{ID: "n2", Name: "gpu-2", Drain: state.NodeDraining, TotalGPUs: 8, HealthyGPUs: 7, Since: tBase})
+	rec.SetNode(state.Node{ID: "n1", Name: "gpu-1", Drain: policy.NodeNormal, TotalGPUs: 8, HealthyGPUs: 8, Since: tBase})
+	rec.SetNode(state.Node{ID: "n2", Name: "gpu-2", Drain: policy.NodeDraining, TotalGPUs: 8, HealthyGPUs: 7, Since: tBase})
 	rec.SetQueue([]state.QueueEntry{{JobID: job.ID, Leaf: "ai2/nlp", Band: "protected", Priority: 100}})
 	rec.SetDrains([]state.NodeObservation{{NodeID: "n2", Name: "gpu-2", Fault: "XID 79", HealthyGPUs: 7}})
 	rec.AddDecisions(state.Decision{At: tBase, Kind: "priority", JobID: job.ID, Reason: "protected: 100"})

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/allot-sched/allot/budgets"
+	"github.com/allot-sched/allot/overlay/policy"
 	memdb "github.com/hashicorp/go-memdb"
 )
 
@@ -457,10 +458,10 @@ func upsertNodes(txn *memdb.Txn, nodes []Node) error {
 			return fmt.Errorf("node %d has no ID", i)
 		}
 		switch n.Drain {
-		case NodeActive, NodeDraining, NodeDrained, NodeReserved:
+		case policy.NodeNormal, policy.NodeDraining, policy.NodeDrained, policy.NodeReserved:
 		default:
-			return fmt.Errorf("node %q: drain state %q, want one of %s, %s, %s, %s", n.ID, n.Drain,
-				NodeActive, NodeDraining, NodeDrained, NodeReserved)
+			return fmt.Errorf("node %q: drain state %q, want one of %s, %s, %s, %s", n.ID, n.Drain.String(),
+				policy.NodeNormal, policy.NodeDraining, policy.NodeDrained, policy.NodeReserved)
 		}
 		if err := CheckNodeGPUs(i, n); err != nil {
 			return fmt.Errorf("node %s: %w", QuotePrefix(n.ID), err)

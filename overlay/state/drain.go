@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/allot-sched/allot/overlay/policy"
 	memdb "github.com/hashicorp/go-memdb"
 )
 
@@ -27,13 +28,10 @@ import (
 // leader works out each node's transitions from its stored DrainRecord and
 // the observation (DrainChanges) and sends them in the pass's entry, where
 // the FSM checks them against the stored record and stores them.
-const (
-	PhaseInService = "in-service"
-	PhaseCordoned  = "cordoned"
-	PhaseDraining  = "draining"
-	PhaseDrained   = "drained"
-	PhaseReturned  = "returned"
-)
+//
+// The phases are policy.NodeState values: NodeNormal (in service; Phase
+// names it "in-service"), NodeCordoned, NodeDraining, NodeDrained and
+// NodeReturned.
 
 // Causes of a drain.
 const (
@@ -118,7 +116,7 @@ type DrainReturnRequest struct {
 type DrainRecord struct {
 	NodeID     string
 	Name       string
-	Phase      string
+	Phase      policy.NodeState
 	Cause      string
 	Reason     string    // the fault, or the Nomad drain and its deadline
 	Episode    int       // 1 for the node's first drain, then 2, ...
@@ -149,7 +147,7 @@ type DrainRecord struct {
 
 // Active reports whether the node is out of service for this drain.
 func (r *DrainRecord) Active() bool {
-	return r.Phase == PhaseCordoned || r.Phase == PhaseDraining || r.Phase == PhaseDrained
+	return r.Phase == policy.NodeCordoned || r.Phase == policy.NodeDraining || r.Phase == policy.NodeDrained
 }
 
 // DrainStats are the cluster's drain counters since the state began.
@@ -228,8 +226,8 @@ var ErrNotDraining = fmt.Errorf("node not in a drain")
 type DrainChange struct {
 	NodeID string
 	// FromPhase and FromEpisode are the stored record's phase and episode
-	// the change was worked out from (PhaseInService and 0: none).
-	FromPhase   string
+	// the change was worked out from (policy.NodeNormal and 0: none).
+	FromPhase   policy.NodeState
 	FromEpisode int
 	Record      DrainRecord
 	Transitions []string
@@ -270,8 +268,8 @@ func DrainChanges(v *View, obs []NodeObservation, at time.Time) ([]DrainChange, 
 // observation; false when there is nothing to store (a node in service
 // that never drained).
 func planDrain(old *DrainRecord, o *NodeObservation, at time.Time) (DrainChange, bool) {
-	c := DrainChange{NodeID: o.NodeID, FromPhase: PhaseInService, Stats: newDrainStats("")}
-	rec := DrainRecord{NodeID: o.NodeID, Phase: PhaseInService}
+	c := DrainChange{NodeID: o.NodeID, FromPhase: policy.NodeNormal, Stats: newDrainStats("")}
+	rec := DrainRecord{NodeID: o.NodeID, Phase: policy.NodeNormal}
 	if old != nil {
 		rec = *old
 		rec.Allocs, rec.Requeued = slices.Clone(old.Allocs), slices.Clone(old.Requeued)
@@ -334,7 +332,7 @@ func (f *FSM) storeDrains(txn *memdb.Txn, at time.Time, changes []DrainChange) e
 			return fmt.Errorf("drain change %d (node %s): %w", i, QuotePrefix(c.NodeID), err)
 		}
 		rec := c.Record
-		if stored != nil && rec.Phase != PhaseReturned {
+		if stored != nil && rec.Phase != policy.NodeReturned {
 			// An operator's return request that landed after the leader
 			// read the record stands until the node returns.
 			rec.ReturnRequested, rec.ReturnRequestedAt = stored.ReturnRequested, stored.ReturnRequestedAt
@@ -353,12 +351,13 @@ func (f *FSM) storeDrains(txn *memdb.Txn, at time.Time, changes []DrainChange) e
 	return f.appendDecisions(txn, decisions)
 }
 
-var drainPhases = []string{PhaseInService, PhaseCordoned, PhaseDraining, PhaseDrained, PhaseReturned}
+// drainPhases are the phases a drain record may be in.
+var drainPhases = []policy.NodeState{policy.NodeCordoned, policy.NodeDraining, policy.NodeDrained, policy.NodeReturned}
 
 // checkDrainChange checks that a change was worked out from the stored
 // record and is one the lifecycle can make.
 func checkDrainChange(stored *DrainRecord, c *DrainChange) error {
-	fromPhase, fromEpisode := PhaseInService, 0
+	fromPhase, fromEpisode := policy.NodeNormal, 0
 	if stored != nil {
 		fromPhase, fromEpisode = stored.Phase, stored.Episode
 	}
@@ -368,11 +367,11 @@ func checkDrainChange(stored *DrainRecord, c *DrainChange) error {
 		return fmt.Errorf("the record is of node %s", QuotePrefix(r.NodeID))
 	case c.FromPhase != fromPhase || c.FromEpisode != fromEpisode:
 		return fmt.Errorf("worked out from phase %s of episode %d, but the node is %s in episode %d: the next pass works it out again",
-			c.FromPhase, c.FromEpisode, fromPhase, fromEpisode)
-	case !slices.Contains(drainPhases[1:], r.Phase):
-		return fmt.Errorf("phase %q, want one of %s", r.Phase, strings.Join(drainPhases[1:], ", "))
+			c.FromPhase.Phase(), c.FromEpisode, fromPhase.Phase(), fromEpisode)
+	case !slices.Contains(drainPhases, r.Phase):
+		return fmt.Errorf("phase %s, want one of %v", r.Phase.Phase(), drainPhases)
 	case len(c.Transitions) == 0 && r.Phase != fromPhase:
-		return fmt.Errorf("phase %s -> %s without a transition", fromPhase, r.Phase)
+		return fmt.Errorf("phase %s -> %s without a transition", fromPhase.Phase(), r.Phase.Phase())
 	case r.Episode != fromEpisode && r.Episode != fromEpisode+1:
 		return fmt.Errorf("episode %d after episode %d", r.Episode, fromEpisode)
 	case stored != nil && r.ObservedAt.Before(stored.ObservedAt):
@@ -446,7 +445,7 @@ func observe(rec *DrainRecord, o *NodeObservation, at time.Time, st *DrainStats)
 	}
 	moved := m.note(o)
 	if m.startsLeaving(o, moved) {
-		m.enter(PhaseDraining, leavingReason(moved, o))
+		m.enter(policy.NodeDraining, leavingReason(moved, o))
 	}
 	if m.leaving() && len(o.Allocs) == 0 && outOfService {
 		m.drained()
@@ -460,7 +459,7 @@ func observe(rec *DrainRecord, o *NodeObservation, at time.Time, st *DrainStats)
 // startsLeaving: a cordoned node's allocations begin to leave (allot moved
 // some, or someone stopped some) and some are left.
 func (m *mover) startsLeaving(o *NodeObservation, moved []string) bool {
-	return m.rec.Phase == PhaseCordoned && (len(moved) > 0 || len(o.ForeignStops) > 0) && len(o.Allocs) > 0
+	return m.rec.Phase == policy.NodeCordoned && (len(moved) > 0 || len(o.ForeignStops) > 0) && len(o.Allocs) > 0
 }
 
 // backInService: the node is eligible, healthy and not drained by Nomad.
@@ -474,15 +473,15 @@ type mover struct {
 	out []string
 }
 
-func (m *mover) enter(phase, why string) {
-	m.out = append(m.out, fmt.Sprintf("%s -> %s: %s", m.rec.Phase, phase, why))
+func (m *mover) enter(phase policy.NodeState, why string) {
+	m.out = append(m.out, fmt.Sprintf("%s -> %s: %s", m.rec.Phase.Phase(), phase.Phase(), why))
 	m.rec.Phase, m.rec.PhaseSince = phase, m.at
-	m.st.Transitions[phase]++
+	m.st.Transitions[phase.Phase()]++
 }
 
 // leaving: out of service, not yet empty.
 func (m *mover) leaving() bool {
-	return m.rec.Phase == PhaseCordoned || m.rec.Phase == PhaseDraining
+	return m.rec.Phase == policy.NodeCordoned || m.rec.Phase == policy.NodeDraining
 }
 
 // start begins a new drain episode: the node is cordoned.
@@ -495,7 +494,7 @@ func (m *mover) start(o *NodeObservation) {
 	*rec = DrainRecord{NodeID: rec.NodeID, Name: rec.Name, Phase: rec.Phase, Cause: cause, Reason: why,
 		Episode: rec.Episode + 1, StartedAt: m.at, ObservedAt: m.at, HealthyGPUs: o.HealthyGPUs}
 	m.st.Started[cause]++
-	m.enter(PhaseCordoned, why+"; ineligible at once")
+	m.enter(policy.NodeCordoned, why+"; ineligible at once")
 }
 
 // countIdle counts the healthy GPUs left idle since the last observation
@@ -536,7 +535,7 @@ func (m *mover) note(o *NodeObservation) []string {
 func (m *mover) drained() {
 	rec := m.rec
 	rec.DrainedAt = m.at
-	m.enter(PhaseDrained, fmt.Sprintf("empty after %s, ready for repair; %d allocation(s) requeued, %.2f GPU-hours idle while draining",
+	m.enter(policy.NodeDrained, fmt.Sprintf("empty after %s, ready for repair; %d allocation(s) requeued, %.2f GPU-hours idle while draining",
 		m.at.Sub(rec.StartedAt).Round(time.Second), len(rec.Requeued), float64(rec.GPUSecondsLost)/3600))
 	complete(rec, m.st)
 }
@@ -560,7 +559,7 @@ func (m *mover) returned(o *NodeObservation) {
 	rec.ReturnedAt, rec.ReturnedBy, rec.ReturnRequested = m.at, by, false
 	rec.Allocs = nil
 	m.st.Returned[by]++
-	m.enter(PhaseReturned, fmt.Sprintf("returned by %s: %s", by, why))
+	m.enter(policy.NodeReturned, fmt.Sprintf("returned by %s: %s", by, why))
 }
 
 // complete counts the drain as completed, once.

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/allot-sched/allot/overlay/policy"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -16,7 +17,7 @@ type step struct {
 	after  time.Duration // since t0
 	obs    NodeObservation
 	ret    bool // send a DrainReturnRequest before the observation
-	phase  string
+	phase  policy.NodeState
 	events []string // prefixes of the node-transition reasons this step logs
 }
 
@@ -34,19 +35,19 @@ func TestDrainLifecycle(t *testing.T) {
 	}{{
 		name: "unhealthy node drains as windows end and returns by policy",
 		steps: []step{
-			{obs: sick(prot, free), phase: PhaseCordoned, events: []string{"in-service -> cordoned: unhealthy: XID 79"}},
+			{obs: sick(prot, free), phase: policy.NodeCordoned, events: []string{"in-service -> cordoned: unhealthy: XID 79"}},
 			{after: time.Minute, obs: with(sick(prot, free), func(o *NodeObservation) { o.Requeued = []string{"f1"} }),
-				phase: PhaseDraining, events: []string{"cordoned -> draining: allocations leave as their protected windows end (requeued now: f1); 2 left"}},
-			{after: time.Hour, obs: with(sick(prot), func(o *NodeObservation) { o.Requeued = []string{"a1"} }), phase: PhaseDraining},
-			{after: time.Hour + time.Minute, obs: sick(), phase: PhaseDrained,
+				phase: policy.NodeDraining, events: []string{"cordoned -> draining: allocations leave as their protected windows end (requeued now: f1); 2 left"}},
+			{after: time.Hour, obs: with(sick(prot), func(o *NodeObservation) { o.Requeued = []string{"a1"} }), phase: policy.NodeDraining},
+			{after: time.Hour + time.Minute, obs: sick(), phase: policy.NodeDrained,
 				events: []string{"draining -> drained: empty after 1h1m0s, ready for repair; 2 allocation(s) requeued"}},
 			{after: 2 * time.Hour, obs: NodeObservation{NodeID: "n1", Healthy: true, Eligible: true, HealthyGPUs: 8,
-				ReturnedBy: ReturnedByPolicy, ReturnReason: "healthy since 09:30"}, phase: PhaseReturned,
+				ReturnedBy: ReturnedByPolicy, ReturnReason: "healthy since 09:30"}, phase: policy.NodeReturned,
 				events: []string{"drained -> returned: returned by policy: healthy since 09:30"}},
 		},
 		wantStats: DrainStats{Started: map[string]int64{CauseUnhealthy: 1},
 			Completed:   map[string]int64{CauseUnhealthy + "/" + CompletedAutomatic: 1},
-			Transitions: map[string]int64{PhaseCordoned: 1, PhaseDraining: 1, PhaseDrained: 1, PhaseReturned: 1},
+			Transitions: map[string]int64{policy.NodeCordoned.Phase(): 1, policy.NodeDraining.Phase(): 1, policy.NodeDrained.Phase(): 1, policy.NodeReturned.Phase(): 1},
 			Returned:    map[string]int64{ReturnedByPolicy: 1}, Requeued: 2},
 		// Each interval counts the GPUs held at its start: 7 healthy - 6 held
 		// for 1m, 7 - 6 for 59m (f1 was listed until it left), 7 - 4 for 1m.
@@ -54,44 +55,44 @@ func TestDrainLifecycle(t *testing.T) {
 	}, {
 		name: "an empty node goes from cordoned to drained in one pass",
 		steps: []step{
-			{obs: sick(), phase: PhaseDrained, events: []string{"in-service -> cordoned", "cordoned -> drained"}},
-			{after: time.Minute, obs: sick(), phase: PhaseDrained},
+			{obs: sick(), phase: policy.NodeDrained, events: []string{"in-service -> cordoned", "cordoned -> drained"}},
+			{after: time.Minute, obs: sick(), phase: policy.NodeDrained},
 		},
 		wantStats: DrainStats{Started: map[string]int64{CauseUnhealthy: 1},
 			Completed:   map[string]int64{CauseUnhealthy + "/" + CompletedAutomatic: 1},
-			Transitions: map[string]int64{PhaseCordoned: 1, PhaseDrained: 1}, Returned: map[string]int64{}},
+			Transitions: map[string]int64{policy.NodeCordoned.Phase(): 1, policy.NodeDrained.Phase(): 1}, Returned: map[string]int64{}},
 	}, {
 		name: "a node that recovers before it is empty returns directly; an operator asked",
 		steps: []step{
-			{obs: sick(prot), phase: PhaseCordoned, events: []string{"in-service -> cordoned"}},
+			{obs: sick(prot), phase: policy.NodeCordoned, events: []string{"in-service -> cordoned"}},
 			{after: 10 * time.Minute, ret: true, obs: NodeObservation{NodeID: "n1", Healthy: true, Eligible: true, HealthyGPUs: 8,
 				Allocs: []DrainAlloc{prot}, ReturnedBy: ReturnedByOperator, ReturnReason: "allot nodes return"},
-				phase: PhaseReturned, events: []string{"return requested by an operator while cordoned", "cordoned -> returned: returned by operator"}},
+				phase: policy.NodeReturned, events: []string{"return requested by an operator while cordoned", "cordoned -> returned: returned by operator"}},
 		},
 		wantStats: DrainStats{Started: map[string]int64{CauseUnhealthy: 1},
 			Completed:   map[string]int64{CauseUnhealthy + "/" + CompletedManual: 1},
-			Transitions: map[string]int64{PhaseCordoned: 1, PhaseReturned: 1}, Returned: map[string]int64{ReturnedByOperator: 1}},
+			Transitions: map[string]int64{policy.NodeCordoned.Phase(): 1, policy.NodeReturned.Phase(): 1}, Returned: map[string]int64{ReturnedByOperator: 1}},
 		wantLost: 3 * 600,
 	}, {
 		name: "nomad node drain: batch work requeued before the deadline; a hand-stopped alloc makes it manual",
 		steps: []step{
 			{obs: NodeObservation{NodeID: "n1", Healthy: true, NomadDrain: true, Deadline: t0.Add(time.Hour), HealthyGPUs: 8,
-				Allocs: []DrainAlloc{prot, free}}, phase: PhaseCordoned,
+				Allocs: []DrainAlloc{prot, free}}, phase: policy.NodeCordoned,
 				events: []string{"in-service -> cordoned: nomad node drain, deadline 2026-03-02T10:00:00Z; ineligible at once"}},
 			{after: time.Minute, obs: NodeObservation{NodeID: "n1", Healthy: true, NomadDrain: true, Deadline: t0.Add(time.Hour),
-				HealthyGPUs: 8, Allocs: []DrainAlloc{prot}, ForeignStops: []string{"f1"}}, phase: PhaseDraining,
+				HealthyGPUs: 8, Allocs: []DrainAlloc{prot}, ForeignStops: []string{"f1"}}, phase: policy.NodeDraining,
 				events: []string{"cordoned -> draining: allocations stopped outside allot (f1); 1 left"}},
 			{after: 59 * time.Minute, obs: NodeObservation{NodeID: "n1", Healthy: true, NomadDrain: true, Deadline: t0.Add(time.Hour),
-				HealthyGPUs: 8, Requeued: []string{"a1"}}, phase: PhaseDrained,
+				HealthyGPUs: 8, Requeued: []string{"a1"}}, phase: policy.NodeDrained,
 				events: []string{"draining -> drained: empty after 59m0s, ready for repair; 1 allocation(s) requeued, 3.90 GPU-hours idle"}},
 			// Nomad's drain is over; the node stays ineligible until an operator marks it eligible.
-			{after: 70 * time.Minute, obs: NodeObservation{NodeID: "n1", Healthy: true, HealthyGPUs: 8}, phase: PhaseDrained},
+			{after: 70 * time.Minute, obs: NodeObservation{NodeID: "n1", Healthy: true, HealthyGPUs: 8}, phase: policy.NodeDrained},
 			{after: 80 * time.Minute, obs: NodeObservation{NodeID: "n1", Healthy: true, Eligible: true, HealthyGPUs: 8},
-				phase: PhaseReturned, events: []string{"drained -> returned: returned by operator: eligible again"}},
+				phase: policy.NodeReturned, events: []string{"drained -> returned: returned by operator: eligible again"}},
 		},
 		wantStats: DrainStats{Started: map[string]int64{CauseNomadDrain: 1},
 			Completed:   map[string]int64{CauseNomadDrain + "/" + CompletedManual: 1},
-			Transitions: map[string]int64{PhaseCordoned: 1, PhaseDraining: 1, PhaseDrained: 1, PhaseReturned: 1},
+			Transitions: map[string]int64{policy.NodeCordoned.Phase(): 1, policy.NodeDraining.Phase(): 1, policy.NodeDrained.Phase(): 1, policy.NodeReturned.Phase(): 1},
 			Returned:    map[string]int64{ReturnedByOperator: 1}, Requeued: 1},
 		wantLost: 2*60 + 4*58*60,
 	}}
@@ -191,7 +192,7 @@ func TestDrainSecondEpisode(t *testing.T) {
 		mustApply(t, f, DrainObserveType, DrainObserveRequest{At: t0.Add(time.Duration(i) * time.Hour), Nodes: []NodeObservation{o}})
 	}
 	r := f.Read().Drain("n1")
-	if r.Episode != 2 || r.Phase != PhaseDrained || !r.StartedAt.Equal(t0.Add(2*time.Hour)) || r.ReturnedBy != "" {
+	if r.Episode != 2 || r.Phase != policy.NodeDrained || !r.StartedAt.Equal(t0.Add(2*time.Hour)) || r.ReturnedBy != "" {
 		t.Fatalf("second drain: %+v", r)
 	}
 	if st := f.Read().DrainStats(); st.Started[CauseUnhealthy] != 2 || st.Completed[CauseUnhealthy+"/"+CompletedAutomatic] != 2 {

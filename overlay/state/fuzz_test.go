@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/allot-sched/allot/budgets"
+	"github.com/allot-sched/allot/overlay/policy"
 )
 
 // entryGen turns fuzz bytes into log entries: mostly well-formed ones drawn
@@ -91,7 +92,7 @@ func (g *entryGen) next() []byte {
 		}
 		req = AllocUpsertRequest{Allocs: []Alloc{a}}
 	case NodeUpsertType:
-		req = NodeUpsertRequest{Nodes: []Node{{ID: g.pick("n1", "n2"), Drain: g.pick(NodeActive, NodeDraining, NodeDrained, NodeReserved, "bogus"), Since: g.at()}}}
+		req = NodeUpsertRequest{Nodes: []Node{{ID: g.pick("n1", "n2"), Drain: policy.NodeState(g.byte() % 6), Since: g.at()}}}
 	case DecisionAppendType:
 		req = DecisionAppendRequest{Decisions: []Decision{{At: g.at(), Kind: "priority", JobID: g.pick(fuzzJobs...)}}}
 	case PrioritiesType:

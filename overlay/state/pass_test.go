@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/allot-sched/allot/budgets"
+	"github.com/allot-sched/allot/overlay/policy"
 	"github.com/hashicorp/raft"
 )
 
@@ -33,7 +34,7 @@ func passFixture(t *testing.T) (*FSM, PassRequest) {
 		Contract: Contract{Budget: "ai2/prior/olmo", MinRuntime: time.Hour}, SubmittedAt: at}
 	return f, PassRequest{At: at, Jobs: []Job{olmo}, DeletedJobs: []string{"default/old"},
 		Allocs:     []Alloc{{ID: "a2", JobID: olmo.ID, NodeID: "n1", Leaf: "ai2/prior/olmo", GPUs: 4, StartedAt: t0.Add(5 * time.Minute)}},
-		Nodes:      []Node{{ID: "n2", Name: "gpu-2", Drain: NodeDraining, Since: at, TotalGPUs: 8, HealthyGPUs: 7}},
+		Nodes:      []Node{{ID: "n2", Name: "gpu-2", Drain: policy.NodeDraining, Since: at, TotalGPUs: 8, HealthyGPUs: 7}},
 		Priorities: []Priority{{JobID: olmo.ID, Priority: 100, WrittenAt: at}}, ReplaceQueue: true,
 		Queue: []QueueEntry{{JobID: olmo.ID, Leaf: "ai2/prior/olmo", Band: "protected", Priority: 100}},
 		Charges: []Charge{{Alloc: "a1", Leaf: "ai2/nlp", GPUs: 8, From: t0, To: at},
@@ -90,7 +91,7 @@ func TestPassAllOrNothing(t *testing.T) {
 			want: "charged to budget"},
 		{name: "a charge outside the ledger window", spoil: func(r *PassRequest) { r.Charges[0].From = t0.Add(-30 * 24 * time.Hour) },
 			want: "charge.from"},
-		{name: "a drain change worked out from another phase", spoil: func(r *PassRequest) { r.Drains[0].FromPhase = PhaseDrained },
+		{name: "a drain change worked out from another phase", spoil: func(r *PassRequest) { r.Drains[0].FromPhase = policy.NodeDrained },
 			want: "worked out from phase drained"},
 		{name: "a drain change without its count", spoil: func(r *PassRequest) { r.Drains[0].Stats.Transitions = nil },
 			want: "0 phase(s) entered for 2 transition(s)"},
