@@ -247,25 +247,27 @@ func (l *Ledger) moveHead(j int64) {
 	}
 }
 
-// Dropped returns how many writes (Charge or AddDemand calls with a positive
+// Dropped returns how many writes (charge or addDemand calls, or span parts, with a positive
 // amount) were dropped because their bucket was older than the horizon.
 func (l *Ledger) Dropped() int64 { return l.dropped }
 
 // DroppedGPUSeconds returns the GPU-seconds of the dropped writes.
 func (l *Ledger) DroppedGPUSeconds() int64 { return l.droppedSeconds }
 
-// Charge adds gpuSeconds of charged use to leaf's bucket containing at. A
+// charge adds gpuSeconds of charged use to leaf's bucket containing at (the
+// tests' way to set up a ledger: every caller outside this package writes
+// spans, with WriteSpans, ChargeSpan or AddDemandSpan). A
 // write older than the horizon is dropped and counted, and returns nil. It
 // returns ErrNegativeAmount for gpuSeconds < 0, ErrTooFarAhead beyond
 // MaxAdvance, and ErrBucketOverflow if the bucket would exceed
 // 4,294,967,295 GPU-seconds; the ledger is then unchanged.
-func (l *Ledger) Charge(leaf string, at time.Time, gpuSeconds int64) error {
+func (l *Ledger) charge(leaf string, at time.Time, gpuSeconds int64) error {
 	return l.write(leaf, at, gpuSeconds, false)
 }
 
-// AddDemand adds gpuSeconds of demand (GPUs of the leaf's running + pending
-// allocated work × seconds) to leaf's bucket containing at, with Charge's rules.
-func (l *Ledger) AddDemand(leaf string, at time.Time, gpuSeconds int64) error {
+// addDemand adds gpuSeconds of demand (GPUs of the leaf's running + pending
+// allocated work × seconds) to leaf's bucket containing at, with charge's rules.
+func (l *Ledger) addDemand(leaf string, at time.Time, gpuSeconds int64) error {
 	return l.write(leaf, at, gpuSeconds, true)
 }
 

@@ -51,7 +51,7 @@ func TestWriteSpansAllOrNothing(t *testing.T) {
 // horizon back after Advance calls, and refuses once anything was written.
 func TestRewindUndoesAdvanceOnly(t *testing.T) {
 	l := NewLedger(LedgerConfig{MaxAdvance: time.Hour, Retention: 2 * time.Hour})
-	mustWrite(t, l.Charge("root/a", t0, 60))
+	mustWrite(t, l.charge("root/a", t0, 60))
 	before, _ := l.MarshalBinary()
 	m := l.Mark()
 	mustWrite(t, l.Advance(t0.Add(time.Hour)))
@@ -67,7 +67,7 @@ func TestRewindUndoesAdvanceOnly(t *testing.T) {
 		t.Fatalf("usage after Rewind %d, want 60", got)
 	}
 	m = l.Mark()
-	mustWrite(t, l.Charge("root/a", t0.Add(time.Minute), 1))
+	mustWrite(t, l.charge("root/a", t0.Add(time.Minute), 1))
 	if err := l.Rewind(m); !errors.Is(err, ErrRewind) {
 		t.Fatalf("Rewind after a write = %v, want ErrRewind", err)
 	}
