@@ -42,17 +42,6 @@ func (*memSink) ID() string    { return "mem" }
 func (*memSink) Cancel() error { return nil }
 func (*memSink) Close() error  { return nil }
 
-// fsmSnapshot waits until the FSM applied everything committed, then
-// returns the index it applied and its snapshot's bytes.
-func fsmSnapshot(t *testing.T, s *Server) (uint64, []byte) {
-	t.Helper()
-	if err := s.raft.Barrier(5 * time.Second).Error(); err != nil {
-		t.Fatal(err)
-	}
-	idx := s.raft.AppliedIndex()
-	return idx, persist(t, s.FSM())
-}
-
 func persist(t *testing.T, f *state.FSM) []byte {
 	t.Helper()
 	snap, err := f.Snapshot()
