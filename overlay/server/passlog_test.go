@@ -22,9 +22,10 @@ import (
 // (log.jsonl: four more passes of 2 to 8 entries each, every kind the old
 // record and reconcile wrote, and an operator's return request), and the
 // snapshot of the state they led to (want.bin). TestPassLogFixture wrote it
-// with -update-passlog at commit 9b5963b ("server: fixture of a log written
-// by the multi-entry record"); it was removed once the leader wrote one
-// entry per pass, since it would now write pass entries.
+// with -update-passlog in the commit "server: fixture of a log written by
+// the multi-entry record" (git log -S TestPassLogFixture finds it); it was
+// removed once the leader wrote one entry per pass, since it would now
+// write pass entries.
 
 const passLogDir = "testdata/passlog"
 
