@@ -41,10 +41,10 @@ func TestEligibleInNomadReturnsDrainedNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	applyEntry(t, fsm, state.NodeUpsertType, state.NodeUpsertRequest{Nodes: []state.Node{{ID: "n1", Name: "gpu-1",
-		Drain: state.NodeDrained, Reason: "unhealthy and empty: ready for repair", Since: t0, TotalGPUs: 8, HealthyGPUs: 7}}})
+		Drain: policy.NodeDrained, Reason: "unhealthy and empty: ready for repair", Since: t0, TotalGPUs: 8, HealthyGPUs: 7}}})
 	applyEntry(t, fsm, state.DrainObserveType, state.DrainObserveRequest{At: t0, Nodes: []state.NodeObservation{{
 		NodeID: "n1", Name: "gpu-1", Fault: "XID 79 on GPU-3", HealthyGPUs: 7}}})
-	if r := fsm.Read().Drain("n1"); r == nil || r.Phase != state.PhaseDrained {
+	if r := fsm.Read().Drain("n1"); r == nil || r.Phase != policy.NodeDrained {
 		t.Fatalf("setup: drain record %+v, want drained", r)
 	}
 
@@ -77,7 +77,7 @@ func TestEligibleInNomadReturnsDrainedNode(t *testing.T) {
 
 	in := rowsInput{view: v, state: view, snap: snap, plan: plan, results: results, cfg: &ReconcilerConfig{}, now: now}
 	rows := nodeRows(in)
-	if len(rows) != 1 || rows[0].Drain != state.NodeActive || !strings.Contains(rows[0].Reason, "nomad node eligibility") {
+	if len(rows) != 1 || rows[0].Drain != policy.NodeNormal || !strings.Contains(rows[0].Reason, "nomad node eligibility") {
 		t.Errorf("node rows = %+v, want n1 active, returned in Nomad", rows)
 	}
 	obs := drainRows(in)
@@ -88,7 +88,7 @@ func TestEligibleInNomadReturnsDrainedNode(t *testing.T) {
 	applyEntry(t, fsm, state.DrainObserveType, state.DrainObserveRequest{At: now, Nodes: obs})
 	v = fsm.Read()
 	r := v.Drain("n1")
-	if r.Phase != state.PhaseReturned || r.ReturnedBy != state.ReturnedByOperator {
+	if r.Phase != policy.NodeReturned || r.ReturnedBy != state.ReturnedByOperator {
 		t.Errorf("drain record phase %s returned by %q, want returned by operator", r.Phase, r.ReturnedBy)
 	}
 	if got := v.DrainStats().Returned[state.ReturnedByOperator]; got != 1 {

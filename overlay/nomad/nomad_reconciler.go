@@ -317,7 +317,7 @@ func reservationsFromState(v *state.View) []policy.Reservation {
 	var out []policy.Reservation
 	idx := map[string]int{}
 	for _, n := range v.Nodes() {
-		if n.Drain != state.NodeReserved || n.ReservedFor == "" {
+		if n.Drain != policy.NodeReserved || n.ReservedFor == "" {
 			continue
 		}
 		i, ok := idx[n.ReservedFor]
@@ -378,29 +378,12 @@ func hasJob(snap *policy.Snapshot, id string) bool {
 	return false
 }
 
-func nodeStateOf(drain string) policy.NodeState {
-	switch drain {
-	case state.NodeReserved:
-		return policy.NodeReserved
-	case state.NodeDraining:
-		return policy.NodeDraining
-	case state.NodeDrained:
-		return policy.NodeDrained
-	}
-	return policy.NodeNormal
-}
+// nodeStateOf and drainOf were the translations between the stored drain
+// strings and the policy's node states; both are now policy.NodeState.
+// They stay (as identities) until the pass moves to overlay/reconcile.
+func nodeStateOf(drain policy.NodeState) policy.NodeState { return drain }
 
-func drainOf(s policy.NodeState) string {
-	switch s {
-	case policy.NodeReserved:
-		return state.NodeReserved
-	case policy.NodeDraining:
-		return state.NodeDraining
-	case policy.NodeDrained:
-		return state.NodeDrained
-	}
-	return state.NodeActive
-}
+func drainOf(s policy.NodeState) policy.NodeState { return s }
 
 // NewClientFor returns a Nomad client for addr ("" keeps NOMAD_ADDR), the
 // rest from Nomad's standard environment.

@@ -256,7 +256,7 @@ func nodeRows(in rowsInput) []state.Node {
 	var out []state.Node
 	for _, pn := range in.snap.Nodes {
 		n := in.state.Nodes[pn.ID]
-		row := state.Node{ID: pn.ID, Name: n.Name, Drain: state.NodeActive, Since: in.now,
+		row := state.Node{ID: pn.ID, Name: n.Name, Drain: policy.NodeNormal, Since: in.now,
 			TotalGPUs: n.TotalGPUs(), HealthyGPUs: n.HealthyGPUs(), GPUs: gpuRows(&n)}
 		old := in.view.Node(pn.ID)
 		if old != nil {
@@ -268,7 +268,7 @@ func nodeRows(in rowsInput) []state.Node {
 			}
 			row.Reason = na.Reason.String()
 		}
-		if r, ok := reservedFor[pn.ID]; ok && row.Drain == state.NodeReserved {
+		if r, ok := reservedFor[pn.ID]; ok && row.Drain == policy.NodeReserved {
 			row.ReservedFor, row.ReservedUntil = r.Job, r.Since.Add(in.cfg.Policy.ReservationMaxAge).UTC()
 		}
 		if old == nil || !sameRow(*old, row) {

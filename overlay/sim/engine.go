@@ -147,6 +147,9 @@ func Run(tr *Trace, c ClusterSpec, tree *budgets.Tree, p Policy, opts Options) (
 		return nil, fmt.Errorf("policy %s: %w", p.Name(), err)
 	}
 	s.loop(tr, p, horizon)
+	if f, ok := p.(interface{ Err() error }); ok && f.Err() != nil {
+		return nil, fmt.Errorf("policy %s: %w", p.Name(), f.Err())
+	}
 	return s.result(p.Name(), tr, horizon), nil
 }
 
