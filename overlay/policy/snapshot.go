@@ -107,7 +107,11 @@ type Job struct {
 	LastWrittenPriority int
 	// ModifyIndex is the JobModifyIndex read with Priority, for check-and-set.
 	ModifyIndex uint64
-	Groups      []TaskGroup
+	// EvaluatingSince is when Nomad's oldest evaluation of the job still in
+	// flight (pending: queued or being scheduled) was created; zero when
+	// none is. A priority write then waits (tier.go, placing).
+	EvaluatingSince time.Time
+	Groups          []TaskGroup
 }
 
 // TaskGroup asks for Count allocations of GPUs devices each, all on one node
@@ -139,7 +143,10 @@ type Alloc struct {
 	Group string
 	GPUs  int
 	// StartedAt is when its tasks started running (zero while pending).
-	StartedAt     time.Time
+	StartedAt time.Time
+	// PlacedAt is when Nomad placed it (zero when unknown): a priority
+	// write waits while it is pending, at most Config.Settle from then.
+	PlacedAt      time.Time
 	ClientStatus  string
 	DesiredStatus string
 }
