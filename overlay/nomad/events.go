@@ -146,13 +146,28 @@ func evalEvent(c *change, ev *api.Event) error {
 		return nil // node evals carry no job
 	}
 	key := JobKey{Namespace: orDefault(e.Namespace), ID: e.JobID}
-	if e.Status == "blocked" {
+	switch {
+	case e.Status == "blocked":
 		b := blockedFromEval(e)
 		c.putBlocked = append(c.putBlocked, &b)
 		return nil
+	case inFlight(e):
+		c.putPending = append(c.putPending, pendingFromEval(e))
 	}
-	c.unblockEvals = append(c.unblockEvals, evalDone{Job: key, ID: e.ID, ModifyIndex: e.ModifyIndex})
+	c.unblockEvals = append(c.unblockEvals, evalDone{Job: key, ID: e.ID, ModifyIndex: e.ModifyIndex, InFlight: inFlight(e)})
 	return nil
+}
+
+// inFlight reports whether an evaluation is queued or being scheduled now:
+// pending and not delayed (a reschedule's follow-up waits until WaitUntil,
+// and what it will place is not under way yet).
+func inFlight(e *api.Evaluation) bool {
+	return e.Status == api.EvalStatusPending && e.WaitUntil.IsZero()
+}
+
+func pendingFromEval(e *api.Evaluation) *pendingEval {
+	return &pendingEval{ID: e.ID, Job: JobKey{Namespace: orDefault(e.Namespace), ID: e.JobID},
+		Created: unixNanos(e.CreateTime), ModifyIndex: e.ModifyIndex}
 }
 
 // blockedFromEval keeps what explanations and recovery need of a blocked eval.

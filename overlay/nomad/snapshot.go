@@ -100,6 +100,7 @@ func BuildSnapshot(s *State, in SnapshotInput) *policy.Snapshot {
 		managed[j.Key] = id
 		pj := policyJob(&j, id, in)
 		pj.QueuedSince = stopped[j.Key]
+		pj.EvaluatingSince = s.Evaluating[j.Key]
 		snap.Jobs = append(snap.Jobs, pj)
 	}
 	for _, a := range s.Allocs {
@@ -109,7 +110,7 @@ func BuildSnapshot(s *State, in SnapshotInput) *policy.Snapshot {
 		}
 		snap.Allocs = append(snap.Allocs, policy.Alloc{
 			ID: a.ID, Job: id, Node: a.NodeID, Group: a.TaskGroup, GPUs: a.GPUs,
-			StartedAt: a.StartedAt, ClientStatus: a.ClientStatus, DesiredStatus: a.DesiredStatus,
+			StartedAt: a.StartedAt, PlacedAt: a.CreatedAt, ClientStatus: a.ClientStatus, DesiredStatus: a.DesiredStatus,
 		})
 	}
 	sort.Slice(snap.Allocs, func(i, j int) bool { return snap.Allocs[i].ID < snap.Allocs[j].ID })
