@@ -79,14 +79,33 @@ func TestReconcileFillerPreempted(t *testing.T) {
 			}
 		}
 	}
-	// 4 for an ask of 4; Nomad may evict more when allot's first priority
-	// write replaces the just-placed allocation (see the report).
 	t.Logf("%d filler allocations evicted by Nomad for the allocated job (%d allocation(s))", evicted, len(works))
-	if evicted < 4 {
-		t.Fatalf("%d filler allocations evicted, want at least 4 (one GPU each for an ask of 4)", evicted)
+	if evicted != 4 {
+		t.Errorf("%d filler allocations evicted, want 4 (one GPU each for an ask of 4)", evicted)
 	}
 	if n := len(c.running(t, "work")); n != 1 {
 		t.Fatalf("allocated job has %d running allocations, want 1", n)
+	}
+	// allot writes the job's priority only once its placement is done: a
+	// write while the allocation waits for its victims makes Nomad replace
+	// it ("alloc is being updated due to job update"), a second allocation
+	// that starts late and may evict more.
+	allocs := c.allocs(t, "work")
+	for _, a := range allocs {
+		if a.DesiredDescription == "alloc is being updated due to job update" {
+			t.Errorf("allocation %s of the allocated job replaced by a job update: allot wrote its priority while it was placed", a.ID)
+		}
+	}
+	if len(allocs) != 1 {
+		t.Fatalf("allocated job has %d allocations, want 1", len(allocs))
+	}
+	vs := c.versions(t, "work")
+	if len(vs) < 2 {
+		t.Fatalf("allocated job has %d versions: allot never wrote its priority", len(vs))
+	}
+	if written := time.Unix(0, vs[1].SubmitTime); written.Before(allocs[0].started()) {
+		t.Errorf("allot wrote priority %d at %s, before the allocation started at %s", vs[1].Priority,
+			written.Format("15:04:05.000"), allocs[0].started().Format("15:04:05.000"))
 	}
 }
 

@@ -83,6 +83,9 @@ func jobEvent(c *change, ev *api.Event) error {
 	}
 	job := jobFromAPI(&j)
 	c.putJobs = append(c.putJobs, &job)
+	if ev.Type == "JobRegistered" && !job.Stop {
+		c.registered = append(c.registered, &pendingEval{Job: job.Key, Created: job.SubmitTime, ModifyIndex: job.JobModifyIndex})
+	}
 	return nil
 }
 

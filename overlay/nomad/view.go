@@ -65,21 +65,28 @@ type View struct {
 	pending   map[string]*pendingEval
 	done      map[string]uint64
 	pendingAt uint64
-	index     uint64
-	synced    bool
-	changed   chan struct{}
+	// registered holds the jobs whose registration (a user's or allot's
+	// own) an event showed and whose evaluation no event has shown yet:
+	// Nomad creates it in the same raft entry, but may send it in a frame
+	// of its own after the job's (observed with Nomad 2.0.6), and a pass
+	// in between must not take the job for one Nomad is done with.
+	registered map[JobKey]*pendingEval
+	index      uint64
+	synced     bool
+	changed    chan struct{}
 }
 
 // NewView returns an empty, unsynced view.
 func NewView() *View {
 	return &View{
-		jobs:    map[JobKey]*Job{},
-		allocs:  map[string]*Alloc{},
-		nodes:   map[string]*Node{},
-		blocked: map[JobKey]*BlockedEval{},
-		pending: map[string]*pendingEval{},
-		done:    map[string]uint64{},
-		changed: make(chan struct{}, 1),
+		jobs:       map[JobKey]*Job{},
+		allocs:     map[string]*Alloc{},
+		nodes:      map[string]*Node{},
+		blocked:    map[JobKey]*BlockedEval{},
+		pending:    map[string]*pendingEval{},
+		done:       map[string]uint64{},
+		changed:    make(chan struct{}, 1),
+		registered: map[JobKey]*pendingEval{},
 	}
 }
 
@@ -107,11 +114,17 @@ func (v *View) State() State {
 		Index:   v.index,
 		Synced:  v.synced,
 	}
-	s.Evaluating = make(map[JobKey]time.Time, len(v.pending))
-	for _, e := range v.pending {
+	s.Evaluating = make(map[JobKey]time.Time, len(v.pending)+len(v.registered))
+	evaluating := func(e *pendingEval) {
 		if t, ok := s.Evaluating[e.Job]; !ok || e.Created.Before(t) {
 			s.Evaluating[e.Job] = e.Created
 		}
+	}
+	for _, e := range v.pending {
+		evaluating(e)
+	}
+	for _, e := range v.registered {
+		evaluating(e)
 	}
 	for k, j := range v.jobs {
 		s.Jobs[k] = *j
@@ -156,7 +169,10 @@ type change struct {
 	putBlocked   []*BlockedEval
 	unblockEvals []evalDone
 	putPending   []*pendingEval
-	index        uint64
+	// registered: jobs a JobRegistered event showed, with their new
+	// JobModifyIndex (as ModifyIndex) and SubmitTime (as Created).
+	registered []*pendingEval
+	index      uint64
 }
 
 // evalDone says an eval left the blocked state (or a newer eval replaced it).
@@ -191,6 +207,7 @@ func (v *View) apply(c *change) {
 					delete(v.pending, id)
 				}
 			}
+			delete(v.registered, k)
 			moved = true
 		}
 	}
@@ -241,6 +258,26 @@ func (v *View) apply(c *change) {
 // later (a replayed event), any other status (blocked included) leaves it.
 func (v *View) evalsMoved(c *change) bool {
 	moved := false
+	for _, r := range c.registered {
+		if old, ok := v.registered[r.Job]; (!ok || old.ModifyIndex < r.ModifyIndex) && r.ModifyIndex > v.pendingAt {
+			v.registered[r.Job] = r
+			moved = true
+		}
+	}
+	// Any event of an evaluation at or after a registration shows its
+	// evaluation (pending ones are then tracked by their own ID).
+	seen := func(job JobKey, index uint64) {
+		if r, ok := v.registered[job]; ok && index >= r.ModifyIndex {
+			delete(v.registered, job)
+			moved = true
+		}
+	}
+	for _, d := range c.unblockEvals {
+		seen(d.Job, d.ModifyIndex)
+	}
+	for _, b := range c.putBlocked {
+		seen(b.Job, b.ModifyIndex)
+	}
 	for _, d := range c.unblockEvals {
 		if d.InFlight {
 			continue
@@ -300,7 +337,7 @@ func (v *View) replace(jobs []*Job, allocs []*Alloc, nodes []*Node, blocked []*B
 	for _, e := range pending {
 		v.pending[e.ID] = e
 	}
-	v.done, v.pendingAt = map[string]uint64{}, evalsAt
+	v.done, v.pendingAt, v.registered = map[string]uint64{}, evalsAt, map[JobKey]*pendingEval{}
 	v.index = index
 	v.synced = true
 	v.mu.Unlock()

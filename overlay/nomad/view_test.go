@@ -177,6 +177,22 @@ func TestViewTracksEvaluationsInFlight(t *testing.T) {
 		t.Fatalf("after purging the job: evaluating %v, want none", v.State().Evaluating)
 	}
 
+	// A registration counts as an evaluation in flight until an event of
+	// an evaluation at or after it shows up: Nomad may send the evaluation
+	// in a frame after the job's, with the same index.
+	v.replace([]*Job{{Key: k, ModifyIndex: 20}}, nil, nil, nil, nil, 20, 20)
+	apply(&api.Events{Index: 21, Events: []api.Event{{Topic: api.TopicJob, Type: "JobRegistered", Key: "j", Index: 21,
+		Payload: map[string]any{"Job": map[string]any{"ID": "j", "Namespace": "default", "Priority": 50,
+			"ModifyIndex": 21, "JobModifyIndex": 21, "SubmitTime": int64(1_900_000_000_000_000_000)}}}}})
+	if at, ok := evaluating(); !ok || !at.Equal(time.Unix(0, 1_900_000_000_000_000_000)) {
+		t.Fatalf("after a registration with no evaluation yet: evaluating %v since %s; want since its SubmitTime", ok, at)
+	}
+	apply(evalFrame(21, "e7", "j", "pending", nil))
+	apply(evalFrame(22, "e7", "j", "complete", nil))
+	if _, ok := evaluating(); ok {
+		t.Fatal("a registration whose evaluation completed still counts as in flight")
+	}
+
 	// A rebuild from the lists keeps what they show pending, and an event
 	// older than the list of evaluations does not add one it did not show.
 	v.replace([]*Job{{Key: k, ModifyIndex: 20}}, nil, nil, nil,
