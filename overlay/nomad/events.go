@@ -83,7 +83,9 @@ func jobEvent(c *change, ev *api.Event) error {
 	}
 	job := jobFromAPI(&j)
 	c.putJobs = append(c.putJobs, &job)
-	if ev.Type == "JobRegistered" && !job.Stop {
+	// Nomad evaluates a registration in the same raft entry, except for a
+	// periodic or parameterized job's parent, which never places anything.
+	if ev.Type == "JobRegistered" && !job.Stop && !j.IsPeriodic() && !j.IsParameterized() {
 		c.registered = append(c.registered, &pendingEval{Job: job.Key, Created: job.SubmitTime, ModifyIndex: job.JobModifyIndex})
 	}
 	return nil
