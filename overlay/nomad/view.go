@@ -300,7 +300,7 @@ func (v *View) evalsMoved(c *change) bool {
 		}
 	}
 	for _, e := range c.putPending {
-		if _, ok := v.done[e.ID]; ok || e.ModifyIndex <= v.pendingAt {
+		if e.ModifyIndex <= v.done[e.ID] || e.ModifyIndex <= v.pendingAt {
 			continue // finished since, or older than the last list (which did not show it pending)
 		}
 		if old, ok := v.pending[e.ID]; !ok || old.ModifyIndex < e.ModifyIndex {
