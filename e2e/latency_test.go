@@ -118,21 +118,24 @@ func reportLatencies(b *testing.B, from string, lats []time.Duration) {
 
 // windowEndLatencies measures protected window end -> victim preempted (its
 // task told to stop) over rounds of 8 one-GPU victims with staggered
-// windows (rounds first, first+1, ... name the jobs). The windows are long enough that the pending jobs wanting the
-// GPUs are registered and prioritized before the first one ends: a window
-// that ended earlier would add the test's own set-up time to the figure.
-func windowEndLatencies(t testing.TB, c *gpuCluster, al *allot, first, rounds int) []time.Duration {
+// windows (rounds first, first+1, ... name the jobs). The windows are long
+// enough that the pending jobs wanting the GPUs are registered and
+// prioritized before the first one ends; a victim whose window ended
+// earlier all the same (a loaded host sets up slowly) is left out and
+// counted in skipped: its figure would add the test's own set-up time.
+func windowEndLatencies(t testing.TB, c *gpuCluster, al *allot, first, rounds int) (lats []time.Duration, skipped int) {
 	t.Helper()
 	const window = 12 * time.Second
-	var lats []time.Duration
 	for round := first; round < first+rounds; round++ {
 		var victims []string
 		for i := 0; i < 8; i++ {
 			id := fmt.Sprintf("v%d-%d", round, i)
 			victims = append(victims, id)
 			c.register(t, gpuJob{ID: id, Budget: "lab/a", MinRuntime: window.String(), GPUs: 1})
-			c.waitRunning(t, id, 1, 30*time.Second)
 			time.Sleep(400 * time.Millisecond) // staggers the windows
+		}
+		for _, id := range victims {
+			c.waitRunning(t, id, 1, 30*time.Second)
 		}
 		for i := 0; i < 8; i++ {
 			// A window of 1m (1 GPU x 60 s) is worth more than a victim's ~12 s of
@@ -152,8 +155,10 @@ func windowEndLatencies(t testing.TB, c *gpuCluster, al *allot, first, rounds in
 			})
 			end := first.started().Add(window)
 			if !end.After(ready) {
-				t.Fatalf("precondition: %s's window ended at %s, before the pending jobs were in place at %s",
+				t.Logf("left out: %s's window ended at %s, before the pending jobs were in place at %s",
 					id, end.Format("15:04:05.000"), ready.Format("15:04:05.000"))
+				skipped++
+				continue
 			}
 			lat := first.killedAt().Sub(end)
 			if lat < 0 {
@@ -186,7 +191,7 @@ func windowEndLatencies(t testing.TB, c *gpuCluster, al *allot, first, rounds in
 			}
 		}
 	}
-	return lats
+	return lats, skipped
 }
 
 // startWindowCluster is a cluster with allot in front, lab/a over its share.
@@ -201,22 +206,28 @@ func startWindowCluster(t testing.TB) (*gpuCluster, *allot) {
 // Latency: protected window end -> victim preempted, 8 victims a round, two rounds.
 func TestReconcileLatencyWindowEndToPreempt(t *testing.T) {
 	c, al := startWindowCluster(t)
-	lats := windowEndLatencies(t, c, al, 0, 2)
+	lats, skipped := windowEndLatencies(t, c, al, 0, 2)
 	p50, p99 := percentile(lats, 50), percentile(lats, 99)
-	t.Logf("LATENCY protected window end -> victim preempted over %d victims: p50 %s p99 %s max %s", len(lats),
+	t.Logf("LATENCY protected window end -> victim preempted over %d victims (%d left out): p50 %s p99 %s max %s", len(lats), skipped,
 		p50.Round(time.Millisecond), p99.Round(time.Millisecond), percentile(lats, 100).Round(time.Millisecond))
+	if len(lats) < 8 {
+		t.Fatalf("%d of 16 victims measured: the set-up was too slow for the windows", len(lats))
+	}
 	if p99 >= e2eReconcileInterval {
 		t.Errorf("p99 %s is not below the reconcile interval %s: reactions wait for the periodic pass", p99, e2eReconcileInterval)
 	}
 }
 
-// BenchmarkLatencyWindowEndToPreempt: 13 rounds (104 victims) an iteration.
+// BenchmarkLatencyWindowEndToPreempt: 14 rounds (112 victims) an iteration.
 func BenchmarkLatencyWindowEndToPreempt(b *testing.B) {
 	c, al := startWindowCluster(b)
 	var lats []time.Duration
+	skipped := 0
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		lats = append(lats, windowEndLatencies(b, c, al, 13*i, 13)...)
+		l, s := windowEndLatencies(b, c, al, 14*i, 14)
+		lats, skipped = append(lats, l...), skipped+s
 	}
 	reportLatencies(b, "window-end", lats)
+	b.ReportMetric(float64(skipped), "left-out")
 }
