@@ -104,6 +104,17 @@ func (w *world) do(c *ddCase) (string, error) {
 		return w.start(pos, ClientRunning)
 	case "place":
 		return w.start(pos, ClientPending)
+	case "victims-stopped":
+		j, err := w.findJob(pos)
+		if err != nil {
+			return "", err
+		}
+		for i := range w.snap.Allocs {
+			if w.snap.Allocs[i].Job == j.ID {
+				w.snap.Allocs[i].WaitsForVictims = false
+			}
+		}
+		return "", nil
 	case "run":
 		return "", w.run(pos)
 	case "evaluating":
@@ -376,9 +387,10 @@ func (w *world) findJob(pos []string) (*Job, error) {
 
 // start is Nomad placing a job's missing allocations, one on each node
 // named, with that client status: running (started now) or pending (placed
-// now; `run` starts it). Like Nomad, it preempts allocations of jobs at
-// least 10 below the job when the node is short, lowest first, and refuses
-// what cannot fit.
+// now; `run` starts it; one that preempted waits for its victims until
+// `victims-stopped`). Like Nomad, it preempts allocations of jobs at least
+// 10 below the job when the node is short, lowest first, and refuses what
+// cannot fit.
 func (w *world) start(pos []string, status string) (string, error) {
 	j, err := w.findJob(pos)
 	if err != nil {
@@ -390,6 +402,7 @@ func (w *world) start(pos []string, status string) (string, error) {
 		if err != nil {
 			return "", err
 		}
+		preempted := false
 		g := j.Groups[0].GPUs
 		if !n.Eligible || !n.Healthy {
 			return "", fmt.Errorf("node %s is not eligible", id)
@@ -401,11 +414,13 @@ func (w *world) start(pos []string, status string) (string, error) {
 			}
 			a := w.snap.Allocs[v]
 			fmt.Fprintf(&b, "nomad preempts %s on %s\n", a.Job, id)
+			preempted = true
 			w.snap.Allocs = slices.Delete(w.snap.Allocs, v, v+1)
 		}
 		w.seq++
 		a := Alloc{ID: fmt.Sprintf("%s.%d", j.ID, w.seq), Job: j.ID, Node: id,
-			Group: "g", GPUs: g, PlacedAt: w.now, ClientStatus: status, DesiredStatus: DesiredRun}
+			Group: "g", GPUs: g, PlacedAt: w.now, ClientStatus: status, DesiredStatus: DesiredRun,
+			WaitsForVictims: status == ClientPending && preempted}
 		if status == ClientRunning {
 			a.StartedAt = w.now
 		}

@@ -144,11 +144,14 @@ type Alloc struct {
 	GPUs  int
 	// StartedAt is when its tasks started running (zero while pending).
 	StartedAt time.Time
-	// PlacedAt is when Nomad placed it (zero when unknown): a priority
-	// write waits while it is pending, at most Config.Settle from then.
-	PlacedAt      time.Time
-	ClientStatus  string
-	DesiredStatus string
+	// PlacedAt is when Nomad placed it (zero when unknown).
+	PlacedAt time.Time
+	// WaitsForVictims: Nomad placed it by preempting allocations that have
+	// not stopped yet; it starts once they have. A priority write waits
+	// meanwhile, at most Config.Settle from PlacedAt (tier.go, placing).
+	WaitsForVictims bool
+	ClientStatus    string
+	DesiredStatus   string
 }
 
 // holds reports whether the allocation occupies its GPUs now.

@@ -131,16 +131,17 @@ func abs(x int) int {
 }
 
 // placing reports whether job j's placement is in flight in Nomad: an
-// allocation of it is placed and not running yet, or an evaluation of it is
-// pending. A priority write then would make Nomad update the job while the
-// allocation waits for its victims to stop, which it does by replacing the
-// allocation ("alloc is being updated due to job update"): the job starts
-// late and may evict more (observed with Nomad 2.0.6; a write to an
-// allocation placed on free GPUs is done in place). So the write waits for
-// the placement to end, at most Settle from its start (an allocation stuck
-// pulling an image gets its band then; Settle 0 turns the wait off); the
-// event that ends it wakes the next decision, and the bound is a wake of
-// its own. An allocation placed at an unknown time waits until it runs.
+// evaluation of it is pending, or an allocation of it waits for the
+// allocations Nomad preempted for it to stop. A priority write then makes
+// Nomad update the job while the allocation waits, which it does by
+// replacing the allocation ("alloc is being updated due to job update"):
+// the job starts late and Nomad may evict more (observed with Nomad 2.0.6).
+// A write to an allocation placed on free GPUs, or whose victims are gone,
+// is done in place, and is not held: a job left at a low priority while it
+// starts could itself be preempted. So the write waits for the placement,
+// at most Settle from its start (Settle 0 turns the wait off); the event
+// that ends it wakes the next decision, and the bound is a wake of its own.
+// An allocation placed at an unknown time waits until its victims stop.
 // Victims are exempt: they must go below the job they make room for at once.
 func (d *Decider) placing(j int32) bool {
 	if d.cfg.Settle <= 0 {
@@ -163,7 +164,7 @@ func (d *Decider) placing(j int32) bool {
 		since(t)
 	}
 	for _, ai := range d.jobAllocs.row(j) {
-		if a := d.ap[ai]; a.live() && a.ClientStatus == ClientPending {
+		if a := d.ap[ai]; a.live() && a.ClientStatus == ClientPending && a.WaitsForVictims {
 			since(a.PlacedAt)
 		}
 	}
