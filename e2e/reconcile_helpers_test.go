@@ -296,7 +296,6 @@ type nomadAlloc struct {
 	PreemptedByAllocation       string
 	RescheduleTracker           *struct{ Events []any }
 	CreateIndex, ModifyIndex    uint64
-	ModifyTime                  int64 // unix nanoseconds
 	TaskStates                  map[string]struct {
 		StartedAt, FinishedAt time.Time
 		Events                []struct {
