@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -73,6 +74,8 @@ type allotOptions struct {
 	NomadAddr string // default: the cluster's address
 	DataDir   string // "": -dev (in-memory state)
 	Policy    func(*policy.Config)
+	// ReconcileInterval is the periodic pass's (default 2s).
+	ReconcileInterval time.Duration
 }
 
 // testBudgets: two leaves with equal shares.
@@ -110,7 +113,7 @@ func startAllot(t testing.TB, c *gpuCluster, o allotOptions) *allot {
 	lns := listeners(t, 2)
 	cfg := server.Config{Dev: o.DataDir == "", DataDir: o.DataDir, BootstrapExpect: 1, NodeID: "allot-e2e",
 		HTTPListener: lns[0], RaftListener: lns[1], Token: "e2e", Reconciler: rec,
-		ReconcileInterval: 2 * time.Second, Logger: log,
+		ReconcileInterval: cmp.Or(o.ReconcileInterval, 2*time.Second), Logger: log,
 		Raft: server.RaftTuning{HeartbeatTimeout: 200 * time.Millisecond, ElectionTimeout: 200 * time.Millisecond,
 			LeaderLeaseTimeout: 100 * time.Millisecond, CommitTimeout: 5 * time.Millisecond}}
 	srv, err := server.New(cfg)
