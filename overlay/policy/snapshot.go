@@ -155,7 +155,11 @@ type Job struct {
 	LastWrittenPriority int
 	// ModifyIndex is the JobModifyIndex read with Priority, for check-and-set.
 	ModifyIndex uint64
-	Groups      []TaskGroup
+	// EvaluatingSince is when Nomad's oldest evaluation of the job still in
+	// flight (pending: queued or being scheduled) was created; zero when
+	// none is. A priority write then waits (tier.go, placing).
+	EvaluatingSince time.Time
+	Groups          []TaskGroup
 }
 
 // TaskGroup asks for Count allocations of GPUs devices each, all on one node
@@ -187,9 +191,15 @@ type Alloc struct {
 	Group string
 	GPUs  int
 	// StartedAt is when its tasks started running (zero while pending).
-	StartedAt     time.Time
-	ClientStatus  string
-	DesiredStatus string
+	StartedAt time.Time
+	// PlacedAt is when Nomad placed it (zero when unknown).
+	PlacedAt time.Time
+	// WaitsForVictims: Nomad placed it by preempting allocations that have
+	// not stopped yet; it starts once they have. A priority write waits
+	// meanwhile, at most Config.Settle from PlacedAt (tier.go, placing).
+	WaitsForVictims bool
+	ClientStatus    string
+	DesiredStatus   string
 }
 
 // holds reports whether the allocation occupies its GPUs now.
