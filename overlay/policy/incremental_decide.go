@@ -140,6 +140,14 @@ func (x *Incremental) read(h int) {
 		}
 	}
 	x.top = top
+	for _, s := range x.quick.items {
+		if x.rankAt[s] != 0 {
+			continue // read among the top
+		}
+		add(s)
+		i, _ := slices.BinarySearch(x.asks.ask, x.jobs[s].ask)
+		asks[i]-- // read, so not among the jobs left out
+	}
 	x.tl.first, x.tl.minAsk = 0, 1<<30
 	if h < int(x.tl.queued) {
 		x.tl.first = x.firstLeftOut(h)

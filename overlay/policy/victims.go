@@ -77,6 +77,50 @@ func (d *Decider) place() {
 	if d.tl != nil && !d.tl.crossed && d.tl.first > 0 {
 		d.crossTail(examined)
 	}
+	d.placeQuick()
+}
+
+// placeQuick is rule 5b: past the first MaxEvaluations, up to
+// MaxEvaluations more debug-shaped jobs (quickJob) left waiting in the
+// queue are examined for time slicing, in order, with the same victim
+// rules. A small ask with a window of minutes fits more places than a
+// large one, and its wait can often be bought in seconds from the
+// cheapest past-window victim; left in the queue behind large jobs that
+// cannot place, it would wait for hours. An Incremental reads every
+// queued quick job (incremental.go), so its plans equal Decide's.
+func (d *Decider) placeQuick() {
+	if d.cfg.QuickWindow <= 0 {
+		return
+	}
+	examined, evals := 0, d.evals
+	for _, k := range d.order {
+		if examined >= d.cfg.MaxEvaluations || d.evals-evals >= d.cfg.MaxEvaluations {
+			return
+		}
+		j := k.job
+		info := &d.jobs[j]
+		if info.wait != WaitQueue || info.state != jsPending || !quickJob(d.jp[j], d.cfg) {
+			continue
+		}
+		examined++
+		d.asks = d.jobAsks(j, d.asks)
+		d.sliceFor(j, d.asks)
+	}
+}
+
+// quickJob reports whether job is debug-shaped (Config.QuickWindow,
+// QuickGPUs): allocated, asking at most QuickGPUs GPUs in all, with a
+// protected window of at most QuickWindow.
+func quickJob(job *Job, cfg Config) bool {
+	w := min(job.Contract.Protected, cfg.RuntimeCap)
+	if cfg.QuickWindow <= 0 || w <= 0 || w > cfg.QuickWindow || job.Contract.Budget == "" {
+		return false
+	}
+	gpus := 0
+	for _, g := range job.Groups {
+		gpus += max(g.GPUs, 0) * max(g.Count, 0)
+	}
+	return gpus > 0 && gpus <= cfg.QuickGPUs
 }
 
 // smallestAsks fills minAskBelow[i]: the smallest per-allocation GPU ask of
