@@ -95,6 +95,19 @@
 // redone (71,151 and 56,567; seed 2: 74,228 and 64,968) but left 12 of 15
 // budgets at >= 95% on seed 1 and a worse seed-2 debug p99 (31.0h, 20.1h).
 //
+// Jobs placed in part (rule 5c): a job placed in part whose missing
+// allocations find no victims because of fair share or its own budget's
+// order has all its allocations stopped (ReasonPartialRelease; it never
+// ran, so nothing is lost) and waits in the pending queue at its
+// position. Neither rule changes while it waits (the GPUs it holds are
+// charged to its budget, so its standing only worsens), and a job placed
+// in part makes no progress: on heavy-256 of the suite a 32-node gang held
+// 31 nodes for three days (96.7% of the cluster stalled). Waits that end by
+// themselves (protected windows, the loss bound) keep the allocations.
+// On the suite it took heavy-256 from 96.7% stalled and 1 of 22 budgets
+// at >= 95% of owed to 0.0% and 20 of 22, and the example's work redone
+// from 26,451 / 25,165 to 24,032 / 24,121 GPU hours (10 days, seeds 1-2).
+//
 // Quick jobs (rule 5b): past the first MaxEvaluations, up to
 // MaxEvaluations more debug-shaped jobs still in the queue (asking at most
 // QuickGPUs GPUs in all, 8, with a protected window of at most

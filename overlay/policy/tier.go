@@ -1,5 +1,7 @@
 package policy
 
+import "slices"
+
 // tier gives every managed job its band and target priority and plans the
 // writes (rules 1-4):
 //
@@ -64,6 +66,12 @@ func (d *Decider) target(j int32) {
 		info.target, info.reason = c.Protected, Reason{Code: ReasonStarting}
 	case jsPartial:
 		info.target, info.reason = c.Running, Reason{Code: ReasonPartial, N: int(info.missing)}
+		if info.givenBack {
+			// Released (rule 5c): it waits where a pending job of its
+			// standing waits, so Nomad places the jobs before it first.
+			info.target = d.pendingLevel(d.gapPosition(d.victimPosition(j)))
+			info.reason = d.plan.Stops[slices.IndexFunc(d.plan.Stops, func(s StopJob) bool { return s.Job == d.jp[j].ID })].Reason
+		}
 		if info.wait == WaitNone {
 			info.wait = WaitPartial
 		}

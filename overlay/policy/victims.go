@@ -69,6 +69,10 @@ func (d *Decider) place() {
 		if d.sliceFor(j, d.asks) {
 			continue
 		}
+		if info.state == jsPartial && (info.wait == WaitFairShare || info.wait == WaitOrder) {
+			d.releasePartial(j)
+			continue
+		}
 		d.reserveFor = append(d.reserveFor, orderRef{job: j, at: oi})
 		if oi+1 < len(d.order) && d.minAskBelow[oi+1] < d.asks[0].gpus {
 			d.newReservation(j) // smaller jobs behind it would take its GPUs as they free up
@@ -121,6 +125,33 @@ func quickJob(job *Job, cfg Config) bool {
 		gpus += max(g.GPUs, 0) * max(g.Count, 0)
 	}
 	return gpus > 0 && gpus <= cfg.QuickGPUs
+}
+
+// releasePartial stops every allocation of job j, placed in part, whose
+// missing allocations find no victims because of fair share or its own
+// budget's order (rule 5c). Neither changes while it waits: the GPUs it
+// holds are charged to its budget, so its standing only worsens, and a job
+// placed in part makes no progress. Holding them would stall them for as
+// long as it waits (a gang of 31 of 32 nodes held the cluster for days);
+// stopped, it loses nothing and waits in the pending queue at its
+// position, below the jobs Nomad should place first. Waits that end by
+// themselves (protected windows, the loss bound) keep the allocations.
+func (d *Decider) releasePartial(j int32) {
+	info, job := &d.jobs[j], d.jp[j]
+	info.givenBack = true
+	r := Reason{Code: ReasonPartialRelease, N: int(info.missing), Detail: info.wait.String()}
+	if info.waitFor >= 0 {
+		r.Job = d.jp[info.waitFor].ID
+	}
+	for _, ai := range d.jobAllocs.row(j) {
+		if al := d.ap[ai]; al.live() && d.allocNode[ai] >= 0 {
+			d.cap.change(d.allocNode[ai], int32(al.GPUs))
+		}
+	}
+	d.plan.Stops = append(d.plan.Stops, StopJob{Job: job.ID, Namespace: job.Namespace, Allocs: d.liveAllocs(j, -1), Reason: r})
+	if d.tl != nil {
+		d.checkTailRoom()
+	}
 }
 
 // smallestAsks fills minAskBelow[i]: the smallest per-allocation GPU ask of
@@ -319,7 +350,7 @@ func (d *Decider) liveAllocs(j, n int32) []string {
 // only the margin protects.
 func (d *Decider) victimOK(v, j int32) (ok, marginOnly bool) {
 	vi := &d.jobs[v]
-	if vi.state == jsPartial && vi.victimFor < 0 && vi.heldFor < 0 && !vi.moving {
+	if vi.state == jsPartial && vi.victimFor < 0 && vi.heldFor < 0 && !vi.moving && !vi.givenBack {
 		return d.partialBefore(j, v), false
 	}
 	if vi.state != jsRunning || vi.victimFor >= 0 || vi.heldFor >= 0 || vi.moving {
