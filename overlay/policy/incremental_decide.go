@@ -413,6 +413,9 @@ func (x *Incremental) explainLeftOut(s int32, fs *budgets.FairShare) Explanation
 	pos := int(x.queuedRank(s)) + x.othersBefore(s)
 	e.Band, e.Target, e.Position = BandPending, x.cfg.Pending.Low, pos
 	e.Reason, e.Wait = Reason{Code: ReasonPending, N: pos}, WaitQueue
+	if !j.Contract.Resumable {
+		e.Reason.Code = ReasonPendingRestart
+	}
 	e.Budget, e.Rank = j.Contract.Budget, fs.Rank(int(j.leaf))
 	for _, g := range j.Groups {
 		a := ask{gpus: int32(g.GPUs), model: g.Model, node: -1}

@@ -80,6 +80,9 @@ func (d *Decider) target(j int32) {
 		if info.target != d.pendingLevel(info.position) { // moved down by a reservation (not at the bottom anyway)
 			info.reason = Reason{Code: ReasonPendingReserved, N: int(info.position), Job: d.jp[d.gapAbove(info.position)].ID}
 		}
+		if info.reason.Code == ReasonPending && !d.jp[j].Contract.Resumable {
+			info.reason.Code = ReasonPendingRestart
+		}
 	case jsUnallocated:
 		info.target, info.reason = c.Unallocated.High, Reason{Code: ReasonUnallocated}
 		if info.gone {
