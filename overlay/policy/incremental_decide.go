@@ -417,6 +417,7 @@ func (x *Incremental) explainLeftOut(s int32, fs *budgets.FairShare) Explanation
 		e.Reason.Code = ReasonPendingRestart
 	}
 	e.Budget, e.Rank = j.Contract.Budget, fs.Rank(int(j.leaf))
+	asks := x.d.asks[:0]
 	for _, g := range j.Groups {
 		a := ask{gpus: int32(g.GPUs), model: g.Model, node: -1}
 		if g.GPUs > 0 && g.Count > 0 && x.d.tooLarge(&j.Job, &a) {
@@ -425,7 +426,14 @@ func (x *Incremental) explainLeftOut(s int32, fs *budgets.FairShare) Explanation
 				break
 			}
 		}
+		for k := 0; g.GPUs > 0 && k < g.Count; k++ {
+			asks = append(asks, a)
+		}
 	}
+	if e.Wait == WaitQueue && x.d.overCapacity(&j.Job, asks) {
+		e.Wait = WaitTooLarge
+	}
+	x.d.asks = asks
 	return e
 }
 

@@ -186,7 +186,8 @@ func (d *Decider) fitAll(job *Job, asks []ask) bool {
 }
 
 // tooLargeWait names why a job that fits no node waits: no node of its pool
-// and model exists at all (WaitPool), or none has enough healthy GPUs.
+// and model exists at all (WaitPool), or none has enough healthy GPUs, or
+// all of them together have too few (WaitTooLarge).
 func (d *Decider) tooLargeWait(job *Job, asks []ask) Wait {
 	for i := range asks {
 		if d.poolless(job, &asks[i]) {
@@ -202,7 +203,7 @@ func (d *Decider) anyTooLarge(job *Job, asks []ask) bool {
 			return true
 		}
 	}
-	return false
+	return d.overCapacity(job, asks)
 }
 
 // candidate is a possible victim on one node.
