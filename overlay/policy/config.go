@@ -247,7 +247,7 @@ func (c Config) Problems() []FieldError {
 	if c.QuickWindow < 0 || c.QuickGPUs < 0 {
 		bad(f("QuickWindow", "QuickGPUs"), "QuickWindow (%v) and QuickGPUs (%d) must be >= 0 (a window of 0 turns the quick pass off)", c.QuickWindow, c.QuickGPUs)
 	}
-		if c.VictimHold < 0 || c.Settle < 0 {
+	if c.VictimHold < 0 || c.Settle < 0 {
 		bad(f("VictimHold", "Settle"), "VictimHold (%v) and Settle (%v) must be >= 0 (0 turns each off)", c.VictimHold, c.Settle)
 	}
 	return out
