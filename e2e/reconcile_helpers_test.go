@@ -218,6 +218,10 @@ type gpuJob struct {
 	Count      int    // allocations (default 1)
 	Priority   int    // Nomad priority at registration (default 50)
 	Sleep      int    // seconds the task sleeps (default 3600)
+	// NotResumable sets meta resumable = false (default true);
+	// MetaPriority sets meta priority (0: not set).
+	NotResumable bool
+	MetaPriority int
 }
 
 // register submits the job and returns Nomad's answer.
@@ -238,7 +242,10 @@ func jobBody(j gpuJob) map[string]any {
 	if j.Sleep == 0 {
 		j.Sleep = 3600
 	}
-	meta := map[string]string{"resumable": "true"}
+	meta := map[string]string{"resumable": strconv.FormatBool(!j.NotResumable)}
+	if j.MetaPriority != 0 {
+		meta["priority"] = strconv.Itoa(j.MetaPriority)
+	}
 	if j.Budget != "" {
 		meta["budget"] = j.Budget
 	}

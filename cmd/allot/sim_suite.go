@@ -198,6 +198,9 @@ func runSuiteScenario(dir string, s suiteScenario, seed uint64) (sim.SuiteRow, e
 	if err != nil {
 		return sim.SuiteRow{}, err
 	}
+	if sc.Trace == "" {
+		sim.SpreadOverPools(tr, cluster, seed) // a generated trace on several pools
+	}
 	row := sim.SuiteRow{Scenario: s.Name, Seed: seed, GPUs: cluster.GPUs()}
 	for _, name := range []string{"allot", "baseline"} {
 		p, err := newPolicy(name, pc)

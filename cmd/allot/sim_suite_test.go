@@ -62,29 +62,44 @@ func TestSimSuiteFigures(t *testing.T) {
 	own := fig("own-priority", "allot")
 	check("own-priority", own.DebugJobs == 1 && own.DebugP99 <= secs(time.Minute), "own-debug waited %.0fs, want <= 1m", own.DebugP99)
 
-	// The published example, 4 days on 256 GPUs: debug p90 0s, worst leaf
-	// 100%, 15 of 15 leaves, occupancy 99.2%, lost 1.89x the baseline's.
+	// The published example, 4 days on 256 GPUs (measured: debug p90 0s,
+	// p99 22s, worst leaf 100%, 15 of 15 leaves, occupancy 99.2%, lost
+	// 1.89x the baseline's: the 1.5x target is not met on this variant;
+	// the 10-day suite runs reach 1.30x and 1.37x).
 	ex := fig("example-small", "allot")
 	check("example-small", ex.DebugP90 <= 60, "debug p90 %.0fs, want <= 60s", ex.DebugP90)
-	check("example-small", ex.WorstRatio >= 0.90, "worst leaf %.2f of owed, want >= 0.90", ex.WorstRatio)
-	check("example-small", ex.LeavesAt95*100 >= 90*ex.Leaves, "%d of %d leaves at >= 95%%, want >= 90%%", ex.LeavesAt95, ex.Leaves)
+	check("example-small", ex.DebugP99 <= secs(5*time.Minute), "debug p99 %.0fs, want <= 5m", ex.DebugP99)
+	check("example-small", ex.WorstRatio >= 0.95, "worst leaf %.2f of owed, want >= 0.95", ex.WorstRatio)
+	check("example-small", ex.LeavesAt95 >= ex.Leaves-1, "%d of %d leaves at >= 95%%, want all but one at most", ex.LeavesAt95, ex.Leaves)
 	check("example-small", ex.AllLeaves >= 0.98, "all leaves %.3f of owed, want >= 0.98", ex.AllLeaves)
 	check("example-small", ex.Occupancy >= 0.97, "occupancy %.3f, want >= 0.97", ex.Occupancy)
-	check("example-small", ratio("example-small") <= 2.3, "lost %.2fx the baseline's, want <= 2.3 (measured 1.89; target 1.5 not met)", ratio("example-small"))
+	check("example-small", ratio("example-small") <= 2.1, "lost %.2fx the baseline's, want <= 2.1 (measured 1.89; target 1.5 not met)", ratio("example-small"))
 
 	// The heavy-tailed shape, 4 days on 512 GPUs (measured: debug p90
-	// 15.2h against the baseline's 2.6h, worst leaf 64%, 12 of 22 leaves,
-	// all leaves 91.8%, occupancy 87.2% with 12.2% stalled against 66.3%
-	// with 31.2%, lost 10.8x). Most issue-12 targets are not met here; the
-	// bounds keep it from getting worse. (Occupancy was pinned at 99.4%
-	// with 0.0% stalled while stalled time subtracted the work lost twice:
-	// 8,559 lost GPU hours hid allot's stalled gangs.)
+	// 6.1h against the baseline's 2.6h, worst leaf 64%, 16 of 22 leaves,
+	// all leaves 91.7%, occupancy 91.1% with 8.2% stalled against 66.3%
+	// with 31.2%, lost 11.7x). The
+	// debug, budget and lost-work targets of issue 12 are not met here;
+	// the bounds keep it from getting worse (before rules 5b and 5c: debug
+	// p90 15.2h, 12 of 22 leaves, worst 64%).
 	hv, hb := fig("heavy-small", "allot"), fig("heavy-small", "baseline")
-	check("heavy-small", hv.Occupancy >= 0.85, "occupancy %.3f, want >= 0.85", hv.Occupancy)
+	check("heavy-small", hv.Occupancy >= 0.88, "occupancy %.3f, want >= 0.88 (target 0.97 not met)", hv.Occupancy)
 	check("heavy-small", hv.Occupancy > hb.Occupancy, "occupancy %.3f not above the baseline's %.3f", hv.Occupancy, hb.Occupancy)
-	check("heavy-small", hv.LeavesAt95 >= 10, "%d of %d leaves at >= 95%%, want >= 10", hv.LeavesAt95, hv.Leaves)
-	check("heavy-small", hv.AllLeaves >= 0.85, "all leaves %.3f of owed, want >= 0.85", hv.AllLeaves)
-	check("heavy-small", hv.WorstRatio >= 0.35, "worst leaf %.2f of owed, want >= 0.35", hv.WorstRatio)
-	check("heavy-small", hv.DebugP90 <= secs(18*time.Hour), "debug p90 %.0fs, want <= 18h", hv.DebugP90)
-	check("heavy-small", ratio("heavy-small") <= 13, "lost %.2fx the baseline's, want <= 13", ratio("heavy-small"))
+	check("heavy-small", hv.LeavesAt95 >= 14, "%d of %d leaves at >= 95%%, want >= 14", hv.LeavesAt95, hv.Leaves)
+	check("heavy-small", hv.AllLeaves >= 0.89, "all leaves %.3f of owed, want >= 0.89", hv.AllLeaves)
+	check("heavy-small", hv.WorstRatio >= 0.55, "worst leaf %.2f of owed, want >= 0.55", hv.WorstRatio)
+	check("heavy-small", hv.DebugP90 <= secs(8*time.Hour), "debug p90 %.0fs, want <= 8h", hv.DebugP90)
+	check("heavy-small", ratio("heavy-small") <= 14, "lost %.2fx the baseline's, want <= 14", ratio("heavy-small"))
+
+	// Gangs as wide as the cluster, 3 days on 128 GPUs (16 nodes, gangs up
+	// to 16): a gang placed in part whose last nodes fair share keeps from
+	// it gives its allocations back (rule 5c). Measured: stalled 29.8%
+	// against the baseline's 49.9%, occupancy 69.7% (target 97% far from
+	// met), 17 of 21 leaves at >= 95% (1 before the rule), debug p90 5.0h
+	// (1.8d before).
+	gs := fig("gangs-small", "allot")
+	check("gangs-small", gs.Stalled <= 0.35, "stalled %.3f of the cluster, want <= 0.35", gs.Stalled)
+	check("gangs-small", gs.Occupancy >= 0.65, "occupancy %.3f, want >= 0.65", gs.Occupancy)
+	check("gangs-small", gs.LeavesAt95 >= 15, "%d of %d leaves at >= 95%%, want >= 15", gs.LeavesAt95, gs.Leaves)
+	check("gangs-small", gs.DebugP90 <= secs(7*time.Hour), "debug p90 %.0fs, want <= 7h", gs.DebugP90)
 }

@@ -324,7 +324,7 @@ func opKinds(p *policy.Plan) []string {
 	}
 	for _, s := range p.Stops {
 		switch s.Reason.Code {
-		case policy.ReasonVictim, policy.ReasonVictimOwn, policy.ReasonVictimPartial:
+		case policy.ReasonVictim, policy.ReasonVictimOwn, policy.ReasonVictimPartial, policy.ReasonPartialRelease:
 			out = append(out, "preempt")
 		case policy.ReasonReservationStop:
 			out = append(out, "reserve")

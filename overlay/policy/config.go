@@ -61,6 +61,13 @@ type Config struct {
 	// under way, and not issued again, while the caller's view does not
 	// show it yet (0: no memory of issued actions).
 	Settle time.Duration
+	// QuickWindow and QuickGPUs shape the debug-shaped jobs examined for
+	// time slicing past the first MaxEvaluations (doc.go, rule 5b): jobs
+	// asking at most QuickGPUs GPUs in all with a protected window of at
+	// most QuickWindow. At most MaxEvaluations more of them per decision.
+	// QuickWindow 0 turns the pass off.
+	QuickWindow time.Duration
+	QuickGPUs   int
 
 	// Namespaces and NodePools limit the jobs allot manages (empty: all).
 	// They are the server config's nomad {} block's.
@@ -152,6 +159,8 @@ func ConfigForMaxPriority(max int) Config {
 		SliceLossMaxWait:  contract.DefaultRuntimeCap,
 		VictimHold:        10 * time.Minute,
 		Settle:            30 * time.Second,
+		QuickWindow:       30 * time.Minute,
+		QuickGPUs:         8,
 	}
 }
 
@@ -234,6 +243,9 @@ func (c Config) Problems() []FieldError {
 	}
 	if c.ResumeLoss < 0 || c.SliceLossMaxWait < 0 {
 		bad(f("ResumeLoss", "SliceLossMaxWait"), "ResumeLoss (%v) and SliceLossMaxWait (%v) must be >= 0", c.ResumeLoss, c.SliceLossMaxWait)
+	}
+	if c.QuickWindow < 0 || c.QuickGPUs < 0 {
+		bad(f("QuickWindow", "QuickGPUs"), "QuickWindow (%v) and QuickGPUs (%d) must be >= 0 (a window of 0 turns the quick pass off)", c.QuickWindow, c.QuickGPUs)
 	}
 	if c.VictimHold < 0 || c.Settle < 0 {
 		bad(f("VictimHold", "Settle"), "VictimHold (%v) and Settle (%v) must be >= 0 (0 turns each off)", c.VictimHold, c.Settle)

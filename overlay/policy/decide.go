@@ -64,6 +64,7 @@ type Decider struct {
 	usable      []int32
 	explBuf     []Explanation
 	events      []event
+	freeTaken   []undoStep // freeAt: GPUs its asks took, by node
 	reserveFor  []orderRef // examined jobs without victims, in order: reservation candidates
 	minAskBelow []int32    // by order index: smallest ask from there down
 	active      int        // reservations held

@@ -95,15 +95,41 @@
 // redone (71,151 and 56,567; seed 2: 74,228 and 64,968) but left 12 of 15
 // budgets at >= 95% on seed 1 and a worse seed-2 debug p99 (31.0h, 20.1h).
 //
-// Not a rule: a bounded second time-slicing pass for small asks past the
-// first MaxEvaluations (jobs asking <= 8 GPUs in all, at most 2, 4, 8 or 16
-// more per decision, same victim rules) was tried and left out. Most
-// examined debug jobs wait for MaxSliceLoss (WaitWork) or the margin, not
-// for a turn: the pass moved debug p99 by less than the seed does (8 more:
-// seed 1 45.5h to 36.0h, seed 2 25.4h to 31.1h) and raised the work redone
-// (by 11,200 and 21,054 GPU hours); with the 0.20 margin, 2, 4 or 8 more
-// raised it on both seeds too (seed 1 by 2,596 to 6,688, seed 2 by 9,136
-// to 17,860) and moved no more budgets to their share. MaxEvaluations 8
+// Jobs placed in part (rule 5c): a job placed in part whose missing
+// allocations find no victims because of fair share or its own budget's
+// order has all its allocations stopped (ReasonPartialRelease; it never
+// ran, so nothing is lost) and waits in the pending queue at its
+// position. Neither rule changes while it waits (the GPUs it holds are
+// charged to its budget, so its standing only worsens), and a job placed
+// in part makes no progress: on heavy-256 of the suite a 32-node gang held
+// 31 nodes for three days (96.7% of the cluster stalled). Waits that end by
+// themselves (protected windows, the loss bound) keep the allocations.
+// On the suite it took heavy-256 from 96.7% stalled and 1 of 22 budgets
+// at >= 95% of owed to 0.0% and 20 of 22, and the example's work redone
+// from 26,451 / 25,165 to 24,032 / 24,121 GPU hours (10 days, seeds 1-2).
+//
+// Quick jobs (rule 5b): past the first MaxEvaluations, up to
+// MaxEvaluations more debug-shaped jobs still in the queue (asking at most
+// QuickGPUs GPUs in all, 8, with a protected window of at most
+// QuickWindow, 30m) are examined in order with the same victim rules and
+// loss bound, each with its own evaluation. Without it a debug job of a
+// budget sorting behind large jobs that cannot place waited in the queue
+// for as long as they did. On the published example nothing moves (its
+// debug jobs are examined within the first MaxEvaluations); on the
+// heavy-tailed suite scenarios (allot sim suite examples/sim/suite,
+// seeds 1-3) it cut the work redone from 46,469 / 38,812 / 33,978 to
+// 39,577 / 29,104 / 31,787 GPU hours and debug p90 from 13.3h / 13.0h /
+// 1.7d to 11.6h / 11.2h / 20.9h. Tried and left out: examining every
+// quick job (skipping those a failed one of the same leaf, pool, model,
+// no lower priority and no smaller ask implies fail too) raised the work
+// redone to 47,479 / 39,084 / 37,233 for debug p90 10.6h / 11.1h / 23.4h;
+// letting a quick job's loss bound lapse after its own window instead of
+// SliceLossMaxWait raised the example's work redone from 26,451 to 67,223
+// GPU hours (10 days, seed 1) and its debug p99 from 8.8m to 2.4h.
+// The earlier trial of a second pass for small asks only (jobs asking
+// <= 8 GPUs, any window, 2-16 more per decision) raised the work redone on
+// the 30-day example by 2,596 to 21,054 GPU hours and moved debug p99 by
+// less than the seed did. MaxEvaluations 8
 // and 24 (with the 0.20 margin) moved debug waits and budgets in opposite
 // directions on the two seeds (8: debug p99 2.1d and 11 of 15 on seed 1,
 // 14.3h and 15 of 15 on seed 2), so it stays 16.

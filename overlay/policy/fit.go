@@ -16,6 +16,7 @@ type capacity struct {
 	bucket [][][]int32 // [model][avail] -> nodes
 	slot   []int32     // by node: index in its bucket
 	maxCap []int32     // by class: the most healthy GPUs of any node not draining
+	sumCap []int64     // by class: the healthy GPUs of every node not draining
 	top    []int32     // by class: no bucket above it holds a node
 	undo   []undoStep
 }
@@ -28,6 +29,8 @@ func (c *capacity) reset(nodes, models, maxGPUs int) {
 	c.usable = resize(c.usable, nodes)
 	c.slot = resize(c.slot, nodes)
 	c.maxCap = resize(c.maxCap, models)
+	c.sumCap = resize(c.sumCap, models)
+	clear(c.sumCap)
 	c.top = resize(c.top, models)
 	clear(c.top)
 	clear(c.maxCap)

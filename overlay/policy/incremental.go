@@ -57,6 +57,7 @@ type Incremental struct {
 	asks     askCounts // queued jobs by smallest ask
 	active   slotSet   // jobs with allocations
 	dirty    slotSet   // jobs never left out: priority not where the policy keeps idle jobs
+	quick    slotSet   // queued debug-shaped jobs (quickJob), never left out: rule 5b may examine any
 	head     int       // pending jobs read at the top of the order last time
 	d        Decider
 	view     Snapshot
@@ -362,6 +363,7 @@ func (x *Incremental) compact() {
 // classification reads changed since the last decision.
 func (x *Incremental) configure(tree *budgets.Tree, cfg *Config) {
 	if x.tree == tree && x.cfg.Pending == cfg.Pending && x.cfg.Unallocated == cfg.Unallocated &&
+		x.cfg.QuickWindow == cfg.QuickWindow && x.cfg.QuickGPUs == cfg.QuickGPUs && x.cfg.RuntimeCap == cfg.RuntimeCap &&
 		slices.Equal(x.cfg.Namespaces, cfg.Namespaces) && slices.Equal(x.cfg.NodePools, cfg.NodePools) {
 		return
 	}
@@ -370,6 +372,7 @@ func (x *Incremental) configure(tree *budgets.Tree, cfg *Config) {
 	x.asks = askCounts{}
 	x.active.reset()
 	x.dirty.reset()
+	x.quick.reset()
 	x.cfg = *cfg
 	x.cfg.Namespaces, x.cfg.NodePools = slices.Clone(cfg.Namespaces), slices.Clone(cfg.NodePools)
 	x.tree = tree
@@ -422,6 +425,9 @@ func (x *Incremental) classify(s int32) {
 	if x.offIdle(j) {
 		x.dirty.add(s)
 	}
+	if quickJob(&j.Job, x.cfg) {
+		x.quick.add(s)
+	}
 }
 
 // unclassify takes job slot s out of the sets classify put it in.
@@ -432,6 +438,7 @@ func (x *Incremental) unclassify(s int32) {
 	j := &x.jobs[s]
 	x.active.remove(s)
 	x.dirty.remove(s)
+	x.quick.remove(s)
 	if j.kind == kindQueued {
 		l := x.leaves[j.leaf]
 		if i, ok := slices.BinarySearchFunc(l, s, x.compareQueued); ok {

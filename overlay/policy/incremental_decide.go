@@ -140,6 +140,14 @@ func (x *Incremental) read(h int) {
 		}
 	}
 	x.top = top
+	for _, s := range x.quick.items {
+		if x.rankAt[s] != 0 {
+			continue // read among the top
+		}
+		add(s)
+		i, _ := slices.BinarySearch(x.asks.ask, x.jobs[s].ask)
+		asks[i]-- // read, so not among the jobs left out
+	}
 	x.tl.first, x.tl.minAsk = 0, 1<<30
 	if h < int(x.tl.queued) {
 		x.tl.first = x.firstLeftOut(h)
@@ -405,7 +413,11 @@ func (x *Incremental) explainLeftOut(s int32, fs *budgets.FairShare) Explanation
 	pos := int(x.queuedRank(s)) + x.othersBefore(s)
 	e.Band, e.Target, e.Position = BandPending, x.cfg.Pending.Low, pos
 	e.Reason, e.Wait = Reason{Code: ReasonPending, N: pos}, WaitQueue
+	if !j.Contract.Resumable {
+		e.Reason.Code = ReasonPendingRestart
+	}
 	e.Budget, e.Rank = j.Contract.Budget, fs.Rank(int(j.leaf))
+	asks := x.d.asks[:0]
 	for _, g := range j.Groups {
 		a := ask{gpus: int32(g.GPUs), model: g.Model, node: -1}
 		if g.GPUs > 0 && g.Count > 0 && x.d.tooLarge(&j.Job, &a) {
@@ -414,7 +426,14 @@ func (x *Incremental) explainLeftOut(s int32, fs *budgets.FairShare) Explanation
 				break
 			}
 		}
+		for k := 0; g.GPUs > 0 && k < g.Count; k++ {
+			asks = append(asks, a)
+		}
 	}
+	if e.Wait == WaitQueue && x.d.overCapacity(&j.Job, asks) {
+		e.Wait = WaitTooLarge
+	}
+	x.d.asks = asks
 	return e
 }
 

@@ -37,6 +37,7 @@ type jobInfo struct {
 	expired    bool  // its reservation expired: no new one until placed
 	landed     bool  // held below heldFor for landing on nodes just released for it (reserve.go)
 	moving     bool  // a drain stops some of its allocations in this plan
+	givenBack  bool  // placed in part, its allocations stopped in this plan (releasePartial)
 	movedOn    int32 // 1 + the last draining node that looked at it
 	fits       bool  // the placement model places it without victims
 	reserved   int32 // index in plan.Reservations, -1
@@ -335,6 +336,7 @@ func (d *Decider) buildCapacity() {
 		d.cap.model[i] = ni.class
 		if !ni.draining && n.State != NodeDraining && n.State != NodeDrained {
 			d.cap.maxCap[ni.class] = max(d.cap.maxCap[ni.class], int32(n.GPUs))
+			d.cap.sumCap[ni.class] += int64(n.GPUs)
 		}
 		if d.nodeUsable(int32(i)) {
 			d.cap.add(int32(i), d.nodeAvail(int32(i)))
@@ -418,6 +420,28 @@ func (d *Decider) poolless(job *Job, a *ask) bool {
 		}
 	}
 	return true
+}
+
+// overCapacity reports whether job's asks, all of one model, need more
+// GPUs than every node of their class that is not draining has in all: a
+// gang wider than the cluster, which never places whatever stops.
+func (d *Decider) overCapacity(job *Job, asks []ask) bool {
+	if len(asks) < 2 {
+		return false // one ask: tooLarge says it
+	}
+	var need, have int64
+	for i := range asks {
+		if asks[i].model != asks[0].model {
+			return false
+		}
+		need += int64(asks[i].gpus)
+	}
+	for c := range d.classes {
+		if d.classFits(int32(c), job, &asks[0]) {
+			have += d.cap.sumCap[c]
+		}
+	}
+	return need > have
 }
 
 // tooLarge reports whether no node that is not draining has enough healthy

@@ -283,6 +283,14 @@ func checkPlan(t *testing.T, seed int64, snap *Snapshot, p *Plan, now time.Time,
 	asks := map[string]int{}
 	askOf := map[[2]string]int{}
 	for _, s := range p.Stops {
+		if s.Reason.Code == ReasonPartialRelease {
+			for _, a := range byJob[s.Job] { // rule 5c: its GPUs are free for the jobs after it
+				if a.holds() {
+					freed[a.Node] += a.GPUs
+				}
+			}
+			continue
+		}
 		if s.Reason.Code != ReasonVictim && s.Reason.Code != ReasonVictimOwn && s.Reason.Code != ReasonVictimPartial {
 			continue
 		}

@@ -55,6 +55,8 @@ const (
 	ReasonRunningRestart   // At: end of the protected window; the job is not resumable
 	ReasonVictimOwn        // Job: beneficiary of the same budget, Node, N: GPUs asked, Detail: "<its meta priority> over <the victim's>"
 	ReasonVictimPartial    // Job: the beneficiary, also placed in part and before it in the order, Node, N: GPUs asked
+	ReasonPartialRelease   // N: allocations still missing, Detail: the rule they wait for, Job: the job it keeps (or "")
+	ReasonPendingRestart   // N: place in the pending queue; the job is not resumable
 )
 
 // Reason is a ReasonCode with its operands.
@@ -148,6 +150,14 @@ func (r Reason) Format(at func(time.Time) string) string {
 		return fmt.Sprintf("time slicing: past its protected window, stopped (requeued) so that %s, of the same budget with a higher meta priority (%s), gets %d GPUs on %s", r.Job, r.Detail, r.N, r.Node)
 	case ReasonVictimPartial:
 		return fmt.Sprintf("placed in part, like %s, which sorts before it: stopped (requeued, it never ran, so nothing is lost) so that %s completes with %d GPUs on %s", r.Job, r.Job, r.N, r.Node)
+	case ReasonPendingRestart:
+		return "pending, " + Ordinal(r.N) + " in the pending queue; not resumable: once it runs past its protected window it may be stopped for a less served budget's job or a higher-priority job of its own budget, and then restarts from zero"
+	case ReasonPartialRelease:
+		by := ""
+		if r.Job != "" {
+			by = " (" + r.Job + ")"
+		}
+		return fmt.Sprintf("placed in part, and its %d missing allocation(s) wait for %s%s, which its own stall does not change: its allocations are stopped (requeued; it never ran, so nothing is lost) so the GPUs work meanwhile; it waits in the pending queue", r.N, r.Detail, by)
 	case ReasonNodeReturned:
 		how := "allot nodes return"
 		if r.Detail != "" {

@@ -359,22 +359,40 @@ func (d *Decider) freedForOther(n, j int32) bool {
 }
 
 // freeAt is when job j's asks could all be free on nodes, or zero if never.
+// Each ask takes the node where it is free soonest counting the GPUs the
+// asks before it took there, so two asks never count the same GPUs.
 func (d *Decider) freeAt(j int32, nodes []int32) time.Time {
 	var last time.Time
 	job := d.jp[j]
+	taken := d.freeTaken[:0]
+	defer func() { d.freeTaken = taken[:0] }()
+	took := func(n int32) int32 {
+		for _, t := range taken {
+			if t.node == n {
+				return t.delta
+			}
+		}
+		return 0
+	}
 	for i := range d.asks {
 		a := &d.asks[i]
 		var best time.Time
+		bestNode := int32(-1)
 		for _, n := range nodes {
 			if !d.classFits(d.nodes[n].class, job, a) {
 				continue
 			}
-			if t, ok := d.earliest(n, a.gpus, j); ok && (best.IsZero() || t.Before(best)) {
-				best = t
+			if t, ok := d.earliest(n, a.gpus+took(n), j); ok && (best.IsZero() || t.Before(best)) {
+				best, bestNode = t, n
 			}
 		}
 		if best.IsZero() {
 			return time.Time{}
+		}
+		if k := slices.IndexFunc(taken, func(t undoStep) bool { return t.node == bestNode }); k >= 0 {
+			taken[k].delta += a.gpus
+		} else {
+			taken = append(taken, undoStep{node: bestNode, delta: a.gpus})
 		}
 		if best.After(last) {
 			last = best
@@ -410,8 +428,8 @@ func (d *Decider) earliest(n, gpus, j int32) (time.Time, bool) {
 			if vi.heldFor >= 0 { // counted held (keepVictims); stopping
 				have += int32(al.GPUs)
 			}
-		case vi.state == jsUnallocated || vi.victimFor >= 0 || vi.moving:
-			have += int32(al.GPUs)
+		case vi.state == jsUnallocated || vi.victimFor == j || vi.moving:
+			have += int32(al.GPUs) // a victim stopped for another job frees its GPUs for that one
 		case vi.state == jsRunning || vi.state == jsProtected:
 			if ok, _ := d.mayStop(v, j); ok {
 				ev = append(ev, event{maxTime(vi.windowEnd, d.now), int32(al.GPUs)})

@@ -216,6 +216,8 @@ func (w *world) config(m map[string]string) error {
 			w.cfg.Hysteresis, err = strconv.Atoi(v)
 		case "max-evaluations":
 			w.cfg.MaxEvaluations, err = strconv.Atoi(v)
+		case "quick-window":
+			w.cfg.QuickWindow = d()
 		case "reservation-nodes":
 			w.cfg.ReservationNodes, err = strconv.Atoi(v)
 		case "reservation-max-age":

@@ -1,6 +1,9 @@
 package policy
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // tier gives every managed job its band and target priority and plans the
 // writes (rules 1-4):
@@ -66,6 +69,12 @@ func (d *Decider) target(j int32) {
 		info.target, info.reason = c.Protected, Reason{Code: ReasonStarting}
 	case jsPartial:
 		info.target, info.reason = c.Running, Reason{Code: ReasonPartial, N: int(info.missing)}
+		if info.givenBack {
+			// Released (rule 5c): it waits where a pending job of its
+			// standing waits, so Nomad places the jobs before it first.
+			info.target = d.pendingLevel(d.gapPosition(d.victimPosition(j)))
+			info.reason = d.plan.Stops[slices.IndexFunc(d.plan.Stops, func(s StopJob) bool { return s.Job == d.jp[j].ID })].Reason
+		}
 		if info.wait == WaitNone {
 			info.wait = WaitPartial
 		}
@@ -73,6 +82,9 @@ func (d *Decider) target(j int32) {
 		info.target, info.reason = d.pendingLevel(d.gapPosition(info.position)), Reason{Code: ReasonPending, N: int(info.position)}
 		if info.target != d.pendingLevel(info.position) { // moved down by a reservation (not at the bottom anyway)
 			info.reason = Reason{Code: ReasonPendingReserved, N: int(info.position), Job: d.jp[d.gapAbove(info.position)].ID}
+		}
+		if info.reason.Code == ReasonPending && !d.jp[j].Contract.Resumable {
+			info.reason.Code = ReasonPendingRestart
 		}
 	case jsUnallocated:
 		info.target, info.reason = c.Unallocated.High, Reason{Code: ReasonUnallocated}

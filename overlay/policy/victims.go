@@ -69,6 +69,10 @@ func (d *Decider) place() {
 		if d.sliceFor(j, d.asks) {
 			continue
 		}
+		if info.state == jsPartial && (info.wait == WaitFairShare || info.wait == WaitOrder) {
+			d.releasePartial(j)
+			continue
+		}
 		d.reserveFor = append(d.reserveFor, orderRef{job: j, at: oi})
 		if oi+1 < len(d.order) && d.minAskBelow[oi+1] < d.asks[0].gpus {
 			d.newReservation(j) // smaller jobs behind it would take its GPUs as they free up
@@ -76,6 +80,77 @@ func (d *Decider) place() {
 	}
 	if d.tl != nil && !d.tl.crossed && d.tl.first > 0 {
 		d.crossTail(examined)
+	}
+	d.placeQuick()
+}
+
+// placeQuick is rule 5b: past the first MaxEvaluations, up to
+// MaxEvaluations more debug-shaped jobs (quickJob) left waiting in the
+// queue are examined for time slicing, in order, with the same victim
+// rules. A small ask with a window of minutes fits more places than a
+// large one, and its wait can often be bought in seconds from the
+// cheapest past-window victim; left in the queue behind large jobs that
+// cannot place, it would wait for hours. An Incremental reads every
+// queued quick job (incremental.go), so its plans equal Decide's.
+func (d *Decider) placeQuick() {
+	if d.cfg.QuickWindow <= 0 {
+		return
+	}
+	examined, evals := 0, d.evals
+	for _, k := range d.order {
+		if examined >= d.cfg.MaxEvaluations || d.evals-evals >= d.cfg.MaxEvaluations {
+			return
+		}
+		j := k.job
+		info := &d.jobs[j]
+		if info.wait != WaitQueue || info.state != jsPending || !quickJob(d.jp[j], d.cfg) {
+			continue
+		}
+		examined++
+		d.asks = d.jobAsks(j, d.asks)
+		d.sliceFor(j, d.asks)
+	}
+}
+
+// quickJob reports whether job is debug-shaped (Config.QuickWindow,
+// QuickGPUs): allocated, asking at most QuickGPUs GPUs in all, with a
+// protected window of at most QuickWindow.
+func quickJob(job *Job, cfg Config) bool {
+	w := min(job.Contract.Protected, cfg.RuntimeCap)
+	if cfg.QuickWindow <= 0 || w <= 0 || w > cfg.QuickWindow || job.Contract.Budget == "" {
+		return false
+	}
+	gpus := 0
+	for _, g := range job.Groups {
+		gpus += max(g.GPUs, 0) * max(g.Count, 0)
+	}
+	return gpus > 0 && gpus <= cfg.QuickGPUs
+}
+
+// releasePartial stops every allocation of job j, placed in part, whose
+// missing allocations find no victims because of fair share or its own
+// budget's order (rule 5c). Neither changes while it waits: the GPUs it
+// holds are charged to its budget, so its standing only worsens, and a job
+// placed in part makes no progress. Holding them would stall them for as
+// long as it waits (a gang of 31 of 32 nodes held the cluster for days);
+// stopped, it loses nothing and waits in the pending queue at its
+// position, below the jobs Nomad should place first. Waits that end by
+// themselves (protected windows, the loss bound) keep the allocations.
+func (d *Decider) releasePartial(j int32) {
+	info, job := &d.jobs[j], d.jp[j]
+	info.givenBack = true
+	r := Reason{Code: ReasonPartialRelease, N: int(info.missing), Detail: info.wait.String()}
+	if info.waitFor >= 0 {
+		r.Job = d.jp[info.waitFor].ID
+	}
+	for _, ai := range d.jobAllocs.row(j) {
+		if al := d.ap[ai]; al.live() && d.allocNode[ai] >= 0 {
+			d.cap.change(d.allocNode[ai], int32(al.GPUs))
+		}
+	}
+	d.plan.Stops = append(d.plan.Stops, StopJob{Job: job.ID, Namespace: job.Namespace, Allocs: d.liveAllocs(j, -1), Reason: r})
+	if d.tl != nil {
+		d.checkTailRoom()
 	}
 }
 
@@ -111,7 +186,8 @@ func (d *Decider) fitAll(job *Job, asks []ask) bool {
 }
 
 // tooLargeWait names why a job that fits no node waits: no node of its pool
-// and model exists at all (WaitPool), or none has enough healthy GPUs.
+// and model exists at all (WaitPool), or none has enough healthy GPUs, or
+// all of them together have too few (WaitTooLarge).
 func (d *Decider) tooLargeWait(job *Job, asks []ask) Wait {
 	for i := range asks {
 		if d.poolless(job, &asks[i]) {
@@ -127,7 +203,7 @@ func (d *Decider) anyTooLarge(job *Job, asks []ask) bool {
 			return true
 		}
 	}
-	return false
+	return d.overCapacity(job, asks)
 }
 
 // candidate is a possible victim on one node.
@@ -275,7 +351,7 @@ func (d *Decider) liveAllocs(j, n int32) []string {
 // only the margin protects.
 func (d *Decider) victimOK(v, j int32) (ok, marginOnly bool) {
 	vi := &d.jobs[v]
-	if vi.state == jsPartial && vi.victimFor < 0 && vi.heldFor < 0 && !vi.moving {
+	if vi.state == jsPartial && vi.victimFor < 0 && vi.heldFor < 0 && !vi.moving && !vi.givenBack {
 		return d.partialBefore(j, v), false
 	}
 	if vi.state != jsRunning || vi.victimFor >= 0 || vi.heldFor >= 0 || vi.moving {

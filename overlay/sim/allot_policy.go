@@ -194,7 +194,7 @@ func (a *Allot) allocID(id int32) string {
 // stopReason maps a plan's stop reason onto the report's reasons.
 func stopReason(c policy.ReasonCode) StopReason {
 	switch c {
-	case policy.ReasonVictim, policy.ReasonVictimOwn, policy.ReasonVictimPartial:
+	case policy.ReasonVictim, policy.ReasonVictimOwn, policy.ReasonVictimPartial, policy.ReasonPartialRelease:
 		return StopTimeSlice
 	case policy.ReasonDrainStop, policy.ReasonDrainUnallocated, policy.ReasonNomadDrain:
 		return StopDrain

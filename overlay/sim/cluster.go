@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math/bits"
+	"math/rand/v2"
 )
 
 // Pool is a group of identical GPU nodes, named <Name>-0, <Name>-1, ...
@@ -123,3 +124,38 @@ func (n *node) free() int { return bits.OnesCount64(n.freeMask()) }
 func (n *node) healthyTotal() int { return n.total - bits.OnesCount64(n.sick) }
 
 func (n *node) healthy() bool { return n.sick == 0 }
+
+// SpreadOverPools gives every job of a generated trace one pool of cluster
+// c, drawn with weights by the pools' GPUs among those that can hold it
+// (an allocation within a node, the whole job within the pool), and the
+// pool's node pool and GPU model: a generated trace on a cluster of
+// several pools or models, as its users would submit it. A job no pool can
+// hold is left as it is. One pool: nothing changes.
+func SpreadOverPools(tr *Trace, c ClusterSpec, seed uint64) {
+	if len(c.Pools) < 2 {
+		return
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x9001))
+	w := make([]float64, len(c.Pools))
+	for i := range tr.Jobs {
+		j := &tr.Jobs[i]
+		var total float64
+		for k, p := range c.Pools {
+			w[k] = 0
+			if j.GPUs <= p.GPUsPerNode && j.Count <= p.Nodes {
+				w[k] = float64(p.Nodes * p.GPUsPerNode)
+			}
+			total += w[k]
+		}
+		if total == 0 {
+			continue
+		}
+		u := rng.Float64() * total
+		for k, p := range c.Pools {
+			if u -= w[k]; u < 0 || k == len(c.Pools)-1 && w[k] > 0 {
+				j.Pool, j.Model = p.Nomad(), p.Model
+				break
+			}
+		}
+	}
+}
