@@ -187,23 +187,32 @@ func (r *Reconciler) Reconcile(ctx context.Context, v *state.View, now time.Time
 	if !st.Synced {
 		return server.Outcome{}, ErrNotSynced
 	}
+	out, next := r.pass(ctx, v, &st, ledger, now, r.cfg.Nomad.Applier.Apply)
+	r.wakeAt(next, now, time.Since(began))
+	return out, nil
+}
+
+// pass is one pass over a synced view st: snapshot, decide, apply (through
+// apply: the Applier's, or a benchmark's), remember, and the record. It
+// returns the record and the plan's NextWake.
+func (r *Reconciler) pass(ctx context.Context, v *state.View, st *nomad.State, ledger LedgerReader, now time.Time,
+	apply func(context.Context, []nomad.Op) []nomad.Outcome) (server.Outcome, time.Time) {
 	tree, leaf := budgetTree(v)
 	in := SnapshotInput{Policy: &r.cfg.Policy, Contract: r.cfg.Policy.Config, Leaf: leaf, Nearest: tree.NearestLeaf,
-		Under: tree.LeavesUnder, Memory: r.memory(v, &st, now)}
-	snap := BuildSnapshot(&st, in)
+		Under: tree.LeavesUnder, Memory: r.memory(v, st, now)}
+	snap := BuildSnapshot(st, in)
 	r.patchLanded(snap)
 	fs := r.fairShare(ledger, tree, now)
 	plan := r.decider.Decide(snap, tree, fs, now, r.cfg.Policy)
 	ops := OpsFromPlan(plan)
 	var results []nomad.Outcome
 	if len(ops) > 0 {
-		results = r.cfg.Nomad.Applier.Apply(ctx, ops)
+		results = apply(ctx, ops)
 	}
 	r.remember(plan, results, snap)
-	r.wakeAt(plan.NextWake, now, time.Since(began))
-	out := buildOutcome(rowsInput{view: v, state: &st, snap: snap, plan: plan, results: results,
+	out := buildOutcome(rowsInput{view: v, state: st, snap: snap, plan: plan, results: results,
 		firstSeen: in.Memory.FirstSeen, leaf: leaf, nearest: tree.NearestLeaf, under: tree.LeavesUnder, cfg: &r.cfg, now: now})
-	return out, nil
+	return out, plan.NextWake
 }
 
 // placeholderTree stands in before any budget tree is applied: no job can
