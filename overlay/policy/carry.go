@@ -45,11 +45,14 @@ type Failed struct {
 }
 
 // Remember keeps p's memory for the next decision: its reservations, held
-// victims and issued actions, and its time. A victim p chose whose stop
+// victims and issued actions, and its time. A victim p stopped whose stop
 // failed is not held, and nothing settles for a stop that failed: the next
-// decision chooses again. An evaluation that failed is not remembered, so
-// it is issued again at once. Entries carried from an earlier plan went
-// through then and are kept. It copies the lists it keeps.
+// decision chooses again. A victim p holds without stopping it (a job that
+// landed on nodes released for the job it is held below: lowered, for
+// Nomad to preempt) is held whatever failed. An evaluation that failed is
+// not remembered, so it is issued again at once. Entries carried from an
+// earlier plan went through then and are kept. It copies the lists it
+// keeps.
 func (c *Carry) Remember(p *Plan, failed Failed) {
 	c.LastDecision = p.Now
 	c.Reservations = append(c.Reservations[:0], p.Reservations...)
@@ -70,8 +73,10 @@ func (c *Carry) Remember(p *Plan, failed Failed) {
 			failedEval[i] = true
 		}
 	}
-	stopped := map[string]bool{} // job, and job + first allocation, of each stop that went through
+	stopped := map[string]bool{} // job + first allocation of each stop that went through, and its job
+	planned := map[string]bool{} // jobs this plan stops
 	for i, s := range p.Stops {
+		planned[s.Job] = true
 		if !failedStop[i] && len(s.Allocs) > 0 {
 			stopped[s.Job] = true
 			stopped[s.Job+"\x00"+s.Allocs[0]] = true
@@ -85,7 +90,7 @@ func (c *Carry) Remember(p *Plan, failed Failed) {
 	}
 	c.Victims = c.Victims[:0]
 	for _, v := range p.Victims {
-		if !v.Since.Equal(p.Now) || stopped[v.Job] {
+		if !v.Since.Equal(p.Now) || !planned[v.Job] || stopped[v.Job] {
 			c.Victims = append(c.Victims, v)
 		}
 	}

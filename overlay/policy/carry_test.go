@@ -7,9 +7,10 @@ import (
 )
 
 // The memory carried keeps what the caller carried out: held victims whose
-// stop went through, this plan's stops and evaluations that went through,
-// and what earlier plans issued; a failed or skipped action leaves nothing
-// behind. Nothing failed: the plan's memory whole.
+// stop went through, victims held without a stop (a lander), this plan's
+// stops and evaluations that went through, and what earlier plans issued;
+// a failed or skipped action leaves nothing behind. Nothing failed: the
+// plan's memory whole.
 func TestCarryRemember(t *testing.T) {
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	before := now.Add(-10 * time.Second)
@@ -23,6 +24,7 @@ func TestCarryRemember(t *testing.T) {
 			{Job: "default/v1", For: "default/b1", Since: now},
 			{Job: "default/v2", For: "default/b2", Since: now},
 			{Job: "default/v0", For: "default/b0", Since: before},
+			{Job: "default/lander", For: "default/b1", Since: now}, // held, not stopped
 		},
 		Issued: []Issued{
 			{Kind: IssuedStop, Job: "default/v0", Allocs: []string{"a0"}, At: before},
@@ -48,12 +50,12 @@ func TestCarryRemember(t *testing.T) {
 		victims, issued []string
 	}{
 		{"second stop and evaluation failed", Failed{Stops: []int{1}, Evaluations: []int{1}},
-			[]string{"default/v1", "default/v0"}, []string{"stop default/v0", "stop default/v1", "evaluate default/b1"}},
+			[]string{"default/v1", "default/v0", "default/lander"}, []string{"stop default/v0", "stop default/v1", "evaluate default/b1"}},
 		{"nothing failed", Failed{},
-			[]string{"default/v1", "default/v2", "default/v0"},
+			[]string{"default/v1", "default/v2", "default/v0", "default/lander"},
 			[]string{"stop default/v0", "stop default/v1", "stop default/v2", "evaluate default/b1", "evaluate default/b2"}},
 		{"everything failed", Failed{Stops: []int{0, 1}, Evaluations: []int{0, 1}},
-			[]string{"default/v0"}, []string{"stop default/v0"}},
+			[]string{"default/v0", "default/lander"}, []string{"stop default/v0"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var c Carry

@@ -350,9 +350,16 @@ func (r *Reconciler) remember(plan *policy.Plan, results []nomad.Outcome, snap *
 			r.mem.landed[PolicyJobID(o.Op.Job)] = landedWrite{priority: o.Op.Priority, modifyIndex: o.ModifyIndex}
 		}
 	}
+	if len(r.mem.landed) == 0 {
+		return
+	}
+	live := make(map[string]bool, len(snap.Jobs))
+	for i := range snap.Jobs {
+		live[snap.Jobs[i].ID] = true
+	}
 	for id := range r.mem.landed {
-		if !hasJob(snap, id) {
-			delete(r.mem.landed, id)
+		if !live[id] {
+			delete(r.mem.landed, id) // the job left: nothing to show the policy
 		}
 	}
 }
@@ -377,15 +384,6 @@ func failedOf(plan *policy.Plan, results []nomad.Outcome) policy.Failed {
 		}
 	}
 	return f
-}
-
-func hasJob(snap *policy.Snapshot, id string) bool {
-	for i := range snap.Jobs {
-		if snap.Jobs[i].ID == id {
-			return true
-		}
-	}
-	return false
 }
 
 // drainStates pairs each node state of the replicated state's node rows

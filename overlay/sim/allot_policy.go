@@ -18,10 +18,12 @@ var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 const nomadDefaultPriority = 50
 
 // Allot drives the model with the real overlay/policy code, unchanged: at
-// each reconcile it builds a policy.Snapshot from the model (as the server's
-// reconcile pass, overlay/reconcile, builds one from Nomad), charges the usage ledger, computes fair
-// share over the lookback window, calls Decide and applies the Plan through
-// the model's levers.
+// each reconcile it builds a policy.Snapshot from the model (as the
+// server's reconcile pass, overlay/reconcile, builds one from Nomad),
+// charges the usage ledger, computes fair share over the lookback window,
+// calls Decide and applies the Plan through the model's levers. The
+// policy's memory between decisions is its Incremental's policy.Carry, as
+// in the server.
 type Allot struct {
 	cfg    policy.Config
 	tree   *budgets.Tree
