@@ -97,12 +97,12 @@ func BuildSnapshot(s *nomad.State, in SnapshotInput) *policy.Snapshot {
 		if j.Stop || j.Status == "dead" {
 			continue
 		}
-		if !manages(cfg, &j) {
+		pj := ruleJob(&j)
+		if !cfg.Manages(&pj) {
 			continue
 		}
 		id := PolicyJobID(j.Key)
 		managed[j.Key] = id
-		pj := ruleJob(&j)
 		fillJob(&pj, &j, id, in)
 		pj.QueuedSince = stopped[j.Key]
 		snap.Jobs = append(snap.Jobs, pj)
