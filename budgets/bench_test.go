@@ -45,11 +45,11 @@ func fillLedger(b *testing.B, l *Ledger, tr *Tree, end time.Time, d time.Duratio
 			if rng.IntN(120) == 0 {
 				gpus = int64(1 + rng.IntN(8))
 			}
-			if err := l.Charge(leaf.Path, at, gpus*60); err != nil {
+			if err := l.charge(leaf.Path, at, gpus*60); err != nil {
 				b.Fatal(err)
 			}
 			if demand {
-				if err := l.AddDemand(leaf.Path, at, 2*gpus*60); err != nil {
+				if err := l.addDemand(leaf.Path, at, 2*gpus*60); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -125,12 +125,12 @@ func BenchmarkLedgerWrite(b *testing.B) {
 	b.Run("head", func(b *testing.B) {
 		for b.Loop() {
 			now = now.Add(time.Second)
-			_ = l.Charge("a", now, 480)
+			_ = l.charge("a", now, 480)
 		}
 	})
 	b.Run("3d-late", func(b *testing.B) {
 		for b.Loop() {
-			_ = l.Charge("a", now.Add(-72*time.Hour), 480)
+			_ = l.charge("a", now.Add(-72*time.Hour), 480)
 		}
 	})
 }
@@ -149,8 +149,8 @@ func BenchmarkLedgerMemory14d(b *testing.B) {
 		// Every leaf busy, so every series holds a full ring.
 		for i, leaf := range tr.Leaves() {
 			for at := now.Add(-14 * 24 * time.Hour); at.Before(now); at = at.Add(time.Minute) {
-				_ = l.Charge(leaf.Path, at, int64(i%8+1)*60)
-				_ = l.AddDemand(leaf.Path, at, int64(i%8+2)*60)
+				_ = l.charge(leaf.Path, at, int64(i%8+1)*60)
+				_ = l.addDemand(leaf.Path, at, int64(i%8+2)*60)
 			}
 		}
 		runtime.GC()

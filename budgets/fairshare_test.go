@@ -152,7 +152,7 @@ func randomUsage(rng *rand.Rand, tr *Tree) []int64 {
 		l := NewLedger(LedgerConfig{})
 		for range 20 * n {
 			leaf := tr.Leaves()[rng.IntN(n)]
-			_ = l.Charge(leaf.Path, t0.Add(-time.Duration(rng.IntN(8*24*60))*time.Minute), int64(rng.IntN(8))*60)
+			_ = l.charge(leaf.Path, t0.Add(-time.Duration(rng.IntN(8*24*60))*time.Minute), int64(rng.IntN(8))*60)
 		}
 		u = l.UsageByLeaf(tr, t0.Add(-7*24*time.Hour), t0, u)
 	}

@@ -92,6 +92,9 @@ type Ledger struct {
 
 	dropped        int64
 	droppedSeconds int64
+	// changes counts the writes and prunes, so that Rewind knows whether
+	// only Advance moved the ledger since a Mark.
+	changes uint64
 }
 
 type leafSeries struct {
@@ -196,6 +199,34 @@ func (l *Ledger) Advance(to time.Time) error {
 	return nil
 }
 
+// HeadMark is where a ledger's newest bucket and horizon stood at Mark.
+type HeadMark struct {
+	head, floor int64
+	written     bool
+	changes     uint64
+}
+
+// Mark returns where the newest bucket and the horizon stand, for Rewind.
+func (l *Ledger) Mark() HeadMark {
+	return HeadMark{head: l.head, floor: l.floor, written: l.written, changes: l.changes}
+}
+
+// ErrRewind is returned by Rewind when the ledger was written or pruned
+// since the Mark.
+var ErrRewind = errors.New("the ledger was written since the mark")
+
+// Rewind undoes the Advance calls made since m was taken: the newest bucket
+// and the horizon move back to where they stood. Advance moves nothing
+// else, so this restores the ledger exactly; it refuses, changing nothing,
+// when anything was written or pruned since.
+func (l *Ledger) Rewind(m HeadMark) error {
+	if l.changes != m.changes {
+		return ErrRewind
+	}
+	l.head, l.floor, l.written = m.head, m.floor, m.written
+	return nil
+}
+
 // checkAhead returns ErrTooFarAhead when bucket j lies more than MaxAdvance
 // after the newest bucket.
 func (l *Ledger) checkAhead(j int64, what, leaf string) error {
@@ -216,25 +247,27 @@ func (l *Ledger) moveHead(j int64) {
 	}
 }
 
-// Dropped returns how many writes (Charge or AddDemand calls with a positive
+// Dropped returns how many writes (charge or addDemand calls, or span parts, with a positive
 // amount) were dropped because their bucket was older than the horizon.
 func (l *Ledger) Dropped() int64 { return l.dropped }
 
 // DroppedGPUSeconds returns the GPU-seconds of the dropped writes.
 func (l *Ledger) DroppedGPUSeconds() int64 { return l.droppedSeconds }
 
-// Charge adds gpuSeconds of charged use to leaf's bucket containing at. A
+// charge adds gpuSeconds of charged use to leaf's bucket containing at (the
+// tests' way to set up a ledger: every caller outside this package writes
+// spans, with WriteSpans, ChargeSpan or AddDemandSpan). A
 // write older than the horizon is dropped and counted, and returns nil. It
 // returns ErrNegativeAmount for gpuSeconds < 0, ErrTooFarAhead beyond
 // MaxAdvance, and ErrBucketOverflow if the bucket would exceed
 // 4,294,967,295 GPU-seconds; the ledger is then unchanged.
-func (l *Ledger) Charge(leaf string, at time.Time, gpuSeconds int64) error {
+func (l *Ledger) charge(leaf string, at time.Time, gpuSeconds int64) error {
 	return l.write(leaf, at, gpuSeconds, false)
 }
 
-// AddDemand adds gpuSeconds of demand (GPUs of the leaf's running + pending
-// allocated work × seconds) to leaf's bucket containing at, with Charge's rules.
-func (l *Ledger) AddDemand(leaf string, at time.Time, gpuSeconds int64) error {
+// addDemand adds gpuSeconds of demand (GPUs of the leaf's running + pending
+// allocated work × seconds) to leaf's bucket containing at, with charge's rules.
+func (l *Ledger) addDemand(leaf string, at time.Time, gpuSeconds int64) error {
 	return l.write(leaf, at, gpuSeconds, true)
 }
 
@@ -255,6 +288,7 @@ func (l *Ledger) write(leaf string, at time.Time, v int64, demand bool) error {
 	}
 	if j < l.floor {
 		l.dropped++
+		l.changes++
 		l.droppedSeconds += v
 		return nil
 	}
@@ -299,6 +333,7 @@ func (l *Ledger) writeSeries(leaf string, ls *leafSeries, j, v int64, demand boo
 	}
 	l.moveHead(j)
 	ls.pick(demand).add(j, v, l.nb)
+	l.changes++
 }
 
 // Usage returns leaf's charged GPU-seconds in buckets starting in [from, to).
@@ -375,6 +410,7 @@ func (l *Ledger) UsageByLeaf(t *Tree, from, to time.Time, dst []int64) []int64 {
 // left with nothing; later writes there are dropped. It never moves the
 // horizon back.
 func (l *Ledger) Prune(before time.Time) {
+	l.changes++
 	l.floor = max(l.floor, l.firstBucketFrom(before))
 	n := len(l.leaves)
 	maps.DeleteFunc(l.leaves, func(_ string, ls *leafSeries) bool { return !l.retained(ls) })

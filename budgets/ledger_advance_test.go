@@ -16,17 +16,17 @@ import (
 // still count.
 func TestLedgerMaxAdvanceRefusesFutureWrite(t *testing.T) {
 	l := NewLedger(LedgerConfig{MaxAdvance: time.Hour})
-	mustWrite(t, l.Charge("root/a", t0, 60))
+	mustWrite(t, l.charge("root/a", t0, 60))
 	horizon, _ := l.Horizon()
 	before, _ := l.MarshalBinary()
 	future := time.Date(2036, 1, 1, 0, 0, 0, 0, time.UTC)
 	for name, err := range map[string]error{
-		"charge":                    l.Charge("root/a", future, 60),
-		"demand":                    l.AddDemand("root/a", future, 60),
+		"charge":                    l.charge("root/a", future, 60),
+		"demand":                    l.addDemand("root/a", future, 60),
 		"charge span":               l.ChargeSpan("root/a", future, future.Add(time.Minute), 1),
 		"demand span":               l.AddDemandSpan("root/a", t0, future, 1),
 		"advance":                   l.Advance(future),
-		"one bucket past the bound": l.Charge("root/a", t0.Add(time.Hour+time.Minute), 1),
+		"one bucket past the bound": l.charge("root/a", t0.Add(time.Hour+time.Minute), 1),
 	} {
 		if !errors.Is(err, ErrTooFarAhead) {
 			t.Errorf("%s in 2036: err = %v, want ErrTooFarAhead", name, err)
@@ -38,8 +38,8 @@ func TestLedgerMaxAdvanceRefusesFutureWrite(t *testing.T) {
 	if h, _ := l.Horizon(); !h.Equal(horizon) {
 		t.Fatalf("horizon moved from %v to %v", horizon, h)
 	}
-	mustWrite(t, l.Charge("root/a", t0.Add(time.Minute), 60))
-	mustWrite(t, l.Charge("root/a", t0.Add(time.Hour), 1)) // exactly MaxAdvance ahead: allowed
+	mustWrite(t, l.charge("root/a", t0.Add(time.Minute), 60))
+	mustWrite(t, l.charge("root/a", t0.Add(time.Hour), 1)) // exactly MaxAdvance ahead: allowed
 	if got := l.Usage("root/a", t0, t0.Add(2*time.Hour)); got != 121 {
 		t.Fatalf("usage = %d, want 121: a later charge was lost", got)
 	}
@@ -55,7 +55,7 @@ func TestLedgerMaxAdvanceRefusesFutureWrite(t *testing.T) {
 	if h, _ := l.Head(); !h.Equal(head.Add(3 * time.Hour)) {
 		t.Fatalf("head after three advances = %v, want %v", h, head.Add(3*time.Hour))
 	}
-	mustWrite(t, l.Charge("root/b", head.Add(4*time.Hour), 5))
+	mustWrite(t, l.charge("root/b", head.Add(4*time.Hour), 5))
 }
 
 func TestLedgerMaxAdvanceConfig(t *testing.T) {
@@ -78,10 +78,10 @@ func TestLedgerMaxAdvanceConfig(t *testing.T) {
 	// The first write to an empty ledger is not bounded; an unbounded
 	// ledger takes any write (the simulator's clock is trusted).
 	l := NewLedger(LedgerConfig{MaxAdvance: time.Minute})
-	mustWrite(t, l.Charge("a", t0.Add(1000*time.Hour), 1))
+	mustWrite(t, l.charge("a", t0.Add(1000*time.Hour), 1))
 	u := NewLedger(LedgerConfig{})
-	mustWrite(t, u.Charge("a", t0, 1))
-	mustWrite(t, u.Charge("a", t0.Add(1000*time.Hour), 1))
+	mustWrite(t, u.charge("a", t0, 1))
+	mustWrite(t, u.charge("a", t0.Add(1000*time.Hour), 1))
 }
 
 // ledgerTotal sums a leaf's charges (q 0) or demand (q 1) over all time.
@@ -149,9 +149,9 @@ func checkLedgerCall(t *testing.T, l *Ledger, kind byte, leaf string, at time.Ti
 	case 0, 1:
 		what = "write"
 		if kind == 0 {
-			err = l.Charge(leaf, at, amount)
+			err = l.charge(leaf, at, amount)
 		} else {
-			err = l.AddDemand(leaf, at, amount)
+			err = l.addDemand(leaf, at, amount)
 		}
 	case 2, 3:
 		what, at = "span", at.Add(-time.Duration(amount)*time.Second) // ends where the other calls land

@@ -55,9 +55,9 @@ func TestLedgerMarshalMatchesBucketByBucket(t *testing.T) {
 			case 2:
 				_ = l.ChargeSpan(leaf, at, at.Add(time.Duration(rng.IntN(200))*bucket), int64(1+rng.IntN(8)))
 			case 3, 4:
-				_ = l.AddDemand(leaf, at, v)
+				_ = l.addDemand(leaf, at, v)
 			default:
-				_ = l.Charge(leaf, at, v)
+				_ = l.charge(leaf, at, v)
 			}
 		}
 		got, err := l.MarshalBinary()

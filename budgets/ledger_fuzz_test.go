@@ -53,9 +53,9 @@ func runLedgerOps(t *testing.T, data []byte) {
 			switch op[0] % 10 {
 			case 0, 1, 2, 3, 4:
 				q := 0
-				write := l.Charge
+				write := l.charge
 				if op[0]%10 >= 3 {
-					q, write = 1, l.AddDemand
+					q, write = 1, l.addDemand
 				}
 				err := write(leaf, at, amount)
 				if want := r.write(leaf, at, amount, q); !sameError(err, want) {

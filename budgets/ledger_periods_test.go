@@ -17,9 +17,9 @@ func TestAddWindowSumsMatchesUsage(t *testing.T) {
 		at := t0.Add(time.Duration(rng.Int63n(int64(9 * time.Hour))))
 		leaf := leaves[rng.Intn(2)] // "c" never written
 		if rng.Intn(2) == 0 {
-			mustWrite(t, l.Charge(leaf, at, rng.Int63n(500)))
+			mustWrite(t, l.charge(leaf, at, rng.Int63n(500)))
 		} else {
-			mustWrite(t, l.AddDemand(leaf, at, rng.Int63n(500)))
+			mustWrite(t, l.addDemand(leaf, at, rng.Int63n(500)))
 		}
 	}
 	for trial := range 50 {

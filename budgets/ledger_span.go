@@ -24,13 +24,77 @@ var ErrSpanTooLarge = errors.New("span too large")
 // dropped write; the part the span itself pushes out of retention (a span
 // longer than Retention) is never stored.
 func (l *Ledger) ChargeSpan(leaf string, start, end time.Time, gpus int64) error {
-	return l.writeSpan(leaf, start, end, gpus, false)
+	return l.WriteSpans([]Span{{Leaf: leaf, Start: start, End: end, GPUs: gpus}})
 }
 
 // AddDemandSpan adds demand for gpus GPUs wanted over [start, end), with
 // ChargeSpan's rules.
 func (l *Ledger) AddDemandSpan(leaf string, start, end time.Time, gpus int64) error {
-	return l.writeSpan(leaf, start, end, gpus, true)
+	return l.WriteSpans([]Span{{Leaf: leaf, Start: start, End: end, GPUs: gpus, Demand: true}})
+}
+
+// Span is one write of WriteSpans: GPUs GPUs held (or, with Demand, wanted)
+// by Leaf over [Start, End).
+type Span struct {
+	Leaf       string
+	Start, End time.Time
+	GPUs       int64
+	Demand     bool
+}
+
+// WriteSpans writes every span as ChargeSpan (or AddDemandSpan) would, in
+// order, all or nothing: it first checks them all against the ledger as it
+// stands, each bucket against the sum of what the spans add to it, and
+// returns the first error without writing anything. It is the one way
+// charges and demand spread over time reach a ledger.
+func (l *Ledger) WriteSpans(spans []Span) error {
+	type key struct {
+		leaf   string
+		demand bool
+		j      int64
+	}
+	var sums map[key]int64
+	if len(spans) > 1 {
+		sums = map[key]int64{}
+	}
+	for i := range spans {
+		sp := &spans[i]
+		w, err := l.planSpan(sp)
+		if err != nil || w.empty() {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		s := l.series(sp.Leaf, sp.Demand)
+		for j := w.keepFrom; j <= w.last; j++ {
+			v := w.amount(j)
+			if sums != nil {
+				k := key{sp.Leaf, sp.Demand, j}
+				sums[k] += v
+				v = sums[k]
+			}
+			if !s.canAdd(j, v, l.nb) {
+				return fmt.Errorf("%w: %s of %d GPUs over [%s, %s) for %q: a leaf's bucket holds at most %d GPU-seconds",
+					ErrBucketOverflow, sp.what(), sp.GPUs, sp.Start.UTC().Format(time.RFC3339), sp.End.UTC().Format(time.RFC3339), sp.Leaf, int64(maxBucketValue))
+			}
+		}
+	}
+	// Writing in order only moves the newest bucket (and the horizon)
+	// forward: a later span then drops more and checks its bound against a
+	// later bucket, so nothing checked above can fail now.
+	for i := range spans {
+		w, _ := l.planSpan(&spans[i])
+		l.writePlanned(&spans[i], w)
+	}
+	return nil
+}
+
+func (sp *Span) what() string {
+	if sp.Demand {
+		return "demand"
+	}
+	return "charge"
 }
 
 // spanSplit computes the cumulative GPU-seconds of a span up to a time.
@@ -46,58 +110,72 @@ func (p spanSplit) upTo(x time.Time) int64 {
 	return int64(q)
 }
 
-func (l *Ledger) writeSpan(leaf string, start, end time.Time, gpus int64, demand bool) error {
-	what := "charge"
-	if demand {
-		what = "demand"
+// spanWrite is a checked span's buckets, as the ledger stands.
+type spanWrite struct {
+	split       spanSplit
+	start, end  time.Time
+	first, last int64
+	keepFrom    int64
+	bucketSec   int64
+	nothing     bool
+}
+
+func (w *spanWrite) empty() bool { return w.nothing }
+
+func (w *spanWrite) clip(t time.Time) time.Time {
+	if t.Before(w.start) {
+		return w.start
 	}
-	if gpus < 0 {
-		return fmt.Errorf("%w: %s span of %d GPUs for %q: GPUs must be >= 0", ErrNegativeAmount, what, gpus, leaf)
+	if t.After(w.end) {
+		return w.end
 	}
-	if gpus == 0 || !start.Before(end) {
-		return nil
+	return t
+}
+
+func (w *spanWrite) bucketStart(j int64) time.Time { return time.Unix(j*w.bucketSec, 0) }
+
+// amount is what the span adds to bucket j.
+func (w *spanWrite) amount(j int64) int64 {
+	return w.split.upTo(w.clip(w.bucketStart(j+1))) - w.split.upTo(w.clip(w.bucketStart(j)))
+}
+
+// planSpan checks a span's amount and bound and finds its buckets.
+func (l *Ledger) planSpan(sp *Span) (spanWrite, error) {
+	if sp.GPUs < 0 {
+		return spanWrite{}, fmt.Errorf("%w: %s span of %d GPUs for %q: GPUs must be >= 0", ErrNegativeAmount, sp.what(), sp.GPUs, sp.Leaf)
 	}
-	if d := end.Sub(start); d == math.MaxInt64 || !fitsGPUSeconds(uint64(gpus), uint64(d)) {
-		return fmt.Errorf("%w: %s of %d GPUs over %v for %q: GPU-seconds must fit in an int64", ErrSpanTooLarge, what, gpus, d, leaf)
+	if sp.GPUs == 0 || !sp.Start.Before(sp.End) {
+		return spanWrite{nothing: true}, nil
 	}
-	split := spanSplit{start: start, gpus: uint64(gpus)}
-	first, last := l.bucketAt(start), l.bucketAt(end.Add(-1))
-	if err := l.checkAhead(last, what+" span", leaf); err != nil {
-		return err
+	if d := sp.End.Sub(sp.Start); d == math.MaxInt64 || !fitsGPUSeconds(uint64(sp.GPUs), uint64(d)) {
+		return spanWrite{}, fmt.Errorf("%w: %s of %d GPUs over %v for %q: GPU-seconds must fit in an int64", ErrSpanTooLarge, sp.what(), sp.GPUs, d, sp.Leaf)
 	}
-	keepFrom := max(first, l.floor, last-l.span+1)
-	bucketStart := func(j int64) time.Time { return time.Unix(j*l.bucketSec, 0) }
-	clip := func(t time.Time) time.Time {
-		if t.Before(start) {
-			return start
-		}
-		if t.After(end) {
-			return end
-		}
-		return t
+	w := spanWrite{split: spanSplit{start: sp.Start, gpus: uint64(sp.GPUs)}, start: sp.Start, end: sp.End,
+		first: l.bucketAt(sp.Start), last: l.bucketAt(sp.End.Add(-1)), bucketSec: l.bucketSec}
+	if err := l.checkAhead(w.last, sp.what()+" span", sp.Leaf); err != nil {
+		return spanWrite{}, err
 	}
-	amount := func(j int64) int64 {
-		return split.upTo(clip(bucketStart(j+1))) - split.upTo(clip(bucketStart(j)))
+	w.keepFrom = max(w.first, l.floor, w.last-l.span+1)
+	return w, nil
+}
+
+// writePlanned writes a checked span.
+func (l *Ledger) writePlanned(sp *Span, w spanWrite) {
+	if w.nothing {
+		return
 	}
-	s := l.series(leaf, demand)
-	for j := keepFrom; j <= last; j++ {
-		if !s.canAdd(j, amount(j), l.nb) {
-			return fmt.Errorf("%w: %s of %d GPUs over [%s, %s) for %q: a leaf's bucket holds at most %d GPU-seconds",
-				ErrBucketOverflow, what, gpus, start.UTC().Format(time.RFC3339), end.UTC().Format(time.RFC3339), leaf, int64(maxBucketValue))
-		}
-	}
-	if first < l.floor {
-		if lost := split.upTo(clip(bucketStart(l.floor))); lost > 0 {
+	if w.first < l.floor {
+		if lost := w.split.upTo(w.clip(w.bucketStart(l.floor))); lost > 0 {
 			l.dropped++
+			l.changes++
 			l.droppedSeconds += lost
 		}
 	}
-	for j := keepFrom; j <= last; j++ {
-		if v := amount(j); v > 0 {
-			l.writeBucket(leaf, j, v, demand)
+	for j := w.keepFrom; j <= w.last; j++ {
+		if v := w.amount(j); v > 0 {
+			l.writeBucket(sp.Leaf, j, v, sp.Demand)
 		}
 	}
-	return nil
 }
 
 // fitsGPUSeconds reports whether gpus × d nanoseconds, in whole seconds, fits

@@ -23,10 +23,10 @@ func mustWrite(t *testing.T, err error) {
 func TestLedgerWindowRuleAndOutOfOrder(t *testing.T) {
 	l := NewLedger(LedgerConfig{})
 	// Late and out-of-order charges land in the bucket containing their time.
-	mustWrite(t, l.Charge("a", t0.Add(mins(10)+30*time.Second), 60))
-	mustWrite(t, l.Charge("a", t0.Add(mins(3)), 7))
-	mustWrite(t, l.Charge("a", t0.Add(mins(10)), 5))
-	mustWrite(t, l.Charge("a", t0.Add(-mins(600)), 100))
+	mustWrite(t, l.charge("a", t0.Add(mins(10)+30*time.Second), 60))
+	mustWrite(t, l.charge("a", t0.Add(mins(3)), 7))
+	mustWrite(t, l.charge("a", t0.Add(mins(10)), 5))
+	mustWrite(t, l.charge("a", t0.Add(-mins(600)), 100))
 	tests := []struct {
 		name     string
 		from, to time.Time
@@ -55,28 +55,28 @@ func TestLedgerWindowRuleAndOutOfOrder(t *testing.T) {
 
 func TestLedgerRetention(t *testing.T) {
 	l := NewLedger(LedgerConfig{Bucket: time.Minute, Retention: time.Hour})
-	mustWrite(t, l.Charge("a", t0, 10))
-	mustWrite(t, l.Charge("a", t0.Add(mins(59)), 20)) // horizon is now t0: 60 buckets retained
+	mustWrite(t, l.charge("a", t0, 10))
+	mustWrite(t, l.charge("a", t0.Add(mins(59)), 20)) // horizon is now t0: 60 buckets retained
 	if got := l.Usage("a", t0, t0.Add(time.Hour)); got != 30 {
 		t.Fatalf("Usage = %d, want 30", got)
 	}
-	mustWrite(t, l.Charge("b", t0.Add(mins(60)), 1)) // another leaf moves the horizon for all
+	mustWrite(t, l.charge("b", t0.Add(mins(60)), 1)) // another leaf moves the horizon for all
 	if h, _ := l.Horizon(); !h.Equal(t0.Add(time.Minute)) {
 		t.Errorf("Horizon = %v, want %v", h, t0.Add(time.Minute))
 	}
 	if got := l.Usage("a", t0.Add(-time.Hour), t0.Add(2*time.Hour)); got != 20 {
 		t.Errorf("after horizon moved, Usage = %d, want 20", got)
 	}
-	mustWrite(t, l.Charge("a", t0.Add(30*time.Second), 99)) // older than retention
+	mustWrite(t, l.charge("a", t0.Add(30*time.Second), 99)) // older than retention
 	if l.Dropped() != 1 || l.DroppedGPUSeconds() != 99 {
 		t.Errorf("Dropped = %d (%d s), want 1 (99 s)", l.Dropped(), l.DroppedGPUSeconds())
 	}
 	// A charge far in the future empties the ring of every leaf.
-	mustWrite(t, l.Charge("c", t0.Add(1000*time.Hour), 3))
+	mustWrite(t, l.charge("c", t0.Add(1000*time.Hour), 3))
 	if got := l.Leaves(); !slices.Equal(got, []string{"c"}) {
 		t.Errorf("Leaves = %q, want [c]", got)
 	}
-	mustWrite(t, l.Charge("a", t0.Add(1000*time.Hour-mins(5)), 4))
+	mustWrite(t, l.charge("a", t0.Add(1000*time.Hour-mins(5)), 4))
 	if got := l.Usage("a", t0, t0.Add(2000*time.Hour)); got != 4 {
 		t.Errorf("Usage after jump = %d, want 4", got)
 	}
@@ -85,8 +85,8 @@ func TestLedgerRetention(t *testing.T) {
 func TestLedgerPrune(t *testing.T) {
 	l := NewLedger(LedgerConfig{})
 	for i := range 10 {
-		mustWrite(t, l.Charge("a", t0.Add(mins(i)), 1))
-		mustWrite(t, l.AddDemand("b", t0.Add(mins(i)), 2))
+		mustWrite(t, l.charge("a", t0.Add(mins(i)), 1))
+		mustWrite(t, l.addDemand("b", t0.Add(mins(i)), 2))
 	}
 	l.Prune(t0.Add(mins(4) + time.Second)) // bucket 4 starts before: dropped
 	if got := l.Usage("a", t0, t0.Add(time.Hour)); got != 5 {
@@ -103,7 +103,7 @@ func TestLedgerPrune(t *testing.T) {
 	if got := l.Leaves(); len(got) != 0 || len(l.leaves) != 0 {
 		t.Errorf("Leaves after full prune = %q (%d stored)", got, len(l.leaves))
 	}
-	mustWrite(t, l.Charge("a", t0.Add(mins(30)), 1))
+	mustWrite(t, l.charge("a", t0.Add(mins(30)), 1))
 	if l.Dropped() != 1 {
 		t.Errorf("write before prune point: Dropped = %d, want 1", l.Dropped())
 	}
@@ -111,27 +111,27 @@ func TestLedgerPrune(t *testing.T) {
 
 func TestLedgerRejectsBadAmounts(t *testing.T) {
 	l := NewLedger(LedgerConfig{})
-	if err := l.Charge("a", t0, -1); !errors.Is(err, ErrNegativeAmount) {
+	if err := l.charge("a", t0, -1); !errors.Is(err, ErrNegativeAmount) {
 		t.Errorf("negative charge: err = %v", err)
 	}
-	if err := l.AddDemand("a", t0, -5); !errors.Is(err, ErrNegativeAmount) {
+	if err := l.addDemand("a", t0, -5); !errors.Is(err, ErrNegativeAmount) {
 		t.Errorf("negative demand: err = %v", err)
 	}
-	mustWrite(t, l.Charge("a", t0, math.MaxUint32-1))
-	if err := l.Charge("a", t0.Add(time.Second), 2); !errors.Is(err, ErrBucketOverflow) {
+	mustWrite(t, l.charge("a", t0, math.MaxUint32-1))
+	if err := l.charge("a", t0.Add(time.Second), 2); !errors.Is(err, ErrBucketOverflow) {
 		t.Errorf("overflowing charge: err = %v", err)
 	}
-	if err := l.Charge("b", t0, math.MaxUint32+1); !errors.Is(err, ErrBucketOverflow) {
+	if err := l.charge("b", t0, math.MaxUint32+1); !errors.Is(err, ErrBucketOverflow) {
 		t.Errorf("huge charge: err = %v", err)
 	}
-	mustWrite(t, l.Charge("a", t0.Add(time.Minute), math.MaxUint32))
+	mustWrite(t, l.charge("a", t0.Add(time.Minute), math.MaxUint32))
 	if got, want := l.Usage("a", t0, t0.Add(time.Hour)), int64(2*math.MaxUint32-1); got != want {
 		t.Errorf("Usage = %d, want %d", got, want)
 	}
 	if got := l.Leaves(); !slices.Equal(got, []string{"a"}) {
 		t.Errorf("rejected writes created leaves: %q", got)
 	}
-	mustWrite(t, l.Charge("z", t0, 0))
+	mustWrite(t, l.charge("z", t0, 0))
 	if len(l.Leaves()) != 1 {
 		t.Error("zero charge created a leaf")
 	}
@@ -176,9 +176,9 @@ func TestLedgerMatchesReference(t *testing.T) {
 				q := rng.IntN(2)
 				var err error
 				if q == 0 {
-					err = l.Charge(leaf, at, v)
+					err = l.charge(leaf, at, v)
 				} else {
-					err = l.AddDemand(leaf, at, v)
+					err = l.addDemand(leaf, at, v)
 				}
 				if want := r.write(leaf, at, v, q); !sameError(err, want) {
 					t.Fatalf("seed %d op %d: write(%s, %d, q%d) err = %v, want %v", seed, op, leaf, v, q, err, want)
@@ -224,13 +224,13 @@ func TestLedgerMatchesReference(t *testing.T) {
 func TestLedgerMarshalRoundTrip(t *testing.T) {
 	l := NewLedger(LedgerConfig{Retention: 2 * time.Hour})
 	for i := range 500 {
-		mustWrite(t, l.Charge("ai2/prior/olmo", t0.Add(mins(i)), 480))
-		mustWrite(t, l.AddDemand("ai2/prior/olmo", t0.Add(mins(i)), 960+int64(i%3)))
+		mustWrite(t, l.charge("ai2/prior/olmo", t0.Add(mins(i)), 480))
+		mustWrite(t, l.addDemand("ai2/prior/olmo", t0.Add(mins(i)), 960+int64(i%3)))
 		if i%7 == 0 {
-			mustWrite(t, l.Charge("ai2/robotics", t0.Add(mins(i)), int64(i)))
+			mustWrite(t, l.charge("ai2/robotics", t0.Add(mins(i)), int64(i)))
 		}
 	}
-	mustWrite(t, l.Charge("ai2/robotics", t0, 1)) // dropped: too old
+	mustWrite(t, l.charge("ai2/robotics", t0, 1)) // dropped: too old
 	data, err := l.MarshalBinary()
 	if err != nil {
 		t.Fatal(err)
@@ -265,8 +265,8 @@ func TestLedgerMarshalRoundTrip(t *testing.T) {
 
 func TestLedgerUnmarshalRejectsCorruptInput(t *testing.T) {
 	l := NewLedger(LedgerConfig{})
-	mustWrite(t, l.Charge("a", t0, 10))
-	mustWrite(t, l.AddDemand("b", t0.Add(time.Hour), 20))
+	mustWrite(t, l.charge("a", t0, 10))
+	mustWrite(t, l.addDemand("b", t0.Add(time.Hour), 20))
 	data, _ := l.MarshalBinary()
 	before, _ := l.MarshalBinary()
 	for n := range len(data) {
@@ -291,10 +291,10 @@ func TestLedgerUnmarshalRejectsCorruptInput(t *testing.T) {
 func TestSubtreeUsageAndUsageByLeaf(t *testing.T) {
 	tr := publishedTree(t)
 	l := NewLedger(LedgerConfig{})
-	mustWrite(t, l.Charge("ai2/prior/olmo", t0, 100))
-	mustWrite(t, l.Charge("ai2/prior/vision", t0.Add(time.Minute), 30))
-	mustWrite(t, l.Charge("ai2/robotics", t0, 7))
-	mustWrite(t, l.Charge("ai2/retired", t0, 1000)) // not in the tree: never counted
+	mustWrite(t, l.charge("ai2/prior/olmo", t0, 100))
+	mustWrite(t, l.charge("ai2/prior/vision", t0.Add(time.Minute), 30))
+	mustWrite(t, l.charge("ai2/robotics", t0, 7))
+	mustWrite(t, l.charge("ai2/retired", t0, 1000)) // not in the tree: never counted
 	from, to := t0, t0.Add(time.Hour)
 	want := map[string]int64{"ai2": 137, "ai2/prior": 130, "ai2/prior/olmo": 100, "ai2/robotics": 7, "nope": 0}
 	for p, w := range want {
@@ -323,15 +323,15 @@ func TestUsageByLeafFollowsLeaves(t *testing.T) {
 		}
 	}
 	check(l, tr, []int64{0, 0, 0})
-	mustWrite(t, l.Charge("ai2/prior/olmo", t0, 100))
+	mustWrite(t, l.charge("ai2/prior/olmo", t0, 100))
 	check(l, tr, []int64{100, 0, 0})
-	mustWrite(t, l.Charge("ai2/robotics", t0, 7))
-	mustWrite(t, l.Charge("ai2/prior/olmo", t0, 1))
+	mustWrite(t, l.charge("ai2/robotics", t0, 7))
+	mustWrite(t, l.charge("ai2/prior/olmo", t0, 1))
 	check(l, tr, []int64{101, 0, 7})
-	mustWrite(t, l.Charge("ai2/prior/vision", t0.Add(2*time.Hour), 30))
+	mustWrite(t, l.charge("ai2/prior/vision", t0.Add(2*time.Hour), 30))
 	l.Prune(t0.Add(2 * time.Hour))
 	check(l, tr, []int64{0, 0, 0})
-	mustWrite(t, l.Charge("ai2/robotics", t0.Add(2*time.Hour), 5))
+	mustWrite(t, l.charge("ai2/robotics", t0.Add(2*time.Hour), 5))
 	from, to = t0.Add(2*time.Hour), t0.Add(3*time.Hour)
 	check(l, tr, []int64{0, 30, 5})
 	other, err := NewTree([]Spec{{Path: "ai2"}, {Path: "ai2/robotics", Share: 1}})
@@ -348,7 +348,7 @@ func TestUsageByLeafFollowsLeaves(t *testing.T) {
 		t.Fatal(err)
 	}
 	check(&back, tr, []int64{0, 30, 5})
-	mustWrite(t, back.Charge("ai2/prior/olmo", t0.Add(2*time.Hour), 9))
+	mustWrite(t, back.charge("ai2/prior/olmo", t0.Add(2*time.Hour), 9))
 	check(&back, tr, []int64{9, 30, 5})
 }
 

@@ -21,16 +21,16 @@ func TestOwedReportPublishedExample(t *testing.T) {
 	// olmo wants the whole 100-GPU cluster for two hours; it is owed its 35
 	// GPUs each hour. It gets 50 GPUs in hour 1 (surplus, credited up to 35)
 	// and 17.5 in hour 2 (half of what it was owed).
-	perMinute(t, l.AddDemand, "ai2/prior/olmo", h1, end, 100)
-	perMinute(t, l.Charge, "ai2/prior/olmo", h1, h2, 50)
+	perMinute(t, l.addDemand, "ai2/prior/olmo", h1, end, 100)
+	perMinute(t, l.charge, "ai2/prior/olmo", h1, h2, 50)
 	for at := h2; at.Before(end); at = at.Add(time.Minute) {
-		mustWrite(t, l.Charge("ai2/prior/olmo", at, 1050)) // 17.5 GPUs
+		mustWrite(t, l.charge("ai2/prior/olmo", at, 1050)) // 17.5 GPUs
 	}
 	// vision wants 10 GPUs, under its 15 GPU share: owed 10, gets them.
-	perMinute(t, l.AddDemand, "ai2/prior/vision", h1, end, 10)
-	perMinute(t, l.Charge, "ai2/prior/vision", h1, end, 10)
+	perMinute(t, l.addDemand, "ai2/prior/vision", h1, end, 10)
+	perMinute(t, l.charge, "ai2/prior/vision", h1, end, 10)
 	// robotics wants nothing yet runs 5 GPUs: nothing owed, ratio 1.
-	perMinute(t, l.Charge, "ai2/robotics", h1, end, 5)
+	perMinute(t, l.charge, "ai2/robotics", h1, end, 5)
 
 	got := OwedReport(tr, l, 100, h1, end)
 	want := []Delivery{
@@ -54,8 +54,8 @@ func TestOwedReportPublishedExample(t *testing.T) {
 func TestOwedReportPartialHoursAndEdges(t *testing.T) {
 	tr := publishedTree(t)
 	l := NewLedger(LedgerConfig{})
-	perMinute(t, l.AddDemand, "ai2/robotics", t0, t0.Add(2*time.Hour), 40)
-	perMinute(t, l.Charge, "ai2/robotics", t0, t0.Add(time.Hour), 60)
+	perMinute(t, l.addDemand, "ai2/robotics", t0, t0.Add(2*time.Hour), 40)
+	perMinute(t, l.charge, "ai2/robotics", t0, t0.Add(time.Hour), 60)
 	// [t0+30m, t0+90m) is two half-hour periods; robotics (50% of 100 GPUs)
 	// is owed min(50, 40) GPUs × 1800 s in each and gets 60 then 0 GPUs.
 	got := OwedReport(tr, l, 100, t0.Add(30*time.Minute), t0.Add(90*time.Minute))
@@ -65,7 +65,7 @@ func TestOwedReportPartialHoursAndEdges(t *testing.T) {
 	}
 	// Capacity prorates: a 15-minute window owes 50 × 900 at most.
 	l2 := NewLedger(LedgerConfig{})
-	perMinute(t, l2.AddDemand, "ai2/robotics", t0, t0.Add(time.Hour), 1000)
+	perMinute(t, l2.addDemand, "ai2/robotics", t0, t0.Add(time.Hour), 1000)
 	if r := OwedReport(tr, l2, 100, t0.Add(45*time.Minute), t0.Add(time.Hour))[4]; r.Owed != 50*900 || r.Ratio != 0 {
 		t.Errorf("quarter hour = %+v, want owed %d ratio 0", r, 50*900)
 	}

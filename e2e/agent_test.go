@@ -49,7 +49,7 @@ type agentConfig struct {
 // agent is a running Nomad dev agent on non-default ports of 127.0.0.1, so
 // tests of several packages can run at once.
 type agent struct {
-	t    *testing.T
+	t    testing.TB
 	Addr string // http://127.0.0.1:<port>
 	cmd  *exec.Cmd
 	out  *lockedBuffer
@@ -64,7 +64,7 @@ type agent struct {
 }
 
 // freePorts returns n TCP ports free on 127.0.0.1 at the time of the call.
-func freePorts(t *testing.T, n int) []int {
+func freePorts(t testing.TB, n int) []int {
 	t.Helper()
 	var ports []int
 	var ls []net.Listener
@@ -101,7 +101,7 @@ ports {
 
 // startAgent starts `nomad agent -dev` with cfg and waits until its HTTP API
 // answers. The agent is stopped when the test ends.
-func startAgent(t *testing.T, cfg agentConfig) *agent {
+func startAgent(t testing.TB, cfg agentConfig) *agent {
 	t.Helper()
 	if cfg.DataDir == "" {
 		cfg.DataDir = t.TempDir()
@@ -126,7 +126,7 @@ client {
 // 127.0.0.1 with that data dir and config, without AWS_CA_BUNDLE (which makes
 // the env_aws fingerprinter abort), and waits until its HTTP API on httpPort
 // answers. The agent is stopped when the test ends.
-func runAgent(t *testing.T, mode, dataDir string, httpPort int, hcl string) *agent {
+func runAgent(t testing.TB, mode, dataDir string, httpPort int, hcl string) *agent {
 	t.Helper()
 	bin := nomadBinary(t)
 	cfgFile := filepath.Join(t.TempDir(), "agent.hcl")
@@ -259,7 +259,7 @@ func (a *agent) WaitNode() string {
 }
 
 // waitFor polls cond every 200 ms until it is true, fails, or timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() (bool, error)) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {

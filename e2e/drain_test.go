@@ -131,7 +131,7 @@ func TestDrainUnhealthyNode(t *testing.T) {
 
 	waitFor(t, 30*time.Second, "allot to report client 1 drained", func() (bool, error) {
 		r := al.Srv.FSM().Read().Drain(c1.Node)
-		return r.Phase == state.PhaseDrained, nil
+		return r.Phase == policy.NodeDrained, nil
 	})
 	r := al.Srv.FSM().Read().Drain(c1.Node)
 	t.Logf("client 1 drained %s after it was cordoned; %d requeued; %.4f GPU-hours idle while draining",
@@ -145,7 +145,7 @@ func TestDrainUnhealthyNode(t *testing.T) {
 	})
 	t.Logf("fault cleared -> client 1 eligible in %s", time.Since(cleared).Round(10*time.Millisecond))
 	waitFor(t, 10*time.Second, "allot to report client 1 returned", func() (bool, error) {
-		return al.Srv.FSM().Read().Drain(c1.Node).Phase == state.PhaseReturned, nil
+		return al.Srv.FSM().Read().Drain(c1.Node).Phase == policy.NodeReturned, nil
 	})
 	r = al.Srv.FSM().Read().Drain(c1.Node)
 	if r.ReturnedBy != state.ReturnedByPolicy {
@@ -225,7 +225,7 @@ func TestDrainNomadDrainDeadline(t *testing.T) {
 	}
 	waitFor(t, 30*time.Second, "allot to report client 1 drained", func() (bool, error) {
 		r := al.Srv.FSM().Read().Drain(c1.Node)
-		return r != nil && r.Phase == state.PhaseDrained, nil
+		return r != nil && r.Phase == policy.NodeDrained, nil
 	})
 	r := al.Srv.FSM().Read().Drain(c1.Node)
 	if r.Cause != state.CauseNomadDrain || len(r.Requeued) != 1 {

@@ -7,7 +7,7 @@ import (
 )
 
 // nomadBinary returns the Nomad binary to test against, or skips the test.
-func nomadBinary(t *testing.T) string {
+func nomadBinary(t testing.TB) string {
 	t.Helper()
 	if p := os.Getenv("NOMAD_BIN"); p != "" {
 		if _, err := os.Stat(p); err != nil {

@@ -12,11 +12,11 @@ import (
 )
 
 // allotNVML returns an allot-nvml binary (see allotCommand).
-func allotNVML(t *testing.T) string { return allotCommand(t, "allot-nvml") }
+func allotNVML(t testing.TB) string { return allotCommand(t, "allot-nvml") }
 
 // allotCommand returns the binary of ./cmd/NAME: $ALLOT_BIN_DIR/NAME (set by
 // `make e2e`) or a fresh build.
-func allotCommand(t *testing.T, name string) string {
+func allotCommand(t testing.TB, name string) string {
 	t.Helper()
 	if d := os.Getenv("ALLOT_BIN_DIR"); d != "" {
 		if p := filepath.Join(d, name); fileExists(p) {
@@ -37,7 +37,7 @@ func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 
 // installPlugin copies the plugin binary into a fresh plugin_dir under the
 // name the plugin block uses.
-func installPlugin(t *testing.T, bin string) string {
+func installPlugin(t testing.TB, bin string) string {
 	t.Helper()
 	dir := t.TempDir()
 	b, err := os.ReadFile(bin)

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -26,7 +27,7 @@ type gpuCluster struct {
 }
 
 // startGPUCluster starts the agent and waits for 8 healthy GPUs.
-func startGPUCluster(t *testing.T) *gpuCluster {
+func startGPUCluster(t testing.TB) *gpuCluster {
 	t.Helper()
 	return startGPUClusterHCL(t, fmt.Sprintf(`
 plugin "allot-nvml" {
@@ -41,7 +42,7 @@ plugin "allot-nvml" {
 
 // startGPUClusterHCL starts the agent with hcl added to its config, which
 // must load allot-nvml with 8 fake GPUs, and waits for them to be healthy.
-func startGPUClusterHCL(t *testing.T, hcl string) *gpuCluster {
+func startGPUClusterHCL(t testing.TB, hcl string) *gpuCluster {
 	t.Helper()
 	nomadBinary(t)
 	pluginDir := installPlugin(t, allotNVML(t))
@@ -62,7 +63,7 @@ func startGPUClusterHCL(t *testing.T, hcl string) *gpuCluster {
 
 // allot is an allot server in this process driving a Nomad.
 type allot struct {
-	t      *testing.T
+	t      testing.TB
 	Srv    *server.Server
 	Rec    *reconcile.Reconciler
 	cancel context.CancelFunc
@@ -74,6 +75,8 @@ type allotOptions struct {
 	NomadAddr string // default: the cluster's address
 	DataDir   string // "": -dev (in-memory state)
 	Policy    func(*policy.Config)
+	// ReconcileInterval is the periodic pass's (default 2s).
+	ReconcileInterval time.Duration
 }
 
 // testBudgets: two leaves with equal shares.
@@ -82,7 +85,7 @@ var testBudgets = []budgets.Spec{{Path: "lab"}, {Path: "lab/a", Share: 1}, {Path
 // startAllot starts an allot server pointed at the cluster, applies
 // testBudgets when the state has none, and waits until it leads with a
 // synced view. It stops when the test ends (or at Stop).
-func startAllot(t *testing.T, c *gpuCluster, o allotOptions) *allot {
+func startAllot(t testing.TB, c *gpuCluster, o allotOptions) *allot {
 	t.Helper()
 	addr := o.NomadAddr
 	if addr == "" {
@@ -114,7 +117,7 @@ func startAllot(t *testing.T, c *gpuCluster, o allotOptions) *allot {
 	lns := listeners(t, 2)
 	cfg := server.Config{Dev: o.DataDir == "", DataDir: o.DataDir, BootstrapExpect: 1, NodeID: "allot-e2e",
 		HTTPListener: lns[0], RaftListener: lns[1], Token: "e2e", Reconciler: rec,
-		ReconcileInterval: 2 * time.Second, Logger: log,
+		ReconcileInterval: cmp.Or(o.ReconcileInterval, 2*time.Second), Logger: log,
 		Raft: server.RaftTuning{HeartbeatTimeout: 200 * time.Millisecond, ElectionTimeout: 200 * time.Millisecond,
 			LeaderLeaseTimeout: 100 * time.Millisecond, CommitTimeout: 5 * time.Millisecond}}
 	srv, err := server.New(cfg)
@@ -171,7 +174,7 @@ func (a *allot) Stop() {
 }
 
 // listeners returns n listeners on free ports of 127.0.0.1.
-func listeners(t *testing.T, n int) []net.Listener {
+func listeners(t testing.TB, n int) []net.Listener {
 	t.Helper()
 	var out []net.Listener
 	for i := 0; i < n; i++ {
@@ -184,7 +187,7 @@ func listeners(t *testing.T, n int) []net.Listener {
 	return out
 }
 
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
 
@@ -222,7 +225,7 @@ type gpuJob struct {
 }
 
 // register submits the job and returns Nomad's answer.
-func (c *gpuCluster) register(t *testing.T, j gpuJob) {
+func (c *gpuCluster) register(t testing.TB, j gpuJob) {
 	t.Helper()
 	if err := c.Put("/v1/jobs", jobBody(j), nil); err != nil {
 		t.Fatalf("register %s: %v", j.ID, err)
@@ -272,7 +275,7 @@ type nomadJob struct {
 	SubmitTime     int64
 }
 
-func (c *gpuCluster) job(t *testing.T, id string) nomadJob {
+func (c *gpuCluster) job(t testing.TB, id string) nomadJob {
 	t.Helper()
 	var j nomadJob
 	if err := c.Get("/v1/job/"+url.PathEscape(id), &j); err != nil {
@@ -282,7 +285,7 @@ func (c *gpuCluster) job(t *testing.T, id string) nomadJob {
 }
 
 // versions returns the job's versions, oldest first.
-func (c *gpuCluster) versions(t *testing.T, id string) []nomadJob {
+func (c *gpuCluster) versions(t testing.TB, id string) []nomadJob {
 	t.Helper()
 	var v struct{ Versions []nomadJob }
 	if err := c.Get("/v1/job/"+url.PathEscape(id)+"/versions", &v); err != nil {
@@ -322,7 +325,7 @@ func (a nomadAlloc) killedAt() time.Time {
 	return time.Time{}
 }
 
-func (c *gpuCluster) allocs(t *testing.T, job string) []nomadAlloc {
+func (c *gpuCluster) allocs(t testing.TB, job string) []nomadAlloc {
 	t.Helper()
 	var out []nomadAlloc
 	if err := c.Get("/v1/job/"+url.PathEscape(job)+"/allocations", &out); err != nil {
@@ -334,7 +337,7 @@ func (c *gpuCluster) allocs(t *testing.T, job string) []nomadAlloc {
 
 // alloc returns the job's allocation with that ID (the zero value when
 // Nomad no longer lists it).
-func (c *gpuCluster) alloc(t *testing.T, job, id string) nomadAlloc {
+func (c *gpuCluster) alloc(t testing.TB, job, id string) nomadAlloc {
 	t.Helper()
 	for _, a := range c.allocs(t, job) {
 		if a.ID == id {
@@ -345,7 +348,7 @@ func (c *gpuCluster) alloc(t *testing.T, job, id string) nomadAlloc {
 }
 
 // running returns the job's allocations running and meant to keep running.
-func (c *gpuCluster) running(t *testing.T, job string) []nomadAlloc {
+func (c *gpuCluster) running(t testing.TB, job string) []nomadAlloc {
 	var out []nomadAlloc
 	for _, a := range c.allocs(t, job) {
 		if a.ClientStatus == "running" && a.DesiredStatus == "run" {
@@ -355,7 +358,7 @@ func (c *gpuCluster) running(t *testing.T, job string) []nomadAlloc {
 	return out
 }
 
-func (c *gpuCluster) waitRunning(t *testing.T, job string, n int, timeout time.Duration) []nomadAlloc {
+func (c *gpuCluster) waitRunning(t testing.TB, job string, n int, timeout time.Duration) []nomadAlloc {
 	t.Helper()
 	var rs []nomadAlloc
 	waitFor(t, timeout, fmt.Sprintf("%d running allocation(s) of %s", n, job), func() (bool, error) {
@@ -365,7 +368,7 @@ func (c *gpuCluster) waitRunning(t *testing.T, job string, n int, timeout time.D
 	return rs
 }
 
-func (c *gpuCluster) waitPriority(t *testing.T, job string, ok func(int) bool, what string, timeout time.Duration) int {
+func (c *gpuCluster) waitPriority(t testing.TB, job string, ok func(int) bool, what string, timeout time.Duration) int {
 	t.Helper()
 	var p int
 	waitFor(t, timeout, job+" priority "+what, func() (bool, error) {
@@ -376,7 +379,7 @@ func (c *gpuCluster) waitPriority(t *testing.T, job string, ok func(int) bool, w
 }
 
 // stopJob deregisters (stops) a job.
-func (c *gpuCluster) stopJob(t *testing.T, id string) {
+func (c *gpuCluster) stopJob(t testing.TB, id string) {
 	t.Helper()
 	if err := c.do("DELETE", "/v1/job/"+url.PathEscape(id), nil, nil); err != nil {
 		t.Fatal(err)

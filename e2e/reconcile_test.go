@@ -65,11 +65,15 @@ func TestReconcileFillerPreempted(t *testing.T) {
 		works[a.ID] = true
 	}
 	evicted := 0
+	var victimsStopped time.Time // when the last victim's task ended
 	for i := 0; i < 8; i++ {
 		id := fmt.Sprintf("filler-%d", i)
 		for _, a := range c.allocs(t, id) {
 			if a.DesiredStatus == "evict" {
 				evicted++
+				if a.finished().After(victimsStopped) {
+					victimsStopped = a.finished()
+				}
 				if !works[a.PreemptedByAllocation] {
 					t.Errorf("%s evicted by %q, not by an allocation of the allocated job", a.ID, a.PreemptedByAllocation)
 				}
@@ -79,14 +83,33 @@ func TestReconcileFillerPreempted(t *testing.T) {
 			}
 		}
 	}
-	// 4 for an ask of 4; Nomad may evict more when allot's first priority
-	// write replaces the just-placed allocation (see the report).
 	t.Logf("%d filler allocations evicted by Nomad for the allocated job (%d allocation(s))", evicted, len(works))
-	if evicted < 4 {
-		t.Fatalf("%d filler allocations evicted, want at least 4 (one GPU each for an ask of 4)", evicted)
+	if evicted != 4 {
+		t.Errorf("%d filler allocations evicted, want 4 (one GPU each for an ask of 4)", evicted)
 	}
 	if n := len(c.running(t, "work")); n != 1 {
 		t.Fatalf("allocated job has %d running allocations, want 1", n)
+	}
+	// allot writes the job's priority only once its victims have stopped: a
+	// write while the allocation waits for them makes Nomad replace it
+	// ("alloc is being updated due to job update"), a second allocation
+	// that starts late and may evict more.
+	allocs := c.allocs(t, "work")
+	for _, a := range allocs {
+		if a.DesiredDescription == "alloc is being updated due to job update" {
+			t.Errorf("allocation %s of the allocated job replaced by a job update: allot wrote its priority while it was placed", a.ID)
+		}
+	}
+	if len(allocs) != 1 {
+		t.Fatalf("allocated job has %d allocations, want 1", len(allocs))
+	}
+	vs := c.versions(t, "work")
+	if len(vs) < 2 {
+		t.Fatalf("allocated job has %d versions: allot never wrote its priority", len(vs))
+	}
+	if written := time.Unix(0, vs[1].SubmitTime); written.Before(victimsStopped) {
+		t.Errorf("allot wrote priority %d at %s, before the last victim stopped at %s", vs[1].Priority,
+			written.Format("15:04:05.000"), victimsStopped.Format("15:04:05.000"))
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/allot-sched/allot/overlay/client"
+	"github.com/allot-sched/allot/overlay/policy"
 	"github.com/allot-sched/allot/overlay/server"
 	"github.com/allot-sched/allot/overlay/state"
 )
@@ -21,7 +22,7 @@ func TestNodesLifecycleAndReturn(t *testing.T) {
 	s := devServer(t, server.Config{Reconciler: rec, Clock: func() time.Time { return now }})
 	gpus := []state.NodeGPU{{ID: "GPU-4", Model: "H100", Healthy: true},
 		{ID: "GPU-5", Model: "H100", Reason: "XID 79 (GPU has fallen off the bus)"}}
-	rec.SetNode(state.Node{ID: "9f0c1e2d-node", Name: "gpu-7", Drain: state.NodeDraining, TotalGPUs: 8, HealthyGPUs: 7, Since: now, GPUs: gpus})
+	rec.SetNode(state.Node{ID: "9f0c1e2d-node", Name: "gpu-7", Drain: policy.NodeDraining, TotalGPUs: 8, HealthyGPUs: 7, Since: now, GPUs: gpus})
 	leaves := now.Add(40 * time.Minute)
 	rec.SetDrains([]state.NodeObservation{{NodeID: "9f0c1e2d-node", Name: "gpu-7", HealthyGPUs: 7,
 		Fault:  "XID 79 (GPU has fallen off the bus) at " + now.Format(time.RFC3339) + " on GPU-5",
@@ -78,10 +79,10 @@ func TestNodesReservation(t *testing.T) {
 	s := devServer(t, server.Config{Reconciler: rec, Clock: func() time.Time { return now }})
 	until := now.Add(2 * time.Hour)
 	// The reason as the Nomad adapter records it (policy.ReasonReserved).
-	rec.SetNode(state.Node{ID: "n1-id", Name: "gpu-1", Drain: state.NodeReserved, ReservedFor: "default/big", ReservedUntil: until,
+	rec.SetNode(state.Node{ID: "n1-id", Name: "gpu-1", Drain: policy.NodeReserved, ReservedFor: "default/big", ReservedUntil: until,
 		Reason: "reserved for default/big until its GPUs are free (at most until " + until.Format(time.RFC3339) + ")",
 		Since:  now, TotalGPUs: 8, HealthyGPUs: 8})
-	rec.SetNode(state.Node{ID: "n2-id", Name: "gpu-2", Drain: state.NodeActive, Since: now, TotalGPUs: 8, HealthyGPUs: 8})
+	rec.SetNode(state.Node{ID: "n2-id", Name: "gpu-2", Drain: policy.NodeNormal, Since: now, TotalGPUs: 8, HealthyGPUs: 8})
 	waitUntil(t, "a reconcile pass", func() bool { return s.ReconcileOnce(context.Background()) == nil })
 	t.Setenv("ALLOT_ADDR", s.HTTPAddr())
 

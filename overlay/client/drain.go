@@ -7,8 +7,9 @@ import (
 	"time"
 )
 
-// NodeDrain is a node's drain lifecycle in GET /v1/nodes: in-service,
-// cordoned, draining, drained or returned.
+// NodeDrain is a node's drain lifecycle in GET /v1/nodes. Phase is the
+// phase name of its policy.NodeState (overlay/policy, NodeState.Phase):
+// in-service, cordoned, draining, drained or returned.
 type NodeDrain struct {
 	Phase      string    `json:"phase"`
 	Cause      string    `json:"cause,omitempty"`  // unhealthy, nomad-drain

@@ -144,7 +144,8 @@ type Usage struct {
 type Node struct {
 	ID   string `json:"id"`
 	Name string `json:"name"`
-	// Drain is active, draining or drained; a reserved node is active (its
+	// Drain is the text of the node's policy.NodeState (overlay/policy):
+	// active, draining or drained; a reserved node is active (its
 	// reservation is Reservation, not a drain state).
 	Drain  string    `json:"drain"`
 	Reason string    `json:"reason,omitempty"`

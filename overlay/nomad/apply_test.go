@@ -3,11 +3,13 @@ package nomad
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/nomad/api"
 )
@@ -80,5 +82,72 @@ func TestApplyStopWaitsForRegistrationEval(t *testing.T) {
 	a.Apply(context.Background(), []Op{{Kind: OpStop, Job: key, Allocs: []string{"a1"}}})
 	if got := strings.Join(fake.log, ", "); got != "stop" {
 		t.Fatalf("Nomad saw %q, want only the stop", got)
+	}
+}
+
+// slowNomad answers every request after a pause and records how many
+// registrations were in flight at once and the order of what it saw.
+type slowNomad struct {
+	mu             sync.Mutex
+	inFlight, most int
+	log            []string
+}
+
+func (f *slowNomad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	reply := func(v any) { _ = json.NewEncoder(w).Encode(v) }
+	job := strings.TrimPrefix(r.URL.Path, "/v1/job/")
+	switch {
+	case r.Method == http.MethodGet && !strings.Contains(job, "/"):
+		reply(map[string]any{"ID": job, "Namespace": "default", "Priority": 50, "JobModifyIndex": 7})
+	case r.URL.Path == "/v1/jobs" && r.Method != http.MethodGet:
+		var req struct{ Job struct{ ID string } }
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		f.mu.Lock()
+		f.inFlight++
+		f.most = max(f.most, f.inFlight)
+		f.mu.Unlock()
+		time.Sleep(30 * time.Millisecond)
+		f.mu.Lock()
+		f.inFlight--
+		f.log = append(f.log, "register "+req.Job.ID)
+		f.mu.Unlock()
+		reply(map[string]any{"JobModifyIndex": 8})
+	case strings.HasSuffix(r.URL.Path, "/evaluate"):
+		f.mu.Lock()
+		f.log = append(f.log, "evaluate "+strings.TrimSuffix(job, "/evaluate"))
+		f.mu.Unlock()
+		reply(map[string]any{"EvalID": "e"})
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// The priority writes of a batch go Parallel at a time, and the step after
+// them (evaluations) starts only once every one of them is done.
+func TestApplyWritesInParallelStepByStep(t *testing.T) {
+	fake := &slowNomad{}
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	cl, err := api.NewClient(&api.Config{Address: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := NewApplier(cl, ApplyConfig{Parallel: 4}, nil)
+	var ops []Op
+	for i := 0; i < 12; i++ {
+		ops = append(ops, Op{Kind: OpSetPriority, Job: JobKey{"default", fmt.Sprintf("j%02d", i)}, Priority: 89, ModifyIndex: 7})
+	}
+	ops = append(ops, Op{Kind: OpEvaluate, Job: JobKey{"default", "j00"}})
+	out := a.Apply(context.Background(), ops)
+	for i, o := range out {
+		if o.Err != nil || o.Op.Job != ops[i].Job || o.Op.Kind != ops[i].Kind {
+			t.Fatalf("outcome %d = %+v, want op %+v done", i, o, ops[i])
+		}
+	}
+	if fake.most < 2 || fake.most > 4 {
+		t.Errorf("%d registrations in flight at once, want 2 to 4 (Parallel 4)", fake.most)
+	}
+	if n := len(fake.log); n != 13 || fake.log[n-1] != "evaluate j00" {
+		t.Errorf("Nomad saw %v, want 12 registrations then the evaluation", fake.log)
 	}
 }

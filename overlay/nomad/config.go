@@ -1,6 +1,7 @@
 package nomad
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -53,4 +54,21 @@ func NewClient(override func(*api.Config)) (*api.Client, error) {
 		return nil, fmt.Errorf("nomad client for %s: %w (check NOMAD_ADDR and the NOMAD_CACERT/NOMAD_CLIENT_CERT/NOMAD_CLIENT_KEY files)", cfg.Address, err)
 	}
 	return c, nil
+}
+
+// Run runs the Watcher and calls changed after each change of the View
+// until ctx ends. Calls coalesce: one may stand for many changes, so the
+// caller reads a fresh State after each.
+func (a *Adapter) Run(ctx context.Context, changed func()) error {
+	done := make(chan error, 1)
+	go func() { done <- a.Watcher.Run(ctx) }()
+	for {
+		select {
+		case <-ctx.Done():
+			<-done
+			return ctx.Err()
+		case <-a.View.Changed():
+			changed()
+		}
+	}
 }

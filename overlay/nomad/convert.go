@@ -105,6 +105,7 @@ func allocFromAPI(a *api.Allocation, job *Job) Alloc {
 		CreateIndex:   a.CreateIndex,
 		ModifyIndex:   a.ModifyIndex,
 		StartedAt:     startedAt(a.ClientStatus, a.TaskStates),
+		CreatedAt:     unixNanos(a.CreateTime),
 		FinishedAt:    finishedAt(a.ClientStatus, a.TaskStates, a.ModifyTime),
 	}
 	assigned := false
@@ -144,8 +145,16 @@ func allocFromStub(s *api.AllocationListStub, job *Job) Alloc {
 		TaskGroup: s.TaskGroup, AllocatedResources: s.AllocatedResources,
 		DesiredStatus: s.DesiredStatus, ClientStatus: s.ClientStatus, TaskStates: s.TaskStates,
 		PreemptedByAllocation: s.PreemptedByAllocation, CreateIndex: s.CreateIndex, ModifyIndex: s.ModifyIndex,
-		ModifyTime: s.ModifyTime,
+		CreateTime: s.CreateTime, ModifyTime: s.ModifyTime,
 	}, job)
+}
+
+// unixNanos is a Nomad time stamp (nanoseconds since the epoch; 0: unset).
+func unixNanos(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns).UTC()
 }
 
 // startedAt is when an allocation started running: the latest start among

@@ -83,6 +83,11 @@ func jobEvent(c *change, ev *api.Event) error {
 	}
 	job := jobFromAPI(&j)
 	c.putJobs = append(c.putJobs, &job)
+	// Nomad evaluates a registration in the same raft entry, except for a
+	// periodic or parameterized job's parent, which never places anything.
+	if ev.Type == "JobRegistered" && !job.Stop && !j.IsPeriodic() && !j.IsParameterized() {
+		c.registered = append(c.registered, &pendingEval{Job: job.Key, Created: job.SubmitTime, ModifyIndex: job.JobModifyIndex})
+	}
 	return nil
 }
 
@@ -146,13 +151,28 @@ func evalEvent(c *change, ev *api.Event) error {
 		return nil // node evals carry no job
 	}
 	key := JobKey{Namespace: orDefault(e.Namespace), ID: e.JobID}
-	if e.Status == "blocked" {
+	switch {
+	case e.Status == "blocked":
 		b := blockedFromEval(e)
 		c.putBlocked = append(c.putBlocked, &b)
 		return nil
+	case inFlight(e):
+		c.putPending = append(c.putPending, pendingFromEval(e))
 	}
-	c.unblockEvals = append(c.unblockEvals, evalDone{Job: key, ID: e.ID, ModifyIndex: e.ModifyIndex})
+	c.unblockEvals = append(c.unblockEvals, evalDone{Job: key, ID: e.ID, ModifyIndex: e.ModifyIndex, InFlight: inFlight(e)})
 	return nil
+}
+
+// inFlight reports whether an evaluation is queued or being scheduled now:
+// pending and not delayed (a reschedule's follow-up waits until WaitUntil,
+// and what it will place is not under way yet).
+func inFlight(e *api.Evaluation) bool {
+	return e.Status == api.EvalStatusPending && e.WaitUntil.IsZero()
+}
+
+func pendingFromEval(e *api.Evaluation) *pendingEval {
+	return &pendingEval{ID: e.ID, Job: JobKey{Namespace: orDefault(e.Namespace), ID: e.JobID},
+		Created: unixNanos(e.CreateTime), ModifyIndex: e.ModifyIndex}
 }
 
 // blockedFromEval keeps what explanations and recovery need of a blocked eval.

@@ -47,23 +47,28 @@ func (w *Watcher) resync(ctx context.Context) (uint64, error) {
 		return 0, err
 	}
 	bq := q()
-	bq.Filter = `Status == "blocked"`
+	bq.Filter = `Status == "blocked" or Status == "pending"`
 	evals, em, err := w.client.Evaluations().List(bq)
 	if err != nil {
-		return 0, fmt.Errorf("list blocked evaluations: %w", err)
+		return 0, fmt.Errorf("list blocked and pending evaluations: %w", err)
 	}
-	blocked := make([]*BlockedEval, 0, len(evals))
+	var blocked []*BlockedEval
+	var pending []*pendingEval
 	for _, e := range evals {
-		if e.JobID != "" && e.Status == "blocked" {
+		switch {
+		case e.JobID == "":
+		case e.Status == "blocked":
 			b := blockedFromEval(e)
 			blocked = append(blocked, &b)
+		case inFlight(e):
+			pending = append(pending, pendingFromEval(e))
 		}
 	}
 	index := min(jm.LastIndex, am.LastIndex, nm.LastIndex, em.LastIndex)
-	w.view.replace(jobs, allocs, nodes, blocked, index)
+	w.view.replace(jobs, allocs, nodes, blocked, pending, em.LastIndex, index)
 	w.resyncs.Add(1)
 	w.log.Debug("view rebuilt from list endpoints", "jobs", len(jobs), "allocs", len(allocs),
-		"nodes", len(nodes), "blocked", len(blocked), "index", index)
+		"nodes", len(nodes), "blocked", len(blocked), "evaluating", len(pending), "index", index)
 	return index, nil
 }
 

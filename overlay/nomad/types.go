@@ -71,7 +71,9 @@ type Alloc struct {
 	// FinishedAt is when a terminal allocation stopped running: the latest
 	// FinishedAt of its tasks, or Nomad's last modify time when no task
 	// says (a lost allocation). Zero while the allocation is not terminal.
-	FinishedAt  time.Time
+	FinishedAt time.Time
+	// CreatedAt is when Nomad placed the allocation (its CreateTime).
+	CreatedAt   time.Time
 	PreemptedBy string // alloc ID that preempted this one, if any
 	CreateIndex uint64
 	ModifyIndex uint64

@@ -4,6 +4,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 )
 
 // BlockedEval is a job's blocked evaluation: Nomad could not place all of it.
@@ -20,6 +21,15 @@ type BlockedEval struct {
 	ModifyIndex uint64
 }
 
+// pendingEval is an evaluation of a job that Nomad has not finished:
+// queued or being scheduled. While it is, the job's placement is in flight.
+type pendingEval struct {
+	ID          string
+	Job         JobKey
+	Created     time.Time
+	ModifyIndex uint64
+}
+
 // State is a consistent copy of the View at one moment. Its maps are owned by
 // the caller; the values' slices and maps are shared and must not be modified.
 type State struct {
@@ -27,6 +37,9 @@ type State struct {
 	Allocs  map[string]Alloc
 	Nodes   map[string]Node
 	Blocked map[JobKey]BlockedEval
+	// Evaluating holds the jobs Nomad is evaluating (an evaluation pending,
+	// not a delayed one) with the creation time of the oldest such evaluation.
+	Evaluating map[JobKey]time.Time
 	// Index is the Nomad raft index the view reflects.
 	Index uint64
 	// Synced is true once the view was built from the list endpoints at
@@ -45,19 +58,35 @@ type View struct {
 	allocs  map[string]*Alloc
 	nodes   map[string]*Node
 	blocked map[JobKey]*BlockedEval
-	index   uint64
-	synced  bool
-	changed chan struct{}
+	// pending holds the evaluations in flight by ID; done the ModifyIndex at
+	// which each other evaluation was seen finished, and pendingAt the index
+	// of the last list of evaluations, so that a replayed event of an
+	// evaluation since finished does not bring it back.
+	pending   map[string]*pendingEval
+	done      map[string]uint64
+	pendingAt uint64
+	// registered holds the jobs whose registration (a user's or allot's
+	// own) an event showed and whose evaluation no event has shown yet:
+	// Nomad creates it in the same raft entry, but may send it in a frame
+	// of its own after the job's (observed with Nomad 2.0.6), and a pass
+	// in between must not take the job for one Nomad is done with.
+	registered map[JobKey]*pendingEval
+	index      uint64
+	synced     bool
+	changed    chan struct{}
 }
 
 // NewView returns an empty, unsynced view.
 func NewView() *View {
 	return &View{
-		jobs:    map[JobKey]*Job{},
-		allocs:  map[string]*Alloc{},
-		nodes:   map[string]*Node{},
-		blocked: map[JobKey]*BlockedEval{},
-		changed: make(chan struct{}, 1),
+		jobs:       map[JobKey]*Job{},
+		allocs:     map[string]*Alloc{},
+		nodes:      map[string]*Node{},
+		blocked:    map[JobKey]*BlockedEval{},
+		pending:    map[string]*pendingEval{},
+		done:       map[string]uint64{},
+		changed:    make(chan struct{}, 1),
+		registered: map[JobKey]*pendingEval{},
 	}
 }
 
@@ -84,6 +113,18 @@ func (v *View) State() State {
 		Blocked: make(map[JobKey]BlockedEval, len(v.blocked)),
 		Index:   v.index,
 		Synced:  v.synced,
+	}
+	s.Evaluating = make(map[JobKey]time.Time, len(v.pending)+len(v.registered))
+	evaluating := func(e *pendingEval) {
+		if t, ok := s.Evaluating[e.Job]; !ok || e.Created.Before(t) {
+			s.Evaluating[e.Job] = e.Created
+		}
+	}
+	for _, e := range v.pending {
+		evaluating(e)
+	}
+	for _, e := range v.registered {
+		evaluating(e)
 	}
 	for k, j := range v.jobs {
 		s.Jobs[k] = *j
@@ -127,7 +168,11 @@ type change struct {
 	delNodes     []string
 	putBlocked   []*BlockedEval
 	unblockEvals []evalDone
-	index        uint64
+	putPending   []*pendingEval
+	// registered: jobs a JobRegistered event showed, with their new
+	// JobModifyIndex (as ModifyIndex) and SubmitTime (as Created).
+	registered []*pendingEval
+	index      uint64
 }
 
 // evalDone says an eval left the blocked state (or a newer eval replaced it).
@@ -135,6 +180,7 @@ type evalDone struct {
 	Job         JobKey
 	ID          string
 	ModifyIndex uint64
+	InFlight    bool // it is pending (change.putPending has it), not finished
 }
 
 // apply merges a change; it notifies readers only when something changed.
@@ -156,6 +202,12 @@ func (v *View) apply(c *change) {
 					delete(v.allocs, id)
 				}
 			}
+			for id, e := range v.pending {
+				if e.Job == k {
+					delete(v.pending, id)
+				}
+			}
+			delete(v.registered, k)
 			moved = true
 		}
 	}
@@ -189,6 +241,9 @@ func (v *View) apply(c *change) {
 			moved = true
 		}
 	}
+	if v.evalsMoved(c) {
+		moved = true
+	}
 	if c.index > v.index {
 		v.index = c.index
 	}
@@ -198,8 +253,67 @@ func (v *View) apply(c *change) {
 	}
 }
 
+// evalsMoved applies the change's evaluations to the set in flight: a
+// pending one joins it unless it was seen finished at that ModifyIndex or
+// later (a replayed event), any other status (blocked included) leaves it.
+func (v *View) evalsMoved(c *change) bool {
+	moved := false
+	for _, r := range c.registered {
+		if old, ok := v.registered[r.Job]; (!ok || old.ModifyIndex < r.ModifyIndex) && r.ModifyIndex > v.pendingAt {
+			v.registered[r.Job] = r
+			moved = true
+		}
+	}
+	// Any event of an evaluation at or after a registration shows its
+	// evaluation (pending ones are then tracked by their own ID).
+	seen := func(job JobKey, index uint64) {
+		if r, ok := v.registered[job]; ok && index >= r.ModifyIndex {
+			delete(v.registered, job)
+			moved = true
+		}
+	}
+	for _, d := range c.unblockEvals {
+		seen(d.Job, d.ModifyIndex)
+	}
+	for _, b := range c.putBlocked {
+		seen(b.Job, b.ModifyIndex)
+	}
+	for _, d := range c.unblockEvals {
+		if d.InFlight {
+			continue
+		}
+		if d.ModifyIndex > v.done[d.ID] {
+			v.done[d.ID] = d.ModifyIndex
+		}
+		if _, ok := v.pending[d.ID]; ok {
+			delete(v.pending, d.ID)
+			moved = true
+		}
+	}
+	for _, b := range c.putBlocked {
+		if b.ModifyIndex > v.done[b.ID] {
+			v.done[b.ID] = b.ModifyIndex
+		}
+		if _, ok := v.pending[b.ID]; ok {
+			delete(v.pending, b.ID)
+			moved = true
+		}
+	}
+	for _, e := range c.putPending {
+		if e.ModifyIndex <= v.done[e.ID] || e.ModifyIndex <= v.pendingAt {
+			continue // finished since, or older than the last list (which did not show it pending)
+		}
+		if old, ok := v.pending[e.ID]; !ok || old.ModifyIndex < e.ModifyIndex {
+			v.pending[e.ID] = e
+			moved = moved || !ok
+		}
+	}
+	return moved
+}
+
 // replace swaps the whole view for one rebuilt from the list endpoints.
-func (v *View) replace(jobs []*Job, allocs []*Alloc, nodes []*Node, blocked []*BlockedEval, index uint64) {
+// pending are the evaluations in flight as listed at index evalsAt.
+func (v *View) replace(jobs []*Job, allocs []*Alloc, nodes []*Node, blocked []*BlockedEval, pending []*pendingEval, evalsAt, index uint64) {
 	v.mu.Lock()
 	v.jobs = make(map[JobKey]*Job, len(jobs))
 	for _, j := range jobs {
@@ -219,6 +333,11 @@ func (v *View) replace(jobs []*Job, allocs []*Alloc, nodes []*Node, blocked []*B
 			v.blocked[b.Job] = b
 		}
 	}
+	v.pending = make(map[string]*pendingEval, len(pending))
+	for _, e := range pending {
+		v.pending[e.ID] = e
+	}
+	v.done, v.pendingAt, v.registered = map[string]uint64{}, evalsAt, map[JobKey]*pendingEval{}
 	v.index = index
 	v.synced = true
 	v.mu.Unlock()

@@ -2,6 +2,7 @@ package nomad
 
 import (
 	"testing"
+	"time"
 
 	"github.com/hashicorp/nomad/api"
 )
@@ -97,5 +98,107 @@ func TestChangeFromEvents(t *testing.T) {
 	}
 	if len(c.delNodes) != 1 || c.delNodes[0] != "n9" {
 		t.Errorf("deleted nodes = %v, want n9 from the event key", c.delNodes)
+	}
+}
+
+// evalFrame is one Evaluation event as Nomad sends it.
+func evalFrame(index uint64, id, job, status string, extra map[string]any) *api.Events {
+	e := map[string]any{"ID": id, "JobID": job, "Namespace": "default", "Status": status,
+		"CreateTime": int64(1_900_000_000_000_000_000), "ModifyIndex": index}
+	for k, v := range extra {
+		e[k] = v
+	}
+	return &api.Events{Index: index, Events: []api.Event{{Topic: api.TopicEvaluation, Type: "EvaluationUpdated",
+		Key: id, Index: index, Payload: map[string]any{"Evaluation": e}}}}
+}
+
+// The view knows which jobs Nomad is evaluating: a pending evaluation puts
+// the job in State.Evaluating (with the evaluation's creation time) until
+// an event shows it finished or blocked; a replay of the pending event, a
+// delayed evaluation and a purged job do not count.
+func TestViewTracksEvaluationsInFlight(t *testing.T) {
+	v := NewView()
+	k := JobKey{"default", "j"}
+	apply := func(f *api.Events) {
+		t.Helper()
+		c, err := changeFromEvents(f, func(JobKey) (*Job, error) { return nil, nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		v.apply(c)
+	}
+	evaluating := func() (time.Time, bool) {
+		t0, ok := v.State().Evaluating[k]
+		return t0, ok
+	}
+	v.apply(&change{putJobs: []*Job{{Key: k, ModifyIndex: 10}}, index: 10})
+	<-v.Changed()
+
+	apply(evalFrame(11, "e1", "j", "pending", nil))
+	if at, ok := evaluating(); !ok || !at.Equal(time.Unix(0, 1_900_000_000_000_000_000)) {
+		t.Fatalf("after a pending evaluation: evaluating %v since %s; want since its CreateTime", ok, at)
+	}
+	select {
+	case <-v.Changed():
+	default:
+		t.Fatal("a pending evaluation did not notify")
+	}
+	apply(evalFrame(12, "e1", "j", "complete", nil))
+	if _, ok := evaluating(); ok {
+		t.Fatal("a completed evaluation still counts as in flight")
+	}
+	select {
+	case <-v.Changed():
+	default:
+		t.Fatal("a finished evaluation did not notify")
+	}
+	apply(evalFrame(11, "e1", "j", "pending", nil)) // a resumed stream replays it
+	if _, ok := evaluating(); ok {
+		t.Fatal("a replayed pending event brought back a finished evaluation")
+	}
+
+	apply(evalFrame(13, "e2", "j", "pending", nil))
+	apply(evalFrame(14, "e2", "j", "blocked", nil))
+	if _, ok := evaluating(); ok {
+		t.Fatal("a blocked evaluation counts as in flight")
+	}
+	if b, ok := v.State().Blocked[k]; !ok || b.ID != "e2" {
+		t.Fatalf("blocked = %+v, want e2", v.State().Blocked)
+	}
+
+	apply(evalFrame(15, "e3", "j", "pending", map[string]any{"WaitUntil": "2030-01-01T00:00:00Z"}))
+	if _, ok := evaluating(); ok {
+		t.Fatal("a delayed evaluation (WaitUntil) counts as in flight")
+	}
+
+	apply(evalFrame(16, "e4", "j", "pending", nil))
+	v.apply(&change{delJobs: []JobKey{k}})
+	if len(v.State().Evaluating) != 0 {
+		t.Fatalf("after purging the job: evaluating %v, want none", v.State().Evaluating)
+	}
+
+	// A registration counts as an evaluation in flight until an event of
+	// an evaluation at or after it shows up: Nomad may send the evaluation
+	// in a frame after the job's, with the same index.
+	v.replace([]*Job{{Key: k, ModifyIndex: 20}}, nil, nil, nil, nil, 20, 20)
+	apply(&api.Events{Index: 21, Events: []api.Event{{Topic: api.TopicJob, Type: "JobRegistered", Key: "j", Index: 21,
+		Payload: map[string]any{"Job": map[string]any{"ID": "j", "Namespace": "default", "Priority": 50,
+			"ModifyIndex": 21, "JobModifyIndex": 21, "SubmitTime": int64(1_900_000_000_000_000_000)}}}}})
+	if at, ok := evaluating(); !ok || !at.Equal(time.Unix(0, 1_900_000_000_000_000_000)) {
+		t.Fatalf("after a registration with no evaluation yet: evaluating %v since %s; want since its SubmitTime", ok, at)
+	}
+	apply(evalFrame(21, "e7", "j", "pending", nil))
+	apply(evalFrame(22, "e7", "j", "complete", nil))
+	if _, ok := evaluating(); ok {
+		t.Fatal("a registration whose evaluation completed still counts as in flight")
+	}
+
+	// A rebuild from the lists keeps what they show pending, and an event
+	// older than the list of evaluations does not add one it did not show.
+	v.replace([]*Job{{Key: k, ModifyIndex: 20}}, nil, nil, nil,
+		[]*pendingEval{{ID: "e5", Job: k, Created: time.Unix(100, 0)}}, 30, 20)
+	apply(evalFrame(25, "e6", "j", "pending", nil))
+	if at, ok := evaluating(); !ok || !at.Equal(time.Unix(100, 0)) || len(v.pending) != 1 {
+		t.Fatalf("after a rebuild and an older event: evaluating %v since %s (%d pending); want e5 alone", ok, at, len(v.pending))
 	}
 }

@@ -146,6 +146,15 @@
 // B is evaluated instead). The caller drops from Plan.Issued what it failed
 // to apply.
 //
+// Placements in flight: a plan writes a job's priority at most once, and
+// not while Nomad is placing the job: while an evaluation of it is pending
+// (Job.EvaluatingSince) or a live allocation of it waits for the victims
+// Nomad preempted for it to stop (Alloc.WaitsForVictims), for at most
+// Settle from the start of each (Alloc.PlacedAt), the end of which is a
+// wake. Nomad would update the job by replacing that allocation. A pending
+// allocation on free GPUs is updated in place, and its job is written at
+// once (left low, it could be preempted itself). Victims are written at once.
+//
 // Reservations (rule 7): an examined job without victims that has a job
 // with a smaller ask below it in the order (Nomad would give that one the
 // GPUs as they free up), with at

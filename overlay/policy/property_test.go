@@ -161,7 +161,12 @@ func checkPlan(t *testing.T, seed int64, snap *Snapshot, p *Plan, now time.Time,
 	for _, j := range snap.Jobs {
 		final[j.ID] = j.Priority
 	}
+	written := map[string]bool{}
 	for _, s := range p.SetPriorities {
+		if written[s.Job] {
+			t.Errorf("seed %d: %s written twice in one plan", seed, s.Job)
+		}
+		written[s.Job] = true
 		final[s.Job] = s.To
 	}
 	stopped := map[string]bool{}

@@ -101,7 +101,36 @@ func (w *world) do(c *ddCase) (string, error) {
 	case "submit":
 		return w.submit(pos, m)
 	case "start":
-		return w.start(pos)
+		return w.start(pos, ClientRunning)
+	case "place":
+		return w.start(pos, ClientPending)
+	case "victims-stopped":
+		j, err := w.findJob(pos)
+		if err != nil {
+			return "", err
+		}
+		for i := range w.snap.Allocs {
+			if w.snap.Allocs[i].Job == j.ID {
+				w.snap.Allocs[i].WaitsForVictims = false
+			}
+		}
+		return "", nil
+	case "run":
+		return "", w.run(pos)
+	case "evaluating":
+		j, err := w.findJob(pos)
+		if err != nil {
+			return "", err
+		}
+		j.EvaluatingSince = w.now
+		return "", nil
+	case "evaluated":
+		j, err := w.findJob(pos)
+		if err != nil {
+			return "", err
+		}
+		j.EvaluatingSince = time.Time{}
+		return "", nil
 	case "finish":
 		return "", w.finish(pos)
 	case "advance":
@@ -357,9 +386,12 @@ func (w *world) findJob(pos []string) (*Job, error) {
 }
 
 // start is Nomad placing a job's missing allocations, one on each node
-// named. Like Nomad, it preempts allocations of jobs at least 10 below the
-// job when the node is short, lowest first, and refuses what cannot fit.
-func (w *world) start(pos []string) (string, error) {
+// named, with that client status: running (started now) or pending (placed
+// now; `run` starts it; one that preempted waits for its victims until
+// `victims-stopped`). Like Nomad, it preempts allocations of jobs at least
+// 10 below the job when the node is short, lowest first, and refuses what
+// cannot fit.
+func (w *world) start(pos []string, status string) (string, error) {
 	j, err := w.findJob(pos)
 	if err != nil {
 		return "", err
@@ -370,6 +402,7 @@ func (w *world) start(pos []string) (string, error) {
 		if err != nil {
 			return "", err
 		}
+		preempted := false
 		g := j.Groups[0].GPUs
 		if !n.Eligible || !n.Healthy {
 			return "", fmt.Errorf("node %s is not eligible", id)
@@ -381,13 +414,33 @@ func (w *world) start(pos []string) (string, error) {
 			}
 			a := w.snap.Allocs[v]
 			fmt.Fprintf(&b, "nomad preempts %s on %s\n", a.Job, id)
+			preempted = true
 			w.snap.Allocs = slices.Delete(w.snap.Allocs, v, v+1)
 		}
 		w.seq++
-		w.snap.Allocs = append(w.snap.Allocs, Alloc{ID: fmt.Sprintf("%s.%d", j.ID, w.seq), Job: j.ID, Node: id,
-			Group: "g", GPUs: g, StartedAt: w.now, ClientStatus: ClientRunning, DesiredStatus: DesiredRun})
+		a := Alloc{ID: fmt.Sprintf("%s.%d", j.ID, w.seq), Job: j.ID, Node: id,
+			Group: "g", GPUs: g, PlacedAt: w.now, ClientStatus: status, DesiredStatus: DesiredRun,
+			WaitsForVictims: status == ClientPending && preempted}
+		if status == ClientRunning {
+			a.StartedAt = w.now
+		}
+		w.snap.Allocs = append(w.snap.Allocs, a)
 	}
 	return b.String(), nil
+}
+
+// run starts a job's pending allocations now.
+func (w *world) run(pos []string) error {
+	j, err := w.findJob(pos)
+	if err != nil {
+		return err
+	}
+	for i := range w.snap.Allocs {
+		if a := &w.snap.Allocs[i]; a.Job == j.ID && a.ClientStatus == ClientPending {
+			a.ClientStatus, a.StartedAt = ClientRunning, w.now
+		}
+	}
+	return nil
 }
 
 func (w *world) free(node string) int {

@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/allot-sched/allot/overlay/contract"
@@ -68,23 +70,69 @@ type Drain struct {
 	Deadline time.Time
 }
 
-// NodeState is allot's own memory of a node.
+// NodeState is a GPU node's state as allot sees it: what allot last did to
+// it (the policy's memory, which the caller records and passes back) and,
+// for a node in a drain, the phase of the drain's lifecycle. It is the one
+// vocabulary of the policy, the replicated state (a node row's state, a
+// drain record's phase) and the API, which carries its text.
 type NodeState uint8
 
 const (
-	NodeNormal   NodeState = iota // in service
-	NodeReserved                  // ineligible, held for a large job
-	NodeDraining                  // ineligible for a fault; jobs leave as windows end
-	NodeDrained                   // empty and ready for repair
+	NodeNormal   NodeState = iota // in service: "active" (a drain lifecycle's "in-service", see Phase)
+	NodeReserved                  // "reserved": ineligible, held for a large job
+	NodeDraining                  // "draining": ineligible for a fault or a Nomad drain; jobs leave as windows end
+	NodeDrained                   // "drained": empty and ready for repair
+	// The drain lifecycle's other phases (a node row is never in them:
+	// the policy's memory of a cordoned node is NodeDraining, of a
+	// returned one NodeNormal).
+	NodeCordoned // "cordoned": ineligible at once, every allocation on it still protected
+	NodeReturned // "returned": back in service after a drain
 )
 
-var nodeStateNames = [...]string{"normal", "reserved", "draining", "drained"}
+var nodeStateNames = [...]string{"active", "reserved", "draining", "drained", "cordoned", "returned"}
 
+// String returns the state's text, "unknown(N)" for a value out of range.
 func (s NodeState) String() string {
 	if int(s) < len(nodeStateNames) {
 		return nodeStateNames[s]
 	}
-	return "unknown"
+	return fmt.Sprintf("unknown(%d)", uint8(s))
+}
+
+// Phase names the state as a phase of a drain lifecycle: "in-service" for
+// NodeNormal, its text otherwise.
+func (s NodeState) Phase() string {
+	if s == NodeNormal {
+		return "in-service"
+	}
+	return s.String()
+}
+
+// MarshalText writes the state's text, so that JSON (the raft log, state
+// snapshots, the API) carries the names.
+func (s NodeState) MarshalText() ([]byte, error) {
+	if int(s) >= len(nodeStateNames) {
+		return nil, fmt.Errorf("node state %d: want one of %s", uint8(s), strings.Join(nodeStateNames[:], ", "))
+	}
+	return []byte(nodeStateNames[s]), nil
+}
+
+// UnmarshalText reads a state's text; "in-service" (Phase's name) and
+// "normal" (the policy's old name) read as NodeNormal.
+func (s *NodeState) UnmarshalText(b []byte) error {
+	switch t := string(b); t {
+	case "in-service", "normal":
+		*s = NodeNormal
+		return nil
+	default:
+		for i, n := range nodeStateNames {
+			if n == t {
+				*s = NodeState(i)
+				return nil
+			}
+		}
+		return fmt.Errorf("node state %q: want one of %s", t, strings.Join(nodeStateNames[:], ", "))
+	}
 }
 
 // Job is a Nomad job as the policy sees it.
@@ -107,7 +155,11 @@ type Job struct {
 	LastWrittenPriority int
 	// ModifyIndex is the JobModifyIndex read with Priority, for check-and-set.
 	ModifyIndex uint64
-	Groups      []TaskGroup
+	// EvaluatingSince is when Nomad's oldest evaluation of the job still in
+	// flight (pending: queued or being scheduled) was created; zero when
+	// none is. A priority write then waits (tier.go, placing).
+	EvaluatingSince time.Time
+	Groups          []TaskGroup
 }
 
 // TaskGroup asks for Count allocations of GPUs devices each, all on one node
@@ -139,9 +191,15 @@ type Alloc struct {
 	Group string
 	GPUs  int
 	// StartedAt is when its tasks started running (zero while pending).
-	StartedAt     time.Time
-	ClientStatus  string
-	DesiredStatus string
+	StartedAt time.Time
+	// PlacedAt is when Nomad placed it (zero when unknown).
+	PlacedAt time.Time
+	// WaitsForVictims: Nomad placed it by preempting allocations that have
+	// not stopped yet; it starts once they have. A priority write waits
+	// meanwhile, at most Config.Settle from PlacedAt (tier.go, placing).
+	WaitsForVictims bool
+	ClientStatus    string
+	DesiredStatus   string
 }
 
 // holds reports whether the allocation occupies its GPUs now.

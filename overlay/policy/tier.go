@@ -1,5 +1,7 @@
 package policy
 
+import "time"
+
 // tier gives every managed job its band and target priority and plans the
 // writes (rules 1-4):
 //
@@ -109,6 +111,9 @@ func (d *Decider) write(j int32) {
 	if !change {
 		return
 	}
+	if info.victimOf() < 0 && d.placing(j) {
+		return // written once the placement is done (its allocation's or evaluation's event wakes the pass)
+	}
 	info.final = to
 	r := info.reason
 	if job.LastWrittenPriority != 0 && cur != job.LastWrittenPriority {
@@ -123,4 +128,48 @@ func abs(x int) int {
 		return -x
 	}
 	return x
+}
+
+// placing reports whether job j's placement is in flight in Nomad: an
+// evaluation of it is pending, or an allocation of it waits for the
+// allocations Nomad preempted for it to stop. A priority write then makes
+// Nomad update the job while the allocation waits, which it does by
+// replacing the allocation ("alloc is being updated due to job update"):
+// the job starts late and Nomad may evict more (observed with Nomad 2.0.6).
+// A write to an allocation placed on free GPUs, or whose victims are gone,
+// is done in place, and is not held: a job left at a low priority while it
+// starts could itself be preempted. So the write waits for the placement,
+// at most Settle from its start (Settle 0 turns the wait off); the event
+// that ends it wakes the next decision, and the bound is a wake of its own.
+// An allocation placed at an unknown time waits until its victims stop.
+// Victims are exempt: they must go below the job they make room for at once.
+func (d *Decider) placing(j int32) bool {
+	if d.cfg.Settle <= 0 {
+		return false
+	}
+	var until time.Time // the end of the wait; zero: until the placement ends
+	inFlight, bounded := false, true
+	since := func(t time.Time) {
+		switch end := t.Add(d.cfg.Settle); {
+		case t.IsZero():
+			inFlight, bounded = true, false
+		case d.now.Before(end):
+			inFlight = true
+			if end.After(until) {
+				until = end
+			}
+		}
+	}
+	if t := d.jp[j].EvaluatingSince; !t.IsZero() {
+		since(t)
+	}
+	for _, ai := range d.jobAllocs.row(j) {
+		if a := d.ap[ai]; a.live() && a.ClientStatus == ClientPending && a.WaitsForVictims {
+			since(a.PlacedAt)
+		}
+	}
+	if inFlight && bounded {
+		d.wakeAt(until)
+	}
+	return inFlight
 }

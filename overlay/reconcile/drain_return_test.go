@@ -39,10 +39,10 @@ func TestEligibleInNomadReturnsDrainedNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	applyEntry(t, fsm, state.NodeUpsertType, state.NodeUpsertRequest{Nodes: []state.Node{{ID: "n1", Name: "gpu-1",
-		Drain: state.NodeDrained, Reason: "unhealthy and empty: ready for repair", Since: t0, TotalGPUs: 8, HealthyGPUs: 7}}})
+		Drain: policy.NodeDrained, Reason: "unhealthy and empty: ready for repair", Since: t0, TotalGPUs: 8, HealthyGPUs: 7}}})
 	applyEntry(t, fsm, state.DrainObserveType, state.DrainObserveRequest{At: t0, Nodes: []state.NodeObservation{{
 		NodeID: "n1", Name: "gpu-1", Fault: "XID 79 on GPU-3", HealthyGPUs: 7}}})
-	if r := fsm.Read().Drain("n1"); r == nil || r.Phase != state.PhaseDrained {
+	if r := fsm.Read().Drain("n1"); r == nil || r.Phase != policy.NodeDrained {
 		t.Fatalf("setup: drain record %+v, want drained", r)
 	}
 
@@ -51,7 +51,7 @@ func TestEligibleInNomadReturnsDrainedNode(t *testing.T) {
 	view := &nomad.State{Nodes: map[string]nomad.Node{"n1": {ID: "n1", Name: "gpu-1", Pool: "default", Status: "ready", Eligible: true,
 		GPUs: []nomad.GPUModel{{Model: "H100", Total: 8, Healthy: 8}}}}}
 	v := fsm.Read()
-	mem := Memory{NodeStates: map[string]policy.NodeState{"n1": nodeStateOf(v.Node("n1").Drain)},
+	mem := Memory{NodeStates: map[string]policy.NodeState{"n1": v.Node("n1").Drain},
 		HealthySince: map[string]time.Time{"n1": t0.Add(time.Hour)}, Carry: &policy.Carry{LastDecision: now.Add(-time.Minute)}}
 	snap := BuildSnapshot(view, SnapshotInput{Memory: mem})
 	fs := budgets.ComputeFairShare(placeholderTree, nil)
@@ -79,7 +79,7 @@ func TestEligibleInNomadReturnsDrainedNode(t *testing.T) {
 
 	in := rowsInput{view: v, state: view, snap: snap, plan: plan, results: results, cfg: &Config{}, now: now}
 	rows := nodeRows(in)
-	if len(rows) != 1 || rows[0].Drain != state.NodeActive || !strings.Contains(rows[0].Reason, "nomad node eligibility") {
+	if len(rows) != 1 || rows[0].Drain != policy.NodeNormal || !strings.Contains(rows[0].Reason, "nomad node eligibility") {
 		t.Errorf("node rows = %+v, want n1 active, returned in Nomad", rows)
 	}
 	obs := drainRows(in)
@@ -90,13 +90,13 @@ func TestEligibleInNomadReturnsDrainedNode(t *testing.T) {
 	applyEntry(t, fsm, state.DrainObserveType, state.DrainObserveRequest{At: now, Nodes: obs})
 	v = fsm.Read()
 	r := v.Drain("n1")
-	if r.Phase != state.PhaseReturned || r.ReturnedBy != state.ReturnedByOperator {
+	if r.Phase != policy.NodeReturned || r.ReturnedBy != state.ReturnedByOperator {
 		t.Errorf("drain record phase %s returned by %q, want returned by operator", r.Phase, r.ReturnedBy)
 	}
 	if got := v.DrainStats().Returned[state.ReturnedByOperator]; got != 1 {
 		t.Errorf("returns by operator counted %d, want 1", got)
 	}
-	if st := nodeStateOf(v.Node("n1").Drain); st != policy.NodeNormal {
+	if st := v.Node("n1").Drain; st != policy.NodeNormal {
 		t.Errorf("policy memory of n1 from the node row = %s, want normal", st)
 	}
 }

@@ -46,7 +46,7 @@ func TestGPURowsFromNode(t *testing.T) {
 		{"row with a GPU healthy again is rewritten", append([]state.NodeGPU{{ID: "GPU-77e0", Model: "A100-SXM4-80GB", Healthy: true}}, want[1:]...), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			view := storedState(t, nil, nil, []state.Node{{ID: n.ID, Name: "gpu-3", Drain: state.NodeActive,
+			view := storedState(t, nil, nil, []state.Node{{ID: n.ID, Name: "gpu-3", Drain: policy.NodeNormal,
 				Since: rowsT0.Add(-time.Hour), TotalGPUs: 4, HealthyGPUs: 2, GPUs: tc.stored}}, nil)
 			f := newRowsFixture(view)
 			f.in.state.Nodes[n.ID] = n

@@ -132,22 +132,13 @@ func (r *Reconciler) poke() {
 
 // Run watches Nomad and forwards the view's changes to Wake until ctx ends.
 func (r *Reconciler) Run(ctx context.Context) error {
-	done := make(chan error, 1)
-	go func() { done <- r.cfg.Nomad.Watcher.Run(ctx) }()
-	for {
-		select {
-		case <-ctx.Done():
-			r.mu.Lock()
-			if r.timer != nil {
-				r.timer.Stop()
-			}
-			r.mu.Unlock()
-			<-done
-			return ctx.Err()
-		case <-r.cfg.Nomad.View.Changed():
-			r.poke()
-		}
+	err := r.cfg.Nomad.Run(ctx, r.poke)
+	r.mu.Lock()
+	if r.timer != nil {
+		r.timer.Stop()
 	}
+	r.mu.Unlock()
+	return err
 }
 
 // wakeAt arms the wake-up for the plan's NextWake (zero: none). now is the
@@ -253,7 +244,7 @@ func (r *Reconciler) memory(v *state.View, st *nomad.State, now time.Time) Memor
 		Written: map[string]int{}, FirstSeen: map[string]time.Time{},
 	}
 	for _, n := range v.Nodes() {
-		m.NodeStates[n.ID] = nodeStateOf(n.Drain)
+		m.NodeStates[n.ID] = n.Drain
 	}
 	for _, p := range v.Priorities() {
 		m.Written[p.JobID] = p.Priority
@@ -306,7 +297,7 @@ func reservationsFromState(v *state.View) []policy.Reservation {
 	var out []policy.Reservation
 	idx := map[string]int{}
 	for _, n := range v.Nodes() {
-		if n.Drain != state.NodeReserved || n.ReservedFor == "" {
+		if n.Drain != policy.NodeReserved || n.ReservedFor == "" {
 			continue
 		}
 		i, ok := idx[n.ReservedFor]
@@ -384,38 +375,4 @@ func failedOf(plan *policy.Plan, results []nomad.Outcome) policy.Failed {
 		}
 	}
 	return f
-}
-
-// drainStates pairs each node state of the replicated state's node rows
-// with the policy's.
-var drainStates = [...]struct {
-	drain string
-	state policy.NodeState
-}{
-	{state.NodeActive, policy.NodeNormal},
-	{state.NodeReserved, policy.NodeReserved},
-	{state.NodeDraining, policy.NodeDraining},
-	{state.NodeDrained, policy.NodeDrained},
-}
-
-// nodeStateOf is the policy's state of a node row's Drain (normal when
-// unknown).
-func nodeStateOf(drain string) policy.NodeState {
-	for _, p := range drainStates {
-		if p.drain == drain {
-			return p.state
-		}
-	}
-	return policy.NodeNormal
-}
-
-// drainOf is the node row's Drain for a policy node state (active when
-// unknown).
-func drainOf(s policy.NodeState) string {
-	for _, p := range drainStates {
-		if p.state == s {
-			return p.drain
-		}
-	}
-	return state.NodeActive
 }

@@ -257,19 +257,19 @@ func nodeRows(in rowsInput) []state.Node {
 	var out []state.Node
 	for _, pn := range in.snap.Nodes {
 		n := in.state.Nodes[pn.ID]
-		row := state.Node{ID: pn.ID, Name: n.Name, Drain: state.NodeActive, Since: in.now,
+		row := state.Node{ID: pn.ID, Name: n.Name, Drain: policy.NodeNormal, Since: in.now,
 			TotalGPUs: n.TotalGPUs(), HealthyGPUs: n.HealthyGPUs(), GPUs: gpuRows(&n)}
 		old := in.view.Node(pn.ID)
 		if old != nil {
 			row.Drain, row.Reason, row.Since = old.Drain, old.Reason, old.Since
 		}
 		if na, has := acts[pn.ID]; has && ok[pn.ID] {
-			if d := drainOf(na.State()); d != row.Drain || old == nil {
+			if d := na.State(); d != row.Drain || old == nil {
 				row.Drain, row.Since = d, in.now
 			}
 			row.Reason = na.Reason.String()
 		}
-		if r, ok := reservedFor[pn.ID]; ok && row.Drain == state.NodeReserved {
+		if r, ok := reservedFor[pn.ID]; ok && row.Drain == policy.NodeReserved {
 			row.ReservedFor, row.ReservedUntil = r.Job, r.Since.Add(in.cfg.Policy.ReservationMaxAge).UTC()
 		}
 		if old == nil || !sameRow(*old, row) {

@@ -280,16 +280,16 @@ func TestNodeRowsReservation(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		opErr     error
-		wantDrain string
+		wantDrain policy.NodeState
 		wantFor   string
 		wantUntil time.Time
 	}{
-		{name: "reserved once Nomad took the eligibility change", wantDrain: state.NodeReserved, wantFor: "default/big",
+		{name: "reserved once Nomad took the eligibility change", wantDrain: policy.NodeReserved, wantFor: "default/big",
 			wantUntil: rowsT0.Add(2 * time.Hour)},
-		{name: "unchanged when the eligibility write failed", opErr: errors.New("boom"), wantDrain: state.NodeActive},
+		{name: "unchanged when the eligibility write failed", opErr: errors.New("boom"), wantDrain: policy.NodeNormal},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			view := storedState(t, nil, nil, []state.Node{{ID: "n1", Name: "gpu-1", Drain: state.NodeActive,
+			view := storedState(t, nil, nil, []state.Node{{ID: "n1", Name: "gpu-1", Drain: policy.NodeNormal,
 				Since: rowsT0.Add(-time.Hour), TotalGPUs: 8, HealthyGPUs: 8}}, nil)
 			f := newRowsFixture(view)
 			f.in.state.Nodes["n1"] = nomad.Node{ID: "n1", Name: "gpu-1", GPUs: []nomad.GPUModel{{Model: "H100", Total: 8, Healthy: 8}}}

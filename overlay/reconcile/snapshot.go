@@ -88,9 +88,14 @@ func BuildSnapshot(s *nomad.State, in SnapshotInput) *policy.Snapshot {
 	managed := map[nomad.JobKey]string{}
 	// A job whose allocations stopped waits again from the last stop.
 	stopped := map[nomad.JobKey]time.Time{}
+	// An allocation placed by preemption waits until its victims stop.
+	waits := map[string]bool{}
 	for _, a := range s.Allocs {
 		if !holdsOrDone(&a) && a.FinishedAt.After(stopped[a.Job]) {
 			stopped[a.Job] = a.FinishedAt
+		}
+		if a.PreemptedBy != "" && (a.ClientStatus == "pending" || a.ClientStatus == "running") {
+			waits[a.PreemptedBy] = true
 		}
 	}
 	for _, j := range s.SortedJobs() {
@@ -105,6 +110,7 @@ func BuildSnapshot(s *nomad.State, in SnapshotInput) *policy.Snapshot {
 		managed[j.Key] = id
 		fillJob(&pj, &j, id, in)
 		pj.QueuedSince = stopped[j.Key]
+		pj.EvaluatingSince = s.Evaluating[j.Key]
 		snap.Jobs = append(snap.Jobs, pj)
 	}
 	for _, a := range s.Allocs {
@@ -114,7 +120,8 @@ func BuildSnapshot(s *nomad.State, in SnapshotInput) *policy.Snapshot {
 		}
 		snap.Allocs = append(snap.Allocs, policy.Alloc{
 			ID: a.ID, Job: id, Node: a.NodeID, Group: a.TaskGroup, GPUs: a.GPUs,
-			StartedAt: a.StartedAt, ClientStatus: a.ClientStatus, DesiredStatus: a.DesiredStatus,
+			StartedAt: a.StartedAt, PlacedAt: a.CreatedAt, WaitsForVictims: waits[a.ID],
+			ClientStatus: a.ClientStatus, DesiredStatus: a.DesiredStatus,
 		})
 	}
 	sort.Slice(snap.Allocs, func(i, j int) bool { return snap.Allocs[i].ID < snap.Allocs[j].ID })

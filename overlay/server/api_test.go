@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/allot-sched/allot/overlay/client"
+	"github.com/allot-sched/allot/overlay/policy"
 	"github.com/allot-sched/allot/overlay/state"
 )
 
@@ -157,7 +158,7 @@ func TestReconcileLoopRecordsAndCharges(t *testing.T) {
 	rec.SetJob(job)
 	rec.SetAlloc(state.Alloc{ID: "a1", JobID: job.ID, NodeID: "n1", Leaf: "ai2/nlp", GPUs: 8, StartedAt: tBase,
 		ProtectedUntil: tBase.Add(4 * time.Hour)})
-	rec.SetNode(state.Node{ID: "n1", Name: "gpu-1", Drain: state.NodeActive, TotalGPUs: 8, HealthyGPUs: 8, Since: tBase})
+	rec.SetNode(state.Node{ID: "n1", Name: "gpu-1", Drain: policy.NodeNormal, TotalGPUs: 8, HealthyGPUs: 8, Since: tBase})
 	rec.SetQueue([]state.QueueEntry{{JobID: job.ID, Leaf: "ai2/nlp", Band: "protected", Priority: 100,
 		Explanation: "running inside its protected window until 13:00"}})
 	before := rec.Passes() // the loop's own first pass on gaining leadership

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/allot-sched/allot/overlay/client"
+	"github.com/allot-sched/allot/overlay/policy"
 	"github.com/allot-sched/allot/overlay/state"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -13,13 +14,13 @@ import (
 // lifecycle is a node's drain lifecycle as the API shows it.
 func lifecycle(r *state.DrainRecord) client.NodeDrain {
 	if r == nil {
-		return client.NodeDrain{Phase: state.PhaseInService}
+		return client.NodeDrain{Phase: policy.NodeNormal.Phase()}
 	}
-	out := client.NodeDrain{Phase: r.Phase, Cause: r.Cause, Reason: r.Reason, Episode: r.Episode,
+	out := client.NodeDrain{Phase: r.Phase.Phase(), Cause: r.Cause, Reason: r.Reason, Episode: r.Episode,
 		PhaseSince: r.PhaseSince, StartedAt: r.StartedAt, DrainedAt: r.DrainedAt, ReturnedAt: r.ReturnedAt,
 		ReturnedBy: r.ReturnedBy, Deadline: r.Deadline, Manual: r.Manual, Requeued: len(r.Requeued),
 		GPUHoursLost: float64(r.GPUSecondsLost) / 3600, ReturnRequested: r.ReturnRequested}
-	if r.Phase == state.PhaseCordoned || r.Phase == state.PhaseDraining {
+	if r.Phase == policy.NodeCordoned || r.Phase == policy.NodeDraining {
 		for _, a := range r.Allocs {
 			out.Allocs = append(out.Allocs, client.DrainAlloc{ID: a.ID, JobID: a.JobID, GPUs: a.GPUs, LeavesAt: a.LeavesAt})
 		}
@@ -62,17 +63,17 @@ func (s *Server) putNodeReturn(r *http.Request, _ []byte) (any, error) {
 	}
 	rec := v.Drain(n.ID)
 	if rec == nil || !rec.Active() {
-		phase := state.PhaseInService
+		phase := policy.NodeNormal
 		if rec != nil {
 			phase = rec.Phase
 		}
-		return nil, errorf(http.StatusConflict, "node %s is %s: only a cordoned, draining or drained node can be returned", n.ID, phase)
+		return nil, errorf(http.StatusConflict, "node %s is %s: only a cordoned, draining or drained node can be returned", n.ID, phase.Phase())
 	}
 	_, idx, err := s.Apply(state.DrainReturnType, state.DrainReturnRequest{NodeID: n.ID, At: s.clock.Now()})
 	if err != nil {
 		return nil, err
 	}
-	msg := fmt.Sprintf("node %s (%s) returns to service at the next reconcile pass", n.ID, rec.Phase)
+	msg := fmt.Sprintf("node %s (%s) returns to service at the next reconcile pass", n.ID, rec.Phase.Phase())
 	if n.HealthyGPUs < n.TotalGPUs {
 		msg = fmt.Sprintf("node %s reports %d of %d GPUs healthy: it returns to service as soon as all are healthy", n.ID, n.HealthyGPUs, n.TotalGPUs)
 	}
@@ -129,16 +130,16 @@ func (c *drainCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	counter(c.requeued, float64(st.Requeued))
 	counter(c.lost, float64(st.GPUSecondsLost)/3600)
-	phases := map[string]int{state.PhaseInService: 0, state.PhaseCordoned: 0, state.PhaseDraining: 0,
-		state.PhaseDrained: 0, state.PhaseReturned: 0}
+	phases := map[policy.NodeState]int{policy.NodeNormal: 0, policy.NodeCordoned: 0, policy.NodeDraining: 0,
+		policy.NodeDrained: 0, policy.NodeReturned: 0}
 	for _, n := range v.Nodes() {
-		phase := state.PhaseInService
+		phase := policy.NodeNormal
 		if r := v.Drain(n.ID); r != nil {
 			phase = r.Phase
 		}
 		phases[phase]++
 	}
 	for phase, n := range phases {
-		ch <- prometheus.MustNewConstMetric(c.phases, prometheus.GaugeValue, float64(n), phase)
+		ch <- prometheus.MustNewConstMetric(c.phases, prometheus.GaugeValue, float64(n), phase.Phase())
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/allot-sched/allot/overlay/client"
+	"github.com/allot-sched/allot/overlay/policy"
 	"github.com/allot-sched/allot/overlay/state"
 )
 
@@ -29,8 +30,8 @@ func TestDrainLifecycleThroughAPI(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rec.SetNode(state.Node{ID: "node-1111", Name: "gpu-1", Drain: state.NodeDraining, TotalGPUs: 8, HealthyGPUs: 7, Since: tBase})
-	rec.SetNode(state.Node{ID: "node-2222", Name: "gpu-2", Drain: state.NodeActive, TotalGPUs: 8, HealthyGPUs: 8, Since: tBase})
+	rec.SetNode(state.Node{ID: "node-1111", Name: "gpu-1", Drain: policy.NodeDraining, TotalGPUs: 8, HealthyGPUs: 7, Since: tBase})
+	rec.SetNode(state.Node{ID: "node-2222", Name: "gpu-2", Drain: policy.NodeNormal, TotalGPUs: 8, HealthyGPUs: 8, Since: tBase})
 	leaves := tBase.Add(2 * time.Hour)
 	sick := state.NodeObservation{NodeID: "node-1111", Name: "gpu-1", Fault: "XID 79 (GPU has fallen off the bus) at 2026-03-02T09:00:00Z on GPU-3",
 		HealthyGPUs: 7, Allocs: []state.DrainAlloc{{ID: "a1", JobID: "default/train", GPUs: 4, LeavesAt: leaves}}}
@@ -45,11 +46,11 @@ func TestDrainLifecycleThroughAPI(t *testing.T) {
 		t.Fatalf("nodes: %+v", ns.Nodes)
 	}
 	lc := ns.Nodes[0].Lifecycle
-	if lc.Phase != state.PhaseCordoned || lc.Cause != state.CauseUnhealthy || !strings.Contains(lc.Reason, "XID 79") ||
+	if lc.Phase != policy.NodeCordoned.Phase() || lc.Cause != state.CauseUnhealthy || !strings.Contains(lc.Reason, "XID 79") ||
 		len(lc.Allocs) != 1 || !lc.Allocs[0].LeavesAt.Equal(leaves) {
 		t.Fatalf("node-1111 lifecycle: %+v", lc)
 	}
-	if p := ns.Nodes[1].Lifecycle.Phase; p != state.PhaseInService {
+	if p := ns.Nodes[1].Lifecycle.Phase; p != policy.NodeNormal.Phase() {
 		t.Fatalf("node-2222 phase %q, want in-service", p)
 	}
 
@@ -103,7 +104,7 @@ func TestDrainLifecycleThroughAPI(t *testing.T) {
 		t.Fatalf("node transitions %q, want %q", got, want)
 	}
 	ns, _ = cl.Nodes(ctx, false)
-	if lc := ns.Nodes[0].Lifecycle; lc.Phase != state.PhaseReturned || lc.ReturnedBy != state.ReturnedByOperator ||
+	if lc := ns.Nodes[0].Lifecycle; lc.Phase != policy.NodeReturned.Phase() || lc.ReturnedBy != state.ReturnedByOperator ||
 		lc.Requeued != 1 || lc.ReturnRequested || len(lc.Allocs) != 0 {
 		t.Fatalf("after return: %+v", lc)
 	}
@@ -143,8 +144,8 @@ func TestNodesAPIListsGPUs(t *testing.T) {
 	s := devServer(t, Config{Reconciler: rec, Clock: func() time.Time { return tBase }})
 	gpus := []state.NodeGPU{{ID: "GPU-0a1b", Model: "H100", Healthy: true},
 		{ID: "GPU-3c4d", Model: "H100", Reason: "XID 79 (GPU has fallen off the bus)"}}
-	rec.SetNode(state.Node{ID: "node-1111", Name: "gpu-1", Drain: state.NodeDraining, TotalGPUs: 2, HealthyGPUs: 1, Since: tBase, GPUs: gpus})
-	rec.SetNode(state.Node{ID: "node-2222", Name: "gpu-2", Drain: state.NodeActive, TotalGPUs: 8, HealthyGPUs: 8, Since: tBase})
+	rec.SetNode(state.Node{ID: "node-1111", Name: "gpu-1", Drain: policy.NodeDraining, TotalGPUs: 2, HealthyGPUs: 1, Since: tBase, GPUs: gpus})
+	rec.SetNode(state.Node{ID: "node-2222", Name: "gpu-2", Drain: policy.NodeNormal, TotalGPUs: 8, HealthyGPUs: 8, Since: tBase})
 	if err := s.ReconcileOnce(context.Background()); err != nil {
 		t.Fatal(err)
 	}

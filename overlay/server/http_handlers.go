@@ -13,6 +13,7 @@ import (
 
 	"github.com/allot-sched/allot/budgets"
 	"github.com/allot-sched/allot/overlay/client"
+	"github.com/allot-sched/allot/overlay/policy"
 	"github.com/allot-sched/allot/overlay/state"
 	"github.com/hashicorp/raft"
 )
@@ -197,15 +198,15 @@ func (s *Server) getNodes(_ *http.Request, v *state.View) (any, error) {
 	out := client.Nodes{Nodes: []client.Node{}}
 	running := runningByNode(v)
 	for _, n := range v.Nodes() {
-		cn := client.Node{ID: n.ID, Name: n.Name, Drain: n.Drain, Reason: n.Reason, Since: n.Since,
+		cn := client.Node{ID: n.ID, Name: n.Name, Drain: n.Drain.String(), Reason: n.Reason, Since: n.Since,
 			TotalGPUs: n.TotalGPUs, HealthyGPUs: n.HealthyGPUs, GPUs: []client.NodeGPU{}, Lifecycle: lifecycle(v.Drain(n.ID)),
 			Running: append([]client.NodeAlloc{}, running[n.ID]...)}
 		for _, g := range n.GPUs {
 			cn.GPUs = append(cn.GPUs, client.NodeGPU{ID: g.ID, Model: g.Model, Healthy: g.Healthy, Reason: g.Reason})
 		}
-		if n.Drain == state.NodeReserved {
+		if n.Drain == policy.NodeReserved {
 			// A reservation is not a drain: the node is in service, held.
-			cn.Drain = state.NodeActive
+			cn.Drain = policy.NodeNormal.String()
 			cn.Reservation = &client.NodeReservation{Job: n.ReservedFor, Since: n.Since, Until: n.ReservedUntil}
 		}
 		out.Nodes = append(out.Nodes, cn)

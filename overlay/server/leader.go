@@ -121,9 +121,9 @@ func (s *Server) registerSelf() error {
 	return err
 }
 
-// ReconcileOnce runs one reconcile pass now and records its outcome, then
-// charges running allocations and records demand up to the leader's clock.
-// It fails with ErrNotLeader on a follower.
+// ReconcileOnce runs one reconcile pass now and records it, with the
+// charges and demand due up to the leader's clock, as one raft entry. It
+// fails with ErrNotLeader on a follower.
 func (s *Server) ReconcileOnce(ctx context.Context) error {
 	s.passMu.Lock()
 	defer s.passMu.Unlock()
@@ -143,41 +143,15 @@ func (s *Server) ReconcileOnce(ctx context.Context) error {
 
 func (s *Server) reconcile(ctx context.Context) error {
 	now := s.clock.Now()
+	var out Outcome
 	if s.cfg.Reconciler != nil {
-		out, err := s.cfg.Reconciler.Reconcile(ctx, s.fsm.Read(), now)
+		o, err := s.cfg.Reconciler.Reconcile(ctx, s.fsm.Read(), now)
 		if err != nil {
 			return fmt.Errorf("reconciler: %w", err)
 		}
-		if err := s.record(out, now); err != nil {
-			return err
-		}
+		out = o
 	}
-	v := s.fsm.Read()
-	if due := state.ChargesDue(v, now); len(due) > 0 {
-		if err := s.applyLedger(state.ChargeType, state.ChargeRequest{Charges: due, Now: now}); err != nil {
-			return err
-		}
-	}
-	if due := state.DemandDue(v, now, 3*s.cfg.ReconcileInterval); len(due) > 0 {
-		if err := s.applyLedger(state.DemandType, state.DemandRequest{Samples: due, Now: now}); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// applyLedger commits the pass's charges or demand and logs what the FSM
-// left out (an interval cut at the ledger's step bound after an outage is
-// charged by the next passes; anything else is worth a look).
-func (s *Server) applyLedger(t state.MessageType, req any) error {
-	res, _, err := s.Apply(t, req)
-	if err != nil {
-		return err
-	}
-	if cr, ok := res.(state.ChargeResult); ok && cr.Err != nil {
-		s.log.Warn("ledger entry partly applied", "type", t.String(), "gpu_seconds", cr.GPUSeconds, "skipped", cr.Skipped, "errors", cr.Err.Error())
-	}
-	return nil
+	return s.record(out, now)
 }
 
 // checkClockAgainstState compares, when this server starts leading, its
@@ -205,32 +179,52 @@ func (s *Server) checkClockAgainstState() {
 	}
 }
 
-// record commits an Outcome, one entry per kind of change.
+// record commits a pass as one entry: the Outcome's rows, the charges and
+// demand due once they are in, its decisions, and the drain changes worked
+// out from its observations. The FSM applies all of it or none.
 func (s *Server) record(o Outcome, now time.Time) error {
-	o.Decisions = withStandings(o.Decisions, o.Queue, s.fsm.Read())
-	steps := []struct {
-		t     state.MessageType
-		req   any
-		empty bool
-	}{
-		{state.JobUpsertType, state.JobUpsertRequest{Jobs: o.Jobs}, len(o.Jobs) == 0},
-		{state.AllocUpsertType, state.AllocUpsertRequest{Allocs: o.Allocs}, len(o.Allocs) == 0},
-		{state.JobDeleteType, state.JobDeleteRequest{JobIDs: o.DeletedJobs}, len(o.DeletedJobs) == 0},
-		{state.NodeUpsertType, state.NodeUpsertRequest{Nodes: o.Nodes}, len(o.Nodes) == 0},
-		{state.PrioritiesType, state.PrioritiesRequest{Priorities: o.Priorities}, len(o.Priorities) == 0},
-		{state.PlanRecordType, state.PlanRecordRequest{At: now, Queue: o.Queue}, o.Queue == nil},
-		{state.DecisionAppendType, state.DecisionAppendRequest{Decisions: o.Decisions}, len(o.Decisions) == 0},
-		{state.DrainObserveType, state.DrainObserveRequest{At: now, Nodes: o.Drains}, len(o.Drains) == 0},
+	req, err := s.passRequest(o, now)
+	if err != nil {
+		return err
 	}
-	for _, st := range steps {
-		if st.empty {
-			continue
-		}
-		if _, _, err := s.Apply(st.t, st.req); err != nil {
-			return fmt.Errorf("record %s: %w", st.t, err)
-		}
+	if req.Empty() {
+		return nil
+	}
+	res, _, err := s.Apply(state.PassType, req)
+	if err != nil {
+		return fmt.Errorf("record the pass: %w", err)
+	}
+	if pr, ok := res.(state.PassResult); ok && pr.Notes != nil {
+		// An interval cut at the ledger's step bound after an outage is
+		// charged by the next passes; anything else is worth a look.
+		s.log.Warn("pass charged in part", "gpu_seconds", pr.GPUSeconds, "notes", pr.Notes.Error())
 	}
 	return nil
+}
+
+// passRequest builds a pass's entry from its Outcome. Charges depend on the
+// allocations the pass records (a new one is charged from its start, a
+// stopped one up to its stop), and demand on its jobs: both are computed
+// on the state as it will be once the pass's rows are in.
+func (s *Server) passRequest(o Outcome, now time.Time) (state.PassRequest, error) {
+	v := s.fsm.Read()
+	req := state.PassRequest{At: now, Jobs: o.Jobs, DeletedJobs: o.DeletedJobs, Allocs: o.Allocs, Nodes: o.Nodes,
+		Priorities: o.Priorities, ReplaceQueue: o.Queue != nil, Queue: o.Queue,
+		Decisions: withStandings(o.Decisions, o.Queue, v)}
+	drains, err := state.DrainChanges(v, o.Drains, now)
+	if err != nil {
+		return req, fmt.Errorf("drain observations: %w", err)
+	}
+	req.Drains = drains
+	since := s.fsm.Config().LedgerWindow(now).From
+	err = s.fsm.Preview(&req, func(pv *state.View) {
+		req.Charges = state.ChargesDue(pv, now, since)
+		req.Demand = state.DemandDue(pv, now, 3*s.cfg.ReconcileInterval)
+	})
+	if err != nil {
+		return req, fmt.Errorf("the pass's rows: %w", err)
+	}
+	return req, nil
 }
 
 // joinLoop forms or joins the cluster through RetryJoin: with

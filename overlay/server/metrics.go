@@ -79,7 +79,7 @@ func newMetrics(s *Server) *metrics {
 	m.collectors = append(m.collectors, newDrainCollector(s), &funcCollector{desc: nodes, collect: func(ch chan<- prometheus.Metric) {
 		count := map[string]int{}
 		for _, n := range s.fsm.Read().Nodes() {
-			count[n.Drain]++
+			count[n.Drain.String()]++
 		}
 		for drain, c := range count {
 			ch <- prometheus.MustNewConstMetric(nodes, prometheus.GaugeValue, float64(c), drain)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/allot-sched/allot/budgets"
+	"github.com/allot-sched/allot/overlay/policy"
 	"github.com/allot-sched/allot/overlay/state"
 	"github.com/hashicorp/go-hclog"
 )
@@ -144,7 +145,7 @@ func TestLeaderClockJumpNotObeyed(t *testing.T) {
 	if _, _, err := s.Apply(state.BudgetsApplyType, state.BudgetsApplyRequest{Revision: "r", Specs: toSpecs(testBudgets()), AppliedAt: tBase}); err != nil {
 		t.Fatal(err)
 	}
-	rec.SetNode(state.Node{ID: "n1", Drain: state.NodeActive, TotalGPUs: 8, HealthyGPUs: 8, Since: tBase})
+	rec.SetNode(state.Node{ID: "n1", Drain: policy.NodeNormal, TotalGPUs: 8, HealthyGPUs: 8, Since: tBase})
 	rec.SetJob(state.Job{ID: "default/j", GPUs: 8, Contract: state.Contract{Budget: "ai2/nlp", MinRuntime: time.Hour}, SubmittedAt: tBase})
 	rec.SetAlloc(state.Alloc{ID: "a1", JobID: "default/j", NodeID: "n1", Leaf: "ai2/nlp", GPUs: 8, StartedAt: tBase})
 	if err := s.ReconcileOnce(ctx); err != nil {

@@ -18,9 +18,10 @@ import (
 // cancelled when leadership is lost or the server stops; a reconciler must
 // then return promptly.
 //
-// Reconcile returns what it observed and did: the server commits it through
-// raft (every timestamp already chosen), then charges running allocations
-// up to now. A Reconcile that returns an error has its Outcome discarded;
+// Reconcile returns what it observed and did: the server commits it, with
+// the drain transitions it works out from the observations and the charges
+// and demand due up to now, as one raft entry (state.PassRequest; every
+// timestamp already chosen), which the FSM applies all or nothing. A Reconcile that returns an error has its Outcome discarded;
 // it must therefore be safe to repeat, because the next pass (on this
 // leader or the next) sees the same state and tries again.
 type Reconciler interface {
@@ -49,6 +50,7 @@ type Outcome struct {
 	// stored one (an empty, non-nil slice clears it).
 	Queue []state.QueueEntry
 	// Drains are the pass's observations of GPU nodes in a drain or
-	// entering one; the state derives the drain lifecycle from them.
+	// entering one; the leader works out the drain transitions from them
+	// (state.DrainChanges) and records them with the pass.
 	Drains []state.NodeObservation
 }

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"strconv"
 	"time"
 
@@ -40,6 +41,8 @@ type Allot struct {
 	allocIDs  []string
 	nodeState []policy.NodeState
 	charged   int64 // time the ledger is charged up to
+	spans     []budgets.Span
+	err       error // the first charge the ledger refused
 	sync      syncState
 	// Decisions counts Decide calls.
 	Decisions int64
@@ -113,19 +116,29 @@ func (a *Allot) SubmitPriority(*State, int32) int { return nomadDefaultPriority 
 
 func at(sec int64) time.Time { return Epoch.Add(time.Duration(sec) * time.Second) }
 
-// charge books the GPU time of every leaf since the last reconcile.
+// charge books the GPU time of every leaf since the last reconcile, spread
+// over the ledger's buckets as the server's ledger is charged, in one
+// WriteSpans (all or nothing). A refused charge stops the run with an error
+// (Err): a run whose ledger lost usage would report wrong figures.
 func (a *Allot) charge(s *State) {
-	if s.now <= a.charged {
+	if s.now <= a.charged || a.err != nil {
 		return
 	}
-	d := s.now - a.charged
+	a.spans = a.spans[:0]
 	for l, g := range s.m.leafRun {
 		if g > 0 && l < len(a.tree.Leaves()) {
-			_ = a.ledger.Charge(a.tree.Leaves()[l].Path, at(a.charged), g*d)
+			a.spans = append(a.spans, budgets.Span{Leaf: a.tree.Leaves()[l].Path, Start: at(a.charged), End: at(s.now), GPUs: g})
 		}
+	}
+	if err := a.ledger.WriteSpans(a.spans); err != nil {
+		a.err = fmt.Errorf("charge the ledger at %s: %w", time.Duration(s.now)*time.Second, err)
+		return
 	}
 	a.charged = s.now
 }
+
+// Err returns why the run cannot be trusted: a charge the ledger refused.
+func (a *Allot) Err() error { return a.err }
 
 // Reconcile implements Policy.
 func (a *Allot) Reconcile(s *State) time.Duration {
@@ -209,7 +222,12 @@ func (a *Allot) apply(s *State, p *policy.Plan) {
 				ids = append(ids, int32(n))
 			}
 		}
-		s.StopAllocs(ids, stopReason(st.Reason.Code))
+		why := stopReason(st.Reason.Code)
+		forJob, ok := a.jobIndex[st.Reason.Job]
+		if !ok || why != StopTimeSlice && why != StopReserve {
+			forJob = -1
+		}
+		s.StopAllocsFor(ids, why, forJob)
 	}
 	for _, na := range p.NodeActions {
 		n, ok := s.NodeIndex(na.Node)

@@ -24,3 +24,7 @@ type Policy interface {
 	// not after s.Now() means none.
 	Reconcile(s *State) (next time.Duration)
 }
+
+// A Policy may also have an Err() error method: a non-nil Err after the
+// last event fails the run with it (the allot policy's ledger refused a
+// charge, say), instead of reporting figures that cannot be trusted.

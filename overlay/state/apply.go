@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/allot-sched/allot/budgets"
+	"github.com/allot-sched/allot/overlay/policy"
 	memdb "github.com/hashicorp/go-memdb"
 )
 
@@ -53,28 +54,6 @@ func (f *FSM) applyBudgets(body []byte) any {
 	}
 	txn.Commit()
 	return nil
-}
-
-// spread calls add for each bucket-aligned piece of [from, to), in time
-// order, with the piece's GPU-seconds. It returns the GPU-seconds added and
-// how far it got: to, or the start of the piece add refused.
-func spread(from, to time.Time, bucket time.Duration, gpus int, add func(at time.Time, gpuSeconds int64) error) (int64, time.Time, error) {
-	var total int64
-	for t := from; t.Before(to); {
-		next := t.Truncate(bucket).Add(bucket)
-		if next.After(to) {
-			next = to
-		}
-		gs := int64(gpus) * int64(next.Sub(t)/time.Second)
-		if gs > 0 {
-			if err := add(t, gs); err != nil {
-				return total, t, err
-			}
-			total += gs
-		}
-		t = next
-	}
-	return total, to, nil
 }
 
 // ledgerEntry is what one charge or demand entry may do to the ledger. It
@@ -202,23 +181,56 @@ func (f *FSM) applyCharge(body []byte) any {
 		return err
 	}
 	e := f.beginLedgerEntry(req.Now)
-	return chargeEach(f, req.Charges, func(txn *memdb.Txn, c Charge) (int64, error) { return f.chargeOne(txn, e, c) },
+	return chargeEach(f, req.Charges, func(txn *memdb.Txn, c Charge) ledgerItem { return f.planCharge(txn, e, c) },
 		func(i int, c Charge) string { return fmt.Sprintf("charge %d (alloc %s)", i, QuotePrefix(c.Alloc)) })
 }
 
-// chargeEach applies one to every item of a charge or demand entry in a
-// single transaction. Unlike an upsert, an invalid item does not refuse the
+// ledgerItem is what one charge or demand sample does: the span it writes
+// (nil: none), the row that records how far it got (nil: none), and why it
+// did less than asked. A refused item (err) writes and records nothing; a
+// note (the part older than the ledger keeps, or after the entry's bound)
+// leaves the rest to apply.
+type ledgerItem struct {
+	span  *budgets.Span
+	row   any    // *Alloc or *DemandMark, inserted once the span is written
+	table string // row's table
+	note  error
+	err   error
+}
+
+// gpuSeconds is what the item adds to the ledger.
+func (it *ledgerItem) gpuSeconds() int64 {
+	if it.span == nil {
+		return 0
+	}
+	return it.span.GPUs * int64(it.span.End.Sub(it.span.Start)/time.Second)
+}
+
+// chargeEach applies every item of a charge or demand entry in a single
+// transaction. Unlike an upsert, an invalid item does not refuse the
 // entry: it counts as skipped, its error (prefixed with name(i, item)) joins
-// the result's, and the other items still apply.
-func chargeEach[T any](f *FSM, items []T, one func(*memdb.Txn, T) (int64, error), name func(int, T) string) ChargeResult {
+// the result's, and the other items still apply. Each item is written with
+// budgets.Ledger.WriteSpans, all or nothing: a refused write leaves its row
+// (ChargedThrough, or the demand mark) where it was.
+func chargeEach[T any](f *FSM, items []T, plan func(*memdb.Txn, T) ledgerItem, name func(int, T) string) ChargeResult {
 	txn := f.db.Txn(true)
 	defer txn.Abort()
 	var res ChargeResult
 	var errs []error
-	for i, it := range items {
-		n, err := one(txn, it)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", name(i, it), err))
+	for i, x := range items {
+		it := plan(txn, x)
+		if it.err == nil && it.span != nil {
+			it.err = f.ledger.WriteSpans([]budgets.Span{*it.span})
+		}
+		if it.err == nil && it.row != nil {
+			it.err = txn.Insert(it.table, it.row)
+		}
+		n := it.gpuSeconds()
+		if it.err != nil {
+			n = 0
+		}
+		if err := errors.Join(it.err, it.note); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name(i, x), err))
 		}
 		if n == 0 {
 			res.Skipped++
@@ -245,19 +257,22 @@ func (e ledgerEntry) checkItem(field, leaf string, gpus int, from, to time.Time)
 	return nil
 }
 
-func (f *FSM) chargeOne(txn *memdb.Txn, e ledgerEntry, c Charge) (int64, error) {
+// planCharge works out what a charge does, reading the allocation through
+// txn; it writes nothing.
+func (f *FSM) planCharge(txn *memdb.Txn, e ledgerEntry, c Charge) ledgerItem {
+	refuse := func(err error) ledgerItem { return ledgerItem{err: err} }
 	if c.Alloc == "" {
-		return 0, errors.New("a charge needs an allocation ID")
+		return refuse(errors.New("a charge needs an allocation ID"))
 	}
 	if err := CheckSize("alloc", c.Alloc, MaxIDBytes); err != nil {
-		return 0, err
+		return refuse(err)
 	}
 	if err := e.checkItem("charge", c.Leaf, c.GPUs, c.From, c.To); err != nil {
-		return 0, err
+		return refuse(err)
 	}
 	raw, err := txn.First(TableAllocs, "id", c.Alloc)
 	if err != nil {
-		return 0, err
+		return refuse(err)
 	}
 	var a Alloc
 	if raw != nil {
@@ -266,28 +281,25 @@ func (f *FSM) chargeOne(txn *memdb.Txn, e ledgerEntry, c Charge) (int64, error) 
 		a = Alloc{ID: c.Alloc, Leaf: c.Leaf, GPUs: c.GPUs, StartedAt: c.From.UTC().Truncate(time.Second)}
 	}
 	if c.Leaf != "" && a.Leaf != c.Leaf {
-		return 0, fmt.Errorf("charged to budget %s but the allocation belongs to %s", QuotePrefix(c.Leaf), QuotePrefix(a.Leaf))
+		return refuse(fmt.Errorf("charged to budget %s but the allocation belongs to %s", QuotePrefix(c.Leaf), QuotePrefix(a.Leaf)))
 	}
 	if a.Leaf == "" {
-		return 0, errors.New("the allocation has no budget: unallocated work is never charged")
+		return refuse(errors.New("the allocation has no budget: unallocated work is never charged"))
 	}
 	sp := f.clampInterval(e, c.From, c.To, a.ChargedThrough)
+	it := ledgerItem{table: TableAllocs, note: sp.err()}
 	if !sp.ok() {
 		if sp.lost != nil && sp.cut == nil && sp.to.After(a.ChargedThrough) {
 			a.ChargedThrough = sp.to // all of it is older than the ledger keeps: never chargeable
-			return 0, errors.Join(sp.lost, txn.Insert(TableAllocs, &a))
+			it.row = &a
 		}
-		return 0, sp.err()
+		return it
 	}
-	n, reached, err := spread(sp.from, sp.to, f.cfg.Bucket, c.GPUs, func(at time.Time, gs int64) error {
-		return f.ledger.Charge(a.Leaf, at, gs)
-	})
-	a.ChargedThrough = reached
-	a.ChargedGPUSeconds += n
-	if ierr := txn.Insert(TableAllocs, &a); ierr != nil {
-		return n, ierr
-	}
-	return n, errors.Join(sp.err(), err)
+	it.span = &budgets.Span{Leaf: a.Leaf, Start: sp.from, End: sp.to, GPUs: int64(c.GPUs)}
+	a.ChargedThrough = sp.to
+	a.ChargedGPUSeconds += it.gpuSeconds()
+	it.row = &a
+	return it
 }
 
 // applyDemand records demand samples, each only after the leaf's mark,
@@ -298,51 +310,67 @@ func (f *FSM) applyDemand(body []byte) any {
 		return err
 	}
 	e := f.beginLedgerEntry(req.Now)
-	return chargeEach(f, req.Samples, func(txn *memdb.Txn, s DemandSample) (int64, error) { return f.demandOne(txn, e, s) },
+	return chargeEach(f, req.Samples, func(txn *memdb.Txn, s DemandSample) ledgerItem { return f.planDemand(txn, e, s) },
 		func(i int, s DemandSample) string {
 			return fmt.Sprintf("demand %d (budget %s)", i, QuotePrefix(s.Leaf))
 		})
 }
 
-func (f *FSM) demandOne(txn *memdb.Txn, e ledgerEntry, s DemandSample) (int64, error) {
+// planDemand works out what a demand sample does, reading the leaf's mark
+// through txn; it writes nothing.
+func (f *FSM) planDemand(txn *memdb.Txn, e ledgerEntry, s DemandSample) ledgerItem {
+	refuse := func(err error) ledgerItem { return ledgerItem{err: err} }
 	if s.Leaf == "" {
-		return 0, errors.New("a demand sample needs a budget")
+		return refuse(errors.New("a demand sample needs a budget"))
 	}
 	if err := e.checkItem("demand", s.Leaf, s.GPUs, s.From, s.To); err != nil {
-		return 0, err
+		return refuse(err)
 	}
 	raw, err := txn.First(TableDemandMarks, "id", s.Leaf)
 	if err != nil {
-		return 0, err
+		return refuse(err)
 	}
 	mark := DemandMark{Leaf: s.Leaf}
 	if raw != nil {
 		mark = *raw.(*DemandMark)
 	}
 	sp := f.clampInterval(e, s.From, s.To, mark.Through)
+	it := ledgerItem{table: TableDemandMarks, note: sp.err()}
 	if !sp.ok() {
 		if sp.cut == nil && sp.to.After(mark.Through) { // an empty first sample starts the leaf's record
 			mark.Through = sp.to
-			return 0, errors.Join(sp.lost, txn.Insert(TableDemandMarks, &mark))
+			it.row = &mark
 		}
-		return 0, sp.err()
+		return it
 	}
-	n, reached, err := spread(sp.from, sp.to, f.cfg.Bucket, s.GPUs, func(at time.Time, gs int64) error {
-		return f.ledger.AddDemand(s.Leaf, at, gs)
-	})
-	mark.Through = reached
-	if ierr := txn.Insert(TableDemandMarks, &mark); ierr != nil {
-		return n, ierr
-	}
-	return n, errors.Join(sp.err(), err)
+	it.span = &budgets.Span{Leaf: s.Leaf, Start: sp.from, End: sp.to, GPUs: int64(s.GPUs), Demand: true}
+	mark.Through = sp.to
+	it.row = &mark
+	return it
 }
 
 func (f *FSM) applyJobUpsert(body []byte) any {
 	var req JobUpsertRequest
-	if err := decode(body, &req); err != nil {
+	return inTxn(f, body, &req, func(txn *memdb.Txn) error { return upsertJobs(txn, req.Jobs) })
+}
+
+// inTxn decodes an entry into req and runs apply in one write transaction,
+// committed only when apply succeeds: an entry is all or nothing.
+func inTxn[R any](f *FSM, body []byte, req *R, apply func(*memdb.Txn) error) any {
+	if err := decode(body, req); err != nil {
 		return err
 	}
-	return upsertAll(f, TableJobs, req.Jobs, func(_ *memdb.Txn, i int, j *Job) error {
+	txn := f.db.Txn(true)
+	defer txn.Abort()
+	if err := apply(txn); err != nil {
+		return err
+	}
+	txn.Commit()
+	return nil
+}
+
+func upsertJobs(txn *memdb.Txn, jobs []Job) error {
+	return upsertAll(txn, TableJobs, jobs, func(_ *memdb.Txn, i int, j *Job) error {
 		if j.ID == "" {
 			return fmt.Errorf("job %d has no ID; IDs are \"namespace/name\"", i)
 		}
@@ -351,13 +379,11 @@ func (f *FSM) applyJobUpsert(body []byte) any {
 	})
 }
 
-// upsertAll inserts a copy of every item into table in one transaction,
-// after prep has checked and normalized it (prep may read the table through
+// upsertAll inserts a copy of every item into table through txn, after
+// prep has checked and normalized it (prep may read the table through
 // txn). The first invalid item refuses the whole entry: upserts are all or
 // nothing, and the returned error says which item and why.
-func upsertAll[T any](f *FSM, table string, items []T, prep func(txn *memdb.Txn, i int, item *T) error) error {
-	txn := f.db.Txn(true)
-	defer txn.Abort()
+func upsertAll[T any](txn *memdb.Txn, table string, items []T, prep func(txn *memdb.Txn, i int, item *T) error) error {
 	for i := range items {
 		item := items[i] // a fresh copy: a stored object is never mutated after its insert
 		if err := prep(txn, i, &item); err != nil {
@@ -367,19 +393,17 @@ func upsertAll[T any](f *FSM, table string, items []T, prep func(txn *memdb.Txn,
 			return err
 		}
 	}
-	txn.Commit()
 	return nil
 }
 
 // applyJobDelete forgets jobs and everything keyed by them.
 func (f *FSM) applyJobDelete(body []byte) any {
 	var req JobDeleteRequest
-	if err := decode(body, &req); err != nil {
-		return err
-	}
-	txn := f.db.Txn(true)
-	defer txn.Abort()
-	for _, id := range req.JobIDs {
+	return inTxn(f, body, &req, func(txn *memdb.Txn) error { return deleteJobs(txn, req.JobIDs) })
+}
+
+func deleteJobs(txn *memdb.Txn, ids []string) error {
+	for _, id := range ids {
 		for _, table := range []string{TableJobs, TablePriorities, TableQueue} {
 			if _, err := txn.DeleteAll(table, "id", id); err != nil {
 				return err
@@ -389,7 +413,6 @@ func (f *FSM) applyJobDelete(body []byte) any {
 			return err
 		}
 	}
-	txn.Commit()
 	return nil
 }
 
@@ -398,10 +421,11 @@ func (f *FSM) applyJobDelete(body []byte) any {
 // GPU-seconds always lie in its own leaf's ledger.
 func (f *FSM) applyAllocUpsert(body []byte) any {
 	var req AllocUpsertRequest
-	if err := decode(body, &req); err != nil {
-		return err
-	}
-	return upsertAll(f, TableAllocs, req.Allocs, func(txn *memdb.Txn, i int, a *Alloc) error {
+	return inTxn(f, body, &req, func(txn *memdb.Txn) error { return upsertAllocs(txn, req.Allocs) })
+}
+
+func upsertAllocs(txn *memdb.Txn, allocs []Alloc) error {
+	return upsertAll(txn, TableAllocs, allocs, func(txn *memdb.Txn, i int, a *Alloc) error {
 		if a.ID == "" {
 			return fmt.Errorf("allocation %d has no ID", i)
 		}
@@ -425,18 +449,19 @@ func (f *FSM) applyAllocUpsert(body []byte) any {
 
 func (f *FSM) applyNodeUpsert(body []byte) any {
 	var req NodeUpsertRequest
-	if err := decode(body, &req); err != nil {
-		return err
-	}
-	return upsertAll(f, TableNodes, req.Nodes, func(_ *memdb.Txn, i int, n *Node) error {
+	return inTxn(f, body, &req, func(txn *memdb.Txn) error { return upsertNodes(txn, req.Nodes) })
+}
+
+func upsertNodes(txn *memdb.Txn, nodes []Node) error {
+	return upsertAll(txn, TableNodes, nodes, func(_ *memdb.Txn, i int, n *Node) error {
 		if n.ID == "" {
 			return fmt.Errorf("node %d has no ID", i)
 		}
 		switch n.Drain {
-		case NodeActive, NodeDraining, NodeDrained, NodeReserved:
+		case policy.NodeNormal, policy.NodeDraining, policy.NodeDrained, policy.NodeReserved:
 		default:
-			return fmt.Errorf("node %q: drain state %q, want one of %s, %s, %s, %s", n.ID, n.Drain,
-				NodeActive, NodeDraining, NodeDrained, NodeReserved)
+			return fmt.Errorf("node %q: drain state %q, want one of %s, %s, %s, %s", n.ID, n.Drain.String(),
+				policy.NodeNormal, policy.NodeDraining, policy.NodeDrained, policy.NodeReserved)
 		}
 		if err := CheckNodeGPUs(i, n); err != nil {
 			return fmt.Errorf("node %s: %w", QuotePrefix(n.ID), err)
@@ -448,16 +473,7 @@ func (f *FSM) applyNodeUpsert(body []byte) any {
 
 func (f *FSM) applyDecisionAppend(body []byte) any {
 	var req DecisionAppendRequest
-	if err := decode(body, &req); err != nil {
-		return err
-	}
-	txn := f.db.Txn(true)
-	defer txn.Abort()
-	if err := f.appendDecisions(txn, req.Decisions); err != nil {
-		return err
-	}
-	txn.Commit()
-	return nil
+	return inTxn(f, body, &req, func(txn *memdb.Txn) error { return f.appendDecisions(txn, req.Decisions) })
 }
 
 // appendDecisions numbers decisions after the newest one and drops the
@@ -501,10 +517,11 @@ func decisionBounds(txn *memdb.Txn) (uint64, uint64, error) {
 
 func (f *FSM) applyPriorities(body []byte) any {
 	var req PrioritiesRequest
-	if err := decode(body, &req); err != nil {
-		return err
-	}
-	return upsertAll(f, TablePriorities, req.Priorities, func(_ *memdb.Txn, i int, p *Priority) error {
+	return inTxn(f, body, &req, func(txn *memdb.Txn) error { return upsertPriorities(txn, req.Priorities) })
+}
+
+func upsertPriorities(txn *memdb.Txn, ps []Priority) error {
+	return upsertAll(txn, TablePriorities, ps, func(_ *memdb.Txn, i int, p *Priority) error {
 		if p.JobID == "" {
 			return fmt.Errorf("priority %d has no job ID", i)
 		}
@@ -516,25 +533,23 @@ func (f *FSM) applyPriorities(body []byte) any {
 // applyPlanRecord replaces the whole queue with the plan's entries.
 func (f *FSM) applyPlanRecord(body []byte) any {
 	var req PlanRecordRequest
-	if err := decode(body, &req); err != nil {
-		return err
-	}
-	txn := f.db.Txn(true)
-	defer txn.Abort()
+	return inTxn(f, body, &req, func(txn *memdb.Txn) error { return replaceQueue(txn, req.At, req.Queue) })
+}
+
+func replaceQueue(txn *memdb.Txn, at time.Time, queue []QueueEntry) error {
 	if _, err := txn.DeleteAll(TableQueue, "id"); err != nil {
 		return err
 	}
-	for i := range req.Queue {
-		q := req.Queue[i]
+	for i := range queue {
+		q := queue[i]
 		if q.JobID == "" {
 			return fmt.Errorf("queue entry %d has no job ID", i)
 		}
-		q.PlannedAt = req.At.UTC()
+		q.PlannedAt = at.UTC()
 		if err := txn.Insert(TableQueue, &q); err != nil {
 			return err
 		}
 	}
-	txn.Commit()
 	return nil
 }
 

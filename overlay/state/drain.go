@@ -2,10 +2,13 @@ package state
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/allot-sched/allot/overlay/policy"
 	memdb "github.com/hashicorp/go-memdb"
 )
 
@@ -21,17 +24,14 @@ import (
 // drain_return_after) or by an operator. A node that recovers before it is
 // empty may return straight from cordoned or draining.
 //
-// The leader sends one NodeObservation per node in a drain (or entering
-// one) after each reconcile pass; the FSM derives the transitions from the
-// stored DrainRecord and the observation, so every server computes the same
-// ones, and a re-sent observation changes nothing.
-const (
-	PhaseInService = "in-service"
-	PhaseCordoned  = "cordoned"
-	PhaseDraining  = "draining"
-	PhaseDrained   = "drained"
-	PhaseReturned  = "returned"
-)
+// A reconcile pass observes every node in a drain (or entering one); the
+// leader works out each node's transitions from its stored DrainRecord and
+// the observation (DrainChanges) and sends them in the pass's entry, where
+// the FSM checks them against the stored record and stores them.
+//
+// The phases are policy.NodeState values: NodeNormal (in service; Phase
+// names it "in-service"), NodeCordoned, NodeDraining, NodeDrained and
+// NodeReturned.
 
 // Causes of a drain.
 const (
@@ -116,7 +116,7 @@ type DrainReturnRequest struct {
 type DrainRecord struct {
 	NodeID     string
 	Name       string
-	Phase      string
+	Phase      policy.NodeState
 	Cause      string
 	Reason     string    // the fault, or the Nomad drain and its deadline
 	Episode    int       // 1 for the node's first drain, then 2, ...
@@ -147,7 +147,7 @@ type DrainRecord struct {
 
 // Active reports whether the node is out of service for this drain.
 func (r *DrainRecord) Active() bool {
-	return r.Phase == PhaseCordoned || r.Phase == PhaseDraining || r.Phase == PhaseDrained
+	return r.Phase == policy.NodeCordoned || r.Phase == policy.NodeDraining || r.Phase == policy.NodeDrained
 }
 
 // DrainStats are the cluster's drain counters since the state began.
@@ -218,83 +218,221 @@ func (f *FSM) applyDrainReturn(body []byte) any {
 // that is not in a drain.
 var ErrNotDraining = fmt.Errorf("node not in a drain")
 
-// applyDrainObserve folds one pass's observations into the drain records,
-// the counters and the decision log.
+// DrainChange is one node's drain after a pass, as the leader worked it out
+// (DrainChanges) before the pass's entry: the record to store, the
+// transitions made (decision-log reasons) and what they add to the
+// counters. The FSM checks it against the stored record and stores it; it
+// derives nothing itself.
+type DrainChange struct {
+	NodeID string
+	// FromPhase and FromEpisode are the stored record's phase and episode
+	// the change was worked out from (policy.NodeNormal and 0: none).
+	FromPhase   policy.NodeState
+	FromEpisode int
+	Record      DrainRecord
+	Transitions []string
+	// Stats is what the change adds to the counters (ID empty).
+	Stats DrainStats
+}
+
+// DrainChanges works out, from the drain records in v and one pass's
+// observations at at, the change of every node that is in a drain or
+// enters one. It is pure: the leader calls it before the pass's entry, and
+// the FSM calls it for entries written before the leader did (DrainObserve).
+// A node observed twice is moved twice, the second time from the first's
+// record.
+func DrainChanges(v *View, obs []NodeObservation, at time.Time) ([]DrainChange, error) {
+	at = at.UTC()
+	seen := map[string]*DrainRecord{}
+	var out []DrainChange
+	for i := range obs {
+		o := &obs[i]
+		if o.NodeID == "" {
+			return nil, fmt.Errorf("observation %d has no node ID", i)
+		}
+		old, ok := seen[o.NodeID]
+		if !ok {
+			old = v.Drain(o.NodeID)
+		}
+		c, keep := planDrain(old, o, at)
+		if !keep {
+			continue
+		}
+		out = append(out, c)
+		seen[o.NodeID] = &out[len(out)-1].Record
+	}
+	return out, nil
+}
+
+// planDrain moves a node's record (nil: it never drained) by one
+// observation; false when there is nothing to store (a node in service
+// that never drained).
+func planDrain(old *DrainRecord, o *NodeObservation, at time.Time) (DrainChange, bool) {
+	c := DrainChange{NodeID: o.NodeID, FromPhase: policy.NodeNormal, Stats: newDrainStats("")}
+	rec := DrainRecord{NodeID: o.NodeID, Phase: policy.NodeNormal}
+	if old != nil {
+		rec = *old
+		rec.Allocs, rec.Requeued = slices.Clone(old.Allocs), slices.Clone(old.Requeued)
+		c.FromPhase, c.FromEpisode = old.Phase, old.Episode
+	}
+	c.Transitions = observe(&rec, o, at, &c.Stats)
+	if len(c.Transitions) == 0 && old == nil {
+		return DrainChange{}, false
+	}
+	c.Record = rec
+	return c, true
+}
+
+// applyDrainObserve folds one pass's observations, as leaders before the
+// one-entry pass wrote them, into the drain records, the counters and the
+// decision log: it works out the changes as a leader now does, then
+// stores them.
 func (f *FSM) applyDrainObserve(body []byte) any {
 	var req DrainObserveRequest
 	if err := decode(body, &req); err != nil {
 		return err
 	}
-	at := req.At.UTC()
 	txn := f.db.Txn(true)
 	defer txn.Abort()
-	stats := DrainStats{ID: drainStatsID}
-	if raw, err := txn.First(TableDrainStats, "id", drainStatsID); err != nil {
-		return err
-	} else if raw != nil {
-		stats = cloneStats(raw.(*DrainStats))
-	} else {
-		stats = cloneStats(&stats)
-	}
-	var decisions []Decision
-	for i := range req.Nodes {
-		o := &req.Nodes[i]
-		if o.NodeID == "" {
-			return fmt.Errorf("observation %d has no node ID", i)
-		}
-		raw, err := txn.First(TableDrains, "id", o.NodeID)
-		if err != nil {
-			return err
-		}
-		var rec DrainRecord
-		if raw != nil {
-			rec = *raw.(*DrainRecord)
-		} else {
-			rec = DrainRecord{NodeID: o.NodeID, Phase: PhaseInService}
-		}
-		ts := observe(&rec, o, at, &stats)
-		if len(ts) == 0 && raw == nil {
-			continue // a node that never drained gets no record
-		}
-		for _, t := range ts {
-			decisions = append(decisions, Decision{At: at, Kind: DecisionNodeTransition, NodeID: o.NodeID, Reason: t})
-		}
-		if err := txn.Insert(TableDrains, &rec); err != nil {
-			return err
-		}
-	}
-	if err := txn.Insert(TableDrainStats, &stats); err != nil {
+	changes, err := DrainChanges(&View{txn: txn}, req.Nodes, req.At)
+	if err != nil {
 		return err
 	}
-	if err := f.appendDecisions(txn, decisions); err != nil {
+	if err := f.storeDrains(txn, req.At, changes); err != nil {
 		return err
 	}
 	txn.Commit()
 	return nil
 }
 
+// storeDrains stores a pass's drain changes, after checking each against
+// the stored record, adds their counts to the counters (writing the
+// counters' row even when there are none, as the FSM always did for an
+// observation entry) and logs their transitions.
+func (f *FSM) storeDrains(txn *memdb.Txn, at time.Time, changes []DrainChange) error {
+	at = at.UTC()
+	stats := newDrainStats(drainStatsID)
+	if raw, err := txn.First(TableDrainStats, "id", drainStatsID); err != nil {
+		return err
+	} else if raw != nil {
+		stats = cloneStats(raw.(*DrainStats))
+	}
+	var decisions []Decision
+	for i := range changes {
+		c := &changes[i]
+		raw, err := txn.First(TableDrains, "id", c.NodeID)
+		if err != nil {
+			return err
+		}
+		var stored *DrainRecord
+		if raw != nil {
+			stored = raw.(*DrainRecord)
+		}
+		if err := checkDrainChange(stored, c); err != nil {
+			return fmt.Errorf("drain change %d (node %s): %w", i, QuotePrefix(c.NodeID), err)
+		}
+		rec := c.Record
+		if stored != nil && rec.Phase != policy.NodeReturned {
+			// An operator's return request that landed after the leader
+			// read the record stands until the node returns.
+			rec.ReturnRequested, rec.ReturnRequestedAt = stored.ReturnRequested, stored.ReturnRequestedAt
+		}
+		if err := txn.Insert(TableDrains, &rec); err != nil {
+			return err
+		}
+		addStats(&stats, &c.Stats)
+		for _, t := range c.Transitions {
+			decisions = append(decisions, Decision{At: at, Kind: DecisionNodeTransition, NodeID: c.NodeID, Reason: t})
+		}
+	}
+	if err := txn.Insert(TableDrainStats, &stats); err != nil {
+		return err
+	}
+	return f.appendDecisions(txn, decisions)
+}
+
+// drainPhases are the phases a drain record may be in.
+var drainPhases = []policy.NodeState{policy.NodeCordoned, policy.NodeDraining, policy.NodeDrained, policy.NodeReturned}
+
+// checkDrainChange checks that a change was worked out from the stored
+// record and is one the lifecycle can make.
+func checkDrainChange(stored *DrainRecord, c *DrainChange) error {
+	fromPhase, fromEpisode := policy.NodeNormal, 0
+	if stored != nil {
+		fromPhase, fromEpisode = stored.Phase, stored.Episode
+	}
+	r := &c.Record
+	switch {
+	case c.NodeID == "" || r.NodeID != c.NodeID:
+		return fmt.Errorf("the record is of node %s", QuotePrefix(r.NodeID))
+	case c.FromPhase != fromPhase || c.FromEpisode != fromEpisode:
+		return fmt.Errorf("worked out from phase %s of episode %d, but the node is %s in episode %d: the next pass works it out again",
+			c.FromPhase.Phase(), c.FromEpisode, fromPhase.Phase(), fromEpisode)
+	case !slices.Contains(drainPhases, r.Phase):
+		return fmt.Errorf("phase %s, want one of %v", r.Phase.Phase(), drainPhases)
+	case len(c.Transitions) == 0 && r.Phase != fromPhase:
+		return fmt.Errorf("phase %s -> %s without a transition", fromPhase.Phase(), r.Phase.Phase())
+	case r.Episode != fromEpisode && r.Episode != fromEpisode+1:
+		return fmt.Errorf("episode %d after episode %d", r.Episode, fromEpisode)
+	case stored != nil && r.ObservedAt.Before(stored.ObservedAt):
+		return fmt.Errorf("observed at %s, before the stored %s", r.ObservedAt.Format(time.RFC3339), stored.ObservedAt.Format(time.RFC3339))
+	}
+	return checkStatsDelta(&c.Stats, len(c.Transitions))
+}
+
+// checkStatsDelta checks that a change's counts are whole and that it
+// counts one phase entered per transition.
+func checkStatsDelta(s *DrainStats, transitions int) error {
+	entered := int64(0)
+	for _, m := range []map[string]int64{s.Started, s.Completed, s.Transitions, s.Returned} {
+		for k, n := range m {
+			if n < 0 {
+				return fmt.Errorf("counter %q moves by %d: counters only grow", k, n)
+			}
+		}
+	}
+	for _, n := range s.Transitions {
+		entered += n
+	}
+	if entered != int64(transitions) || s.Requeued < 0 || s.GPUSecondsLost < 0 {
+		return fmt.Errorf("counts %d phase(s) entered for %d transition(s), %d requeued, %d GPU-seconds lost",
+			entered, transitions, s.Requeued, s.GPUSecondsLost)
+	}
+	return nil
+}
+
+func newDrainStats(id string) DrainStats {
+	return DrainStats{ID: id, Started: map[string]int64{}, Completed: map[string]int64{}, Transitions: map[string]int64{},
+		Returned: map[string]int64{}}
+}
+
+func addStats(st, d *DrainStats) {
+	for _, p := range [][2]map[string]int64{{st.Started, d.Started}, {st.Completed, d.Completed},
+		{st.Transitions, d.Transitions}, {st.Returned, d.Returned}} {
+		for k, n := range p[1] {
+			p[0][k] += n
+		}
+	}
+	st.Requeued += d.Requeued
+	st.GPUSecondsLost += d.GPUSecondsLost
+}
+
 func cloneStats(s *DrainStats) DrainStats {
 	c := *s
-	cp := func(m map[string]int64) map[string]int64 {
-		out := make(map[string]int64, len(m))
-		for k, v := range m {
-			out[k] = v
+	c.Started, c.Completed, c.Transitions, c.Returned = maps.Clone(s.Started), maps.Clone(s.Completed), maps.Clone(s.Transitions), maps.Clone(s.Returned)
+	for _, m := range []*map[string]int64{&c.Started, &c.Completed, &c.Transitions, &c.Returned} {
+		if *m == nil {
+			*m = map[string]int64{}
 		}
-		return out
 	}
-	c.Started, c.Completed, c.Transitions, c.Returned = cp(s.Started), cp(s.Completed), cp(s.Transitions), cp(s.Returned)
 	return c
 }
 
 // observe moves rec by one observation and returns the transitions made,
-// as decision-log reasons. It reads no clock: at is the pass's time.
+// as decision-log reasons, counting them in st. It reads no clock: at is
+// the pass's time.
 func observe(rec *DrainRecord, o *NodeObservation, at time.Time, st *DrainStats) []string {
-	var out []string
-	enter := func(phase, why string) {
-		out = append(out, fmt.Sprintf("%s -> %s: %s", rec.Phase, phase, why))
-		rec.Phase, rec.PhaseSince = phase, at
-		st.Transitions[phase]++
-	}
+	m := &mover{rec: rec, st: st, at: at}
 	if o.Name != "" {
 		rec.Name = o.Name
 	}
@@ -303,66 +441,125 @@ func observe(rec *DrainRecord, o *NodeObservation, at time.Time, st *DrainStats)
 		if !outOfService {
 			return nil
 		}
-		cause, why := CauseUnhealthy, "unhealthy: "+o.Fault
-		if o.Healthy {
-			cause, why = CauseNomadDrain, nomadDrainReason(o.Deadline)
-		}
-		*rec = DrainRecord{NodeID: rec.NodeID, Name: rec.Name, Phase: rec.Phase, Cause: cause, Reason: why,
-			Episode: rec.Episode + 1, StartedAt: at, ObservedAt: at, HealthyGPUs: o.HealthyGPUs}
-		st.Started[cause]++
-		enter(PhaseCordoned, why+"; ineligible at once")
+		m.start(o)
 	}
+	moved := m.note(o)
+	if m.startsLeaving(o, moved) {
+		m.enter(policy.NodeDraining, leavingReason(moved, o))
+	}
+	if m.leaving() && len(o.Allocs) == 0 && outOfService {
+		m.drained()
+	}
+	if rec.Active() && backInService(o) {
+		m.returned(o)
+	}
+	return m.out
+}
+
+// startsLeaving: a cordoned node's allocations begin to leave (allot moved
+// some, or someone stopped some) and some are left.
+func (m *mover) startsLeaving(o *NodeObservation, moved []string) bool {
+	return m.rec.Phase == policy.NodeCordoned && (len(moved) > 0 || len(o.ForeignStops) > 0) && len(o.Allocs) > 0
+}
+
+// backInService: the node is eligible, healthy and not drained by Nomad.
+func backInService(o *NodeObservation) bool { return o.Eligible && o.Healthy && !o.NomadDrain }
+
+// mover makes one observation's transitions of a record.
+type mover struct {
+	rec *DrainRecord
+	st  *DrainStats
+	at  time.Time
+	out []string
+}
+
+func (m *mover) enter(phase policy.NodeState, why string) {
+	m.out = append(m.out, fmt.Sprintf("%s -> %s: %s", m.rec.Phase.Phase(), phase.Phase(), why))
+	m.rec.Phase, m.rec.PhaseSince = phase, m.at
+	m.st.Transitions[phase.Phase()]++
+}
+
+// leaving: out of service, not yet empty.
+func (m *mover) leaving() bool {
+	return m.rec.Phase == policy.NodeCordoned || m.rec.Phase == policy.NodeDraining
+}
+
+// start begins a new drain episode: the node is cordoned.
+func (m *mover) start(o *NodeObservation) {
+	rec := m.rec
+	cause, why := CauseUnhealthy, "unhealthy: "+o.Fault
+	if o.Healthy {
+		cause, why = CauseNomadDrain, nomadDrainReason(o.Deadline)
+	}
+	*rec = DrainRecord{NodeID: rec.NodeID, Name: rec.Name, Phase: rec.Phase, Cause: cause, Reason: why,
+		Episode: rec.Episode + 1, StartedAt: m.at, ObservedAt: m.at, HealthyGPUs: o.HealthyGPUs}
+	m.st.Started[cause]++
+	m.enter(policy.NodeCordoned, why+"; ineligible at once")
+}
+
+// countIdle counts the healthy GPUs left idle since the last observation
+// as lost while the node is out of service and not yet empty.
+func (m *mover) countIdle() {
+	if !m.leaving() {
+		return
+	}
+	held := 0
+	for _, a := range m.rec.Allocs {
+		held += a.GPUs
+	}
+	if idle, dt := m.rec.HealthyGPUs-held, m.at.Sub(m.rec.ObservedAt); idle > 0 && dt > 0 {
+		lost := int64(idle) * int64(dt/time.Second)
+		m.rec.GPUSecondsLost += lost
+		m.st.GPUSecondsLost += lost
+	}
+}
+
+// note records what the observation says of a node in a drain, and
+// returns the allocations requeued off it that were not counted yet.
+func (m *mover) note(o *NodeObservation) []string {
+	rec := m.rec
 	if o.NomadDrain {
 		rec.Deadline = o.Deadline.UTC()
 	}
-	// Idle healthy GPUs since the last observation count as lost while
-	// the node is out of service and not yet empty.
-	if rec.Phase == PhaseCordoned || rec.Phase == PhaseDraining {
-		held := 0
-		for _, a := range rec.Allocs {
-			held += a.GPUs
-		}
-		if idle, dt := rec.HealthyGPUs-held, at.Sub(rec.ObservedAt); idle > 0 && dt > 0 {
-			lost := int64(idle) * int64(dt/time.Second)
-			rec.GPUSecondsLost += lost
-			st.GPUSecondsLost += lost
-		}
-	}
-	rec.ObservedAt, rec.HealthyGPUs = at, o.HealthyGPUs
+	m.countIdle()
+	rec.ObservedAt, rec.HealthyGPUs = m.at, o.HealthyGPUs
 	if len(o.ForeignStops) > 0 {
 		rec.Manual = true
 	}
 	moved := addRequeued(rec, o.Requeued)
-	st.Requeued += int64(len(moved))
+	m.st.Requeued += int64(len(moved))
 	rec.Allocs = append([]DrainAlloc(nil), o.Allocs...)
-	if rec.Phase == PhaseCordoned && (len(moved) > 0 || len(o.ForeignStops) > 0) && len(o.Allocs) > 0 {
-		enter(PhaseDraining, leavingReason(moved, o))
+	return moved
+}
+
+func (m *mover) drained() {
+	rec := m.rec
+	rec.DrainedAt = m.at
+	m.enter(policy.NodeDrained, fmt.Sprintf("empty after %s, ready for repair; %d allocation(s) requeued, %.2f GPU-hours idle while draining",
+		m.at.Sub(rec.StartedAt).Round(time.Second), len(rec.Requeued), float64(rec.GPUSecondsLost)/3600))
+	complete(rec, m.st)
+}
+
+// returned puts the node back in service: by the policy, or by an operator
+// (through allot, or by making it eligible outside allot).
+func (m *mover) returned(o *NodeObservation) {
+	rec := m.rec
+	by := o.ReturnedBy
+	if by == "" {
+		by = ReturnedByOperator // made eligible outside allot (nomad node eligibility)
 	}
-	if (rec.Phase == PhaseCordoned || rec.Phase == PhaseDraining) && len(o.Allocs) == 0 && outOfService {
-		rec.DrainedAt = at
-		enter(PhaseDrained, fmt.Sprintf("empty after %s, ready for repair; %d allocation(s) requeued, %.2f GPU-hours idle while draining",
-			at.Sub(rec.StartedAt).Round(time.Second), len(rec.Requeued), float64(rec.GPUSecondsLost)/3600))
-		complete(rec, st)
+	if by == ReturnedByOperator {
+		rec.Manual = true
 	}
-	if rec.Active() && o.Eligible && o.Healthy && !o.NomadDrain {
-		by := o.ReturnedBy
-		if by == "" {
-			by = ReturnedByOperator // made eligible outside allot (nomad node eligibility)
-		}
-		if by == ReturnedByOperator {
-			rec.Manual = true
-		}
-		complete(rec, st)
-		why := o.ReturnReason
-		if why == "" {
-			why = "eligible again"
-		}
-		rec.ReturnedAt, rec.ReturnedBy, rec.ReturnRequested = at, by, false
-		rec.Allocs = nil
-		st.Returned[by]++
-		enter(PhaseReturned, fmt.Sprintf("returned by %s: %s", by, why))
+	complete(rec, m.st)
+	why := o.ReturnReason
+	if why == "" {
+		why = "eligible again"
 	}
-	return out
+	rec.ReturnedAt, rec.ReturnedBy, rec.ReturnRequested = m.at, by, false
+	rec.Allocs = nil
+	m.st.Returned[by]++
+	m.enter(policy.NodeReturned, fmt.Sprintf("returned by %s: %s", by, why))
 }
 
 // complete counts the drain as completed, once.

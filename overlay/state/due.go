@@ -3,10 +3,12 @@ package state
 import "time"
 
 // ChargesDue returns the charge for each allocation with a budget whose
-// charging lags behind now (or behind its stop). The leader sends them
-// after every reconcile pass; the FSM charges only what is new, so sending
-// a charge twice is harmless.
-func ChargesDue(v *View, now time.Time) []Charge {
+// charging lags behind now (or behind its stop), none starting before since
+// (the oldest time an entry may charge: LedgerWindow(now).From; the ledger
+// keeps nothing older, so that part is never charged). The leader sends
+// them in every pass; the FSM charges only what is new, so sending a charge
+// twice is harmless.
+func ChargesDue(v *View, now, since time.Time) []Charge {
 	var out []Charge
 	for _, a := range v.Allocs() {
 		if a.Leaf == "" || a.GPUs <= 0 {
@@ -16,8 +18,12 @@ func ChargesDue(v *View, now time.Time) []Charge {
 		if !a.Running() && a.StoppedAt.Before(end) {
 			end = a.StoppedAt
 		}
-		if a.ChargedThrough.Before(end.Truncate(time.Second)) {
-			out = append(out, Charge{Alloc: a.ID, Leaf: a.Leaf, GPUs: a.GPUs, From: a.ChargedThrough, To: end})
+		from := a.ChargedThrough
+		if from.Before(since) {
+			from = since
+		}
+		if from.Before(end.Truncate(time.Second)) {
+			out = append(out, Charge{Alloc: a.ID, Leaf: a.Leaf, GPUs: a.GPUs, From: from, To: end})
 		}
 	}
 	return out

@@ -29,6 +29,9 @@ const (
 	ServerUpsertType   MessageType = 11
 	DrainObserveType   MessageType = 12 // drain.go
 	DrainReturnType    MessageType = 13 // drain.go
+	// PassType is one reconcile pass (pass.go). Leaders before it wrote a
+	// pass as entries 4-10 and 12, then 2 and 3; those still apply.
+	PassType MessageType = 14
 )
 
 var typeNames = map[MessageType]string{
@@ -36,7 +39,7 @@ var typeNames = map[MessageType]string{
 	JobUpsertType: "job_upsert", JobDeleteType: "job_delete", AllocUpsertType: "alloc_upsert",
 	NodeUpsertType: "node_upsert", DecisionAppendType: "decision_append", PrioritiesType: "priorities",
 	PlanRecordType: "plan_record", ServerUpsertType: "server_upsert",
-	DrainObserveType: "drain_observe", DrainReturnType: "drain_return",
+	DrainObserveType: "drain_observe", DrainReturnType: "drain_return", PassType: "pass",
 }
 
 func (t MessageType) String() string {

@@ -86,7 +86,8 @@ func (f *FSM) Config() FSMConfig { return f.cfg }
 
 // Apply applies one committed log entry. It returns nil, an error (the
 // entry changed nothing, or, for batches, the joined errors of the items
-// that were skipped), or a ChargeResult for charge entries.
+// that were skipped), a ChargeResult for charge and demand entries, or a
+// PassResult for a pass.
 func (f *FSM) Apply(l *raft.Log) any {
 	if l.Type != raft.LogCommand {
 		return nil
@@ -103,36 +104,29 @@ func (f *FSM) ApplyEntry(data []byte) any {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	t, body := MessageType(data[0]), data[1:]
-	switch t {
-	case BudgetsApplyType:
-		return f.applyBudgets(body)
-	case ChargeType:
-		return f.applyCharge(body)
-	case DemandType:
-		return f.applyDemand(body)
-	case JobUpsertType:
-		return f.applyJobUpsert(body)
-	case JobDeleteType:
-		return f.applyJobDelete(body)
-	case AllocUpsertType:
-		return f.applyAllocUpsert(body)
-	case NodeUpsertType:
-		return f.applyNodeUpsert(body)
-	case DecisionAppendType:
-		return f.applyDecisionAppend(body)
-	case PrioritiesType:
-		return f.applyPriorities(body)
-	case PlanRecordType:
-		return f.applyPlanRecord(body)
-	case ServerUpsertType:
-		return f.applyServerUpsert(body)
-	case DrainObserveType:
-		return f.applyDrainObserve(body)
-	case DrainReturnType:
-		return f.applyDrainReturn(body)
-	default:
-		return fmt.Errorf("%w: unknown entry type %d (known: 1-%d)", ErrBadEntry, data[0], DrainReturnType)
+	apply, ok := appliers[t]
+	if !ok {
+		return fmt.Errorf("%w: unknown entry type %d (known: 1-%d)", ErrBadEntry, data[0], PassType)
 	}
+	return apply(f, body)
+}
+
+// appliers apply each entry type's body.
+var appliers = map[MessageType]func(*FSM, []byte) any{
+	BudgetsApplyType:   (*FSM).applyBudgets,
+	ChargeType:         (*FSM).applyCharge,
+	DemandType:         (*FSM).applyDemand,
+	JobUpsertType:      (*FSM).applyJobUpsert,
+	JobDeleteType:      (*FSM).applyJobDelete,
+	AllocUpsertType:    (*FSM).applyAllocUpsert,
+	NodeUpsertType:     (*FSM).applyNodeUpsert,
+	DecisionAppendType: (*FSM).applyDecisionAppend,
+	PrioritiesType:     (*FSM).applyPriorities,
+	PlanRecordType:     (*FSM).applyPlanRecord,
+	ServerUpsertType:   (*FSM).applyServerUpsert,
+	DrainObserveType:   (*FSM).applyDrainObserve,
+	DrainReturnType:    (*FSM).applyDrainReturn,
+	PassType:           (*FSM).applyPass,
 }
 
 // Snapshot captures the state cheaply: a memdb snapshot (a pointer) and a

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/allot-sched/allot/budgets"
+	"github.com/allot-sched/allot/overlay/policy"
 )
 
 var t0 = time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
@@ -214,9 +215,14 @@ func TestApplyRejectsMalformedEntries(t *testing.T) {
 			t.Errorf("%q: got %v, want ErrBadEntry", data, err)
 		}
 	}
-	bad, _ := Encode(NodeUpsertType, NodeUpsertRequest{Nodes: []Node{{ID: "n", Drain: "sleeping"}}})
-	if err, ok := f.ApplyEntry(bad).(error); !ok || !strings.Contains(err.Error(), "want one of") {
+	bad := append([]byte{byte(NodeUpsertType)}, `{"Nodes":[{"ID":"n","Drain":"sleeping"}]}`...)
+	if err, ok := f.ApplyEntry(bad).(error); !ok || !errors.Is(err, ErrBadEntry) || !strings.Contains(err.Error(), "want one of") {
 		t.Errorf("bad drain state: %v", err)
+	}
+	// A lifecycle phase is not a node row's state.
+	bad, _ = Encode(NodeUpsertType, NodeUpsertRequest{Nodes: []Node{{ID: "n", Drain: policy.NodeCordoned}}})
+	if err, ok := f.ApplyEntry(bad).(error); !ok || !strings.Contains(err.Error(), `drain state "cordoned", want one of active, draining, drained, reserved`) {
+		t.Errorf("a node row cordoned: %v", err)
 	}
 }
 
@@ -227,7 +233,7 @@ func TestSnapshotRestoreRoundTrip(t *testing.T) {
 		Contract: Contract{Budget: "ai2/nlp", MinRuntime: 4 * time.Hour}, SubmittedAt: t0}}})
 	mustApply(t, f, AllocUpsertType, AllocUpsertRequest{Allocs: []Alloc{{ID: "a", JobID: "default/train", Leaf: "ai2/nlp", GPUs: 8, StartedAt: t0}}})
 	mustApply(t, f, ChargeType, ChargeRequest{Charges: []Charge{{Alloc: "a", GPUs: 8, From: t0, To: t0.Add(3 * time.Hour)}}})
-	mustApply(t, f, NodeUpsertType, NodeUpsertRequest{Nodes: []Node{{ID: "n1", Drain: NodeDraining, Reason: "xid 79", Since: t0}}})
+	mustApply(t, f, NodeUpsertType, NodeUpsertRequest{Nodes: []Node{{ID: "n1", Drain: policy.NodeDraining, Reason: "xid 79", Since: t0}}})
 	mustApply(t, f, ServerUpsertType, ServerUpsertRequest{Server: Server{ID: "s1", RaftAddr: "127.0.0.1:4651", HTTPAddr: "127.0.0.1:4650"}})
 	want := snapshotBytes(t, f)
 

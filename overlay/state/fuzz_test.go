@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/allot-sched/allot/budgets"
+	"github.com/allot-sched/allot/overlay/policy"
 )
 
 // entryGen turns fuzz bytes into log entries: mostly well-formed ones drawn
@@ -91,7 +92,7 @@ func (g *entryGen) next() []byte {
 		}
 		req = AllocUpsertRequest{Allocs: []Alloc{a}}
 	case NodeUpsertType:
-		req = NodeUpsertRequest{Nodes: []Node{{ID: g.pick("n1", "n2"), Drain: g.pick(NodeActive, NodeDraining, NodeDrained, NodeReserved, "bogus"), Since: g.at()}}}
+		req = NodeUpsertRequest{Nodes: []Node{{ID: g.pick("n1", "n2"), Drain: policy.NodeState(g.byte() % 6), Since: g.at()}}}
 	case DecisionAppendType:
 		req = DecisionAppendRequest{Decisions: []Decision{{At: g.at(), Kind: "priority", JobID: g.pick(fuzzJobs...)}}}
 	case PrioritiesType:
@@ -123,6 +124,16 @@ func (g *entryGen) next() []byte {
 		req = DrainObserveRequest{At: g.at(), Nodes: []NodeObservation{o}}
 	case DrainReturnType:
 		req = DrainReturnRequest{NodeID: g.pick("n1", "n2"), At: g.at()}
+	case PassType:
+		a := Alloc{ID: g.pick(fuzzAllocs...), JobID: g.pick(fuzzJobs...), Leaf: g.pick(fuzzLeaves...), GPUs: int(g.byte() % 9), StartedAt: g.at()}
+		p := PassRequest{At: g.now(), Allocs: []Alloc{a}, ReplaceQueue: g.byte()%2 == 0,
+			Priorities: []Priority{{JobID: g.pick(fuzzJobs...), Priority: int(g.byte()), WrittenAt: g.at()}},
+			Decisions:  []Decision{{At: g.at(), Kind: "priority", JobID: g.pick(fuzzJobs...)}},
+			Demand:     []DemandSample{{Leaf: g.pick(fuzzLeaves...), GPUs: g.gpus(), From: g.when(), To: g.when()}}}
+		for i := 0; i < 1+int(g.byte()%2); i++ {
+			p.Charges = append(p.Charges, Charge{Alloc: g.pick(fuzzAllocs...), Leaf: g.pick(fuzzLeaves...), GPUs: g.gpus(), From: g.when(), To: g.when()})
+		}
+		req = p
 	default: // raw bytes, mostly malformed
 		n := int(g.byte() % 16)
 		raw := make([]byte, 0, n)
@@ -152,7 +163,17 @@ func FuzzApply(f *testing.F) {
 			var head0 time.Time
 			var written bool
 			fsm.WithLedger(func(l *budgets.Ledger) { head0, written = l.Head() })
-			fsm.ApplyEntry(g.next())
+			entry := g.next()
+			var before []byte
+			if len(entry) > 0 && MessageType(entry[0]) == PassType {
+				before = snapshotBytes(t, fsm)
+			}
+			if _, refused := fsm.ApplyEntry(entry).(error); refused && before != nil {
+				// A pass is all or nothing, the ledger included.
+				if after := snapshotBytes(t, fsm); !bytes.Equal(before, after) {
+					t.Fatalf("a refused pass changed the state:\nbefore %q\n after %q", before, after)
+				}
+			}
 			fsm.WithLedger(func(l *budgets.Ledger) {
 				// The ledger rule (beginLedgerEntry): no entry moves the
 				// newest bucket, and with it the horizon, more than MaxAdvance.

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/allot-sched/allot/overlay/policy"
 )
 
 // A node row keeps its GPUs through a log entry and a snapshot; a row
@@ -17,7 +19,7 @@ func TestNodeGPUsRoundTrip(t *testing.T) {
 		{ID: "GPU-0a1b", Model: "H100", Healthy: true},
 		{ID: "GPU-3c4d", Model: "H100", Reason: "XID 79 (GPU has fallen off the bus)"},
 	}
-	mustApply(t, f, NodeUpsertType, NodeUpsertRequest{Nodes: []Node{{ID: "n1", Drain: NodeDraining, Since: t0,
+	mustApply(t, f, NodeUpsertType, NodeUpsertRequest{Nodes: []Node{{ID: "n1", Drain: policy.NodeDraining, Since: t0,
 		TotalGPUs: 2, HealthyGPUs: 1, GPUs: gpus}}})
 	old := `{"Nodes":[{"ID":"n2","Name":"gpu-2","Drain":"active","Reason":"","Since":"2026-03-02T09:00:00Z",` +
 		`"ReservedFor":"","ReservedUntil":"0001-01-01T00:00:00Z","TotalGPUs":8,"HealthyGPUs":8}]}`
@@ -65,7 +67,7 @@ func TestNodeGPUsBounded(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFSM(t, FSMConfig{})
-			data, err := Encode(NodeUpsertType, NodeUpsertRequest{Nodes: []Node{{ID: "n1", Drain: NodeActive, GPUs: tt.gpus}}})
+			data, err := Encode(NodeUpsertType, NodeUpsertRequest{Nodes: []Node{{ID: "n1", Drain: policy.NodeNormal, GPUs: tt.gpus}}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -79,5 +81,5 @@ func TestNodeGPUsBounded(t *testing.T) {
 		})
 	}
 	f := newFSM(t, FSMConfig{})
-	mustApply(t, f, NodeUpsertType, NodeUpsertRequest{Nodes: []Node{{ID: "n1", Drain: NodeActive, GPUs: many[:MaxNodeGPUs]}}})
+	mustApply(t, f, NodeUpsertType, NodeUpsertRequest{Nodes: []Node{{ID: "n1", Drain: policy.NodeNormal, GPUs: many[:MaxNodeGPUs]}}})
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/allot-sched/allot/budgets"
+	"github.com/allot-sched/allot/overlay/policy"
 )
 
 // Rows are never modified after they are inserted into memdb: applyX copies
@@ -68,22 +69,14 @@ type Alloc struct {
 // Running reports whether the allocation has not stopped.
 func (a *Alloc) Running() bool { return a.StoppedAt.IsZero() }
 
-// Drain states of a node.
-const (
-	NodeActive   = "active"
-	NodeDraining = "draining" // ineligible; allocations stop as their windows end
-	NodeDrained  = "drained"  // empty, ready for repair
-	NodeReserved = "reserved" // ineligible, held for a large pending job
-)
-
 // Node is a GPU node's drain state.
 type Node struct {
 	ID          string
 	Name        string
-	Drain       string
+	Drain       policy.NodeState // NodeNormal, NodeReserved, NodeDraining or NodeDrained
 	Reason      string
 	Since       time.Time
-	ReservedFor string // job ID while Drain == NodeReserved
+	ReservedFor string // job ID while Drain == policy.NodeReserved
 	// ReservedUntil is when the reservation expires if the job has not
 	// started by then (zero when unknown or not reserved).
 	ReservedUntil time.Time

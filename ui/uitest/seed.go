@@ -193,17 +193,17 @@ func seedJobs(now time.Time) []seedJob {
 func outcome(tree *budgets.Tree, fs *budgets.FairShare, now time.Time) server.Outcome {
 	var out server.Outcome
 	for i := 1; i <= Nodes; i++ {
-		n := state.Node{ID: fmt.Sprintf("node-%02d", i), Name: fmt.Sprintf("gpu-%02d", i), Drain: state.NodeActive,
+		n := state.Node{ID: fmt.Sprintf("node-%02d", i), Name: fmt.Sprintf("gpu-%02d", i), Drain: policy.NodeNormal,
 			Since: now.Add(-48 * time.Hour), TotalGPUs: GPUsPerNode, HealthyGPUs: GPUsPerNode}
 		for g := range GPUsPerNode {
 			n.GPUs = append(n.GPUs, state.NodeGPU{ID: fmt.Sprintf("GPU-%d", g), Model: GPUModel, Healthy: true})
 		}
 		switch i {
 		case 6:
-			n.Drain, n.HealthyGPUs, n.Reason, n.Since = state.NodeDraining, 7, "unhealthy: XID 79 (GPU has fallen off the bus) on GPU-3", now.Add(-40*time.Minute)
+			n.Drain, n.HealthyGPUs, n.Reason, n.Since = policy.NodeDraining, 7, "unhealthy: XID 79 (GPU has fallen off the bus) on GPU-3", now.Add(-40*time.Minute)
 			n.GPUs[3] = state.NodeGPU{ID: "GPU-3", Model: GPUModel, Reason: UnhealthyGPUReason(now)}
 		case 7, 8:
-			n.Drain, n.ReservedFor, n.Reason, n.Since = state.NodeReserved, "default/big-pretrain", "reserved for default/big-pretrain (16 GPUs)", now.Add(-30*time.Minute)
+			n.Drain, n.ReservedFor, n.Reason, n.Since = policy.NodeReserved, "default/big-pretrain", "reserved for default/big-pretrain (16 GPUs)", now.Add(-30*time.Minute)
 			n.ReservedUntil = n.Since.Add(2 * time.Hour)
 		}
 		out.Nodes = append(out.Nodes, n)
