@@ -14,6 +14,7 @@ import (
 	"github.com/allot-sched/allot/budgets"
 	"github.com/allot-sched/allot/overlay/nomad"
 	"github.com/allot-sched/allot/overlay/policy"
+	"github.com/allot-sched/allot/overlay/reconcile"
 	"github.com/allot-sched/allot/overlay/server"
 	"github.com/allot-sched/allot/overlay/state"
 	"github.com/hashicorp/go-hclog"
@@ -64,7 +65,7 @@ func startGPUClusterHCL(t testing.TB, hcl string) *gpuCluster {
 type allot struct {
 	t      testing.TB
 	Srv    *server.Server
-	Rec    *nomad.Reconciler
+	Rec    *reconcile.Reconciler
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -105,8 +106,11 @@ func startAllot(t testing.TB, c *gpuCluster, o allotOptions) *allot {
 		o.Policy(&pc)
 	}
 	log := hclog.New(&hclog.LoggerOptions{Name: "allot", Level: hclog.Warn, Output: testWriter{t}})
-	rec, err := nomad.NewReconciler(nomad.ReconcilerConfig{Client: client, Policy: pc, Logger: log,
-		Nomad: nomad.Config{Watch: nomad.WatchConfig{ResyncInterval: time.Minute, RetryMax: time.Second}}})
+	ad, err := nomad.NewAdapter(client, nomad.Config{Watch: nomad.WatchConfig{ResyncInterval: time.Minute, RetryMax: time.Second}}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := reconcile.New(reconcile.Config{Nomad: ad, Policy: pc, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

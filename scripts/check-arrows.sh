@@ -75,18 +75,19 @@ only() {
 	done <<<"$list"
 }
 
-# never PKG_PREFIX FORBIDDEN...: no package under PKG_PREFIX depends on any FORBIDDEN prefix.
+# never PKG_PREFIX WHY FORBIDDEN...: no package under PKG_PREFIX depends on
+# any FORBIDDEN prefix; WHY is the rule, for the message.
 never() {
 	exists "$1"
-	local pkgs deps p d f
+	local pkgs deps p d f why="$2"
 	pkgs=$(golist "./$1/...")
 	for p in $pkgs; do
 		deps=$(golist -deps -f '{{if not .Standard}}{{.ImportPath}}{{end}}' "$p")
 		for d in $deps; do
-			for f in "${@:2}"; do
+			for f in "${@:3}"; do
 				case "$d" in
 				"$mod/$f" | "$mod/$f"/*)
-					echo "arrow violation: $p imports $d (the simulator never imports the server or the Nomad adapter)" >&2
+					echo "arrow violation: $p imports $d ($why)" >&2
 					fail=1
 					;;
 				esac
@@ -98,7 +99,12 @@ never() {
 allow budgets
 allow overlay/contract
 allow overlay/policy budgets overlay/contract
-never overlay/sim overlay/server overlay/nomad overlay/state
+never overlay/sim "the simulator never imports the server or the Nomad adapter" \
+	overlay/server overlay/nomad overlay/state
+# The Nomad adapter watches, converts and applies: it knows neither the
+# policy, nor allot's state, nor the server (overlay/reconcile joins them).
+never overlay/nomad "the Nomad adapter imports none of overlay/policy, overlay/state, overlay/server" \
+	overlay/policy overlay/state overlay/server
 only hcl github.com/hashicorp/hcl/v2
 only overlay/nomad github.com/hashicorp/nomad/api
 only nvplugin/nvml github.com/NVIDIA/go-nvml

@@ -13,7 +13,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/allot-sched/allot/hcl"
-	"github.com/allot-sched/allot/overlay/nomad"
+	"github.com/allot-sched/allot/overlay/reconcile"
 	"github.com/allot-sched/allot/overlay/server"
 )
 
@@ -185,7 +185,7 @@ func applyFileConfig(cfg *server.Config, fc *hcl.ServerConfig) {
 func runServer(ctx context.Context, c *cli.Command, cfg server.Config, ns nomadSetup) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	var rec *nomad.Reconciler
+	var rec *reconcile.Reconciler
 	cfg.Lookback = ns.Policy.Lookback
 	if ns.Enabled {
 		var err error

@@ -11,6 +11,7 @@ import (
 	"github.com/allot-sched/allot/hcl"
 	"github.com/allot-sched/allot/overlay/nomad"
 	"github.com/allot-sched/allot/overlay/policy"
+	"github.com/allot-sched/allot/overlay/reconcile"
 )
 
 // nomadFlags choose the Nomad an `allot server` drives. A config file's
@@ -54,7 +55,6 @@ func nomadSetupFrom(c *cli.Command, fc *hcl.ServerConfig) (nomadSetup, error) {
 	if file.Token != nil {
 		s.Token = *file.Token
 	}
-	s.Adapter = nomad.Config{Namespaces: file.Namespaces, NodePools: file.NodePools}
 	if file.ManageSchedulerConfig != nil {
 		s.Adapter.ManageSchedulerConfig = *file.ManageSchedulerConfig
 	}
@@ -70,7 +70,7 @@ func nomadSetupFrom(c *cli.Command, fc *hcl.ServerConfig) (nomadSetup, error) {
 // preemption for batch and service jobs, which it turns on only with
 // manage_scheduler_config), warns about unmanaged allocations Nomad may
 // preempt for allocated work, and returns the reconciler to hand the server.
-func startNomad(ctx context.Context, s nomadSetup, log hclog.Logger, out io.Writer) (*nomad.Reconciler, error) {
+func startNomad(ctx context.Context, s nomadSetup, log hclog.Logger, out io.Writer) (*reconcile.Reconciler, error) {
 	cl, err := nomad.NewClientWith(s.Address, s.Token)
 	if err != nil {
 		return nil, err
@@ -88,23 +88,21 @@ func startNomad(ctx context.Context, s nomadSetup, log hclog.Logger, out io.Writ
 	}
 	fmt.Fprintf(out, "driving Nomad %s at %s\n", pre.Version, addr)
 	below := unmanagedBelow(s.Policy)
-	found, err := nomad.UnmanagedOnGPUNodes(ctx, cl, &s.Adapter, below)
+	found, err := nomad.UnmanagedOnGPUNodes(ctx, cl, reconcile.Manages(s.Policy), below)
 	warnUnmanaged(found, err, below, log)
 	rc := reconcilerConfig(s, log)
-	rc.Client = cl
-	rec, err := nomad.NewReconciler(rc)
-	if err != nil {
+	if rc.Nomad, err = nomad.NewAdapter(cl, s.Adapter, log); err != nil {
 		return nil, err
 	}
-	return rec, nil
+	return reconcile.New(rc)
 }
 
 // reconcilerConfig is what the reconciler runs with. Its contracts are
 // parsed with the policy's own contract.Config (runtime_cap), so a
 // min_runtime between the default 8h and a larger configured cap is
 // protected for its whole declared window, as in the simulator.
-func reconcilerConfig(s nomadSetup, log hclog.Logger) nomad.ReconcilerConfig {
-	return nomad.ReconcilerConfig{Nomad: s.Adapter, Policy: s.Policy, Logger: log}
+func reconcilerConfig(s nomadSetup, log hclog.Logger) reconcile.Config {
+	return reconcile.Config{Policy: s.Policy, Logger: log}
 }
 
 // warnUnmanaged logs the running allocations of jobs allot does not manage

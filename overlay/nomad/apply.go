@@ -102,9 +102,8 @@ func (c ApplyConfig) withDefaults() ApplyConfig {
 	return c
 }
 
-// Applier writes to Nomad. Apply runs a batch synchronously; Run + Submit
-// apply batches from their own goroutine so that neither the watch nor the
-// reconcile loop waits on a slow Nomad.
+// Applier writes to Nomad: Apply runs a batch of ops in order, rate-limited,
+// and reports what happened to each.
 type Applier struct {
 	client  *api.Client
 	cfg     ApplyConfig
@@ -112,8 +111,6 @@ type Applier struct {
 	bucket  *tokenBucket
 	mu      sync.Mutex // guards backoff
 	backoff time.Duration
-	pending chan []Op
-	results chan []Outcome
 }
 
 // batch is what the ops of one Apply share.
@@ -159,54 +156,7 @@ func NewApplier(client *api.Client, cfg ApplyConfig, log hclog.Logger) *Applier 
 	cfg = cfg.withDefaults()
 	return &Applier{
 		client: client, cfg: cfg, log: log.Named("apply"),
-		bucket:  newTokenBucket(cfg.WriteRate, cfg.WriteBurst, time.Now),
-		pending: make(chan []Op, 1),
-		results: make(chan []Outcome, 16),
-	}
-}
-
-// Submit queues a batch for Run without blocking. A batch not yet started is
-// replaced by a newer one: each decision supersedes the previous.
-func (a *Applier) Submit(ops []Op) {
-	for {
-		select {
-		case a.pending <- ops:
-			return
-		default:
-		}
-		select {
-		case <-a.pending: // drop the stale batch
-		default:
-		}
-	}
-}
-
-// Results receives the outcomes of each batch Run applied. When the reader
-// falls behind, the oldest unread results are dropped (the next decision
-// re-reads Nomad anyway).
-func (a *Applier) Results() <-chan []Outcome { return a.results }
-
-// Run applies submitted batches until ctx ends.
-func (a *Applier) Run(ctx context.Context) error {
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case ops := <-a.pending:
-			out := a.Apply(ctx, ops)
-			for {
-				select {
-				case a.results <- out:
-				default:
-					select {
-					case <-a.results:
-					default:
-					}
-					continue
-				}
-				break
-			}
-		}
+		bucket: newTokenBucket(cfg.WriteRate, cfg.WriteBurst, time.Now),
 	}
 }
 

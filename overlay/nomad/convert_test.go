@@ -264,7 +264,7 @@ func TestNodeFromAPI(t *testing.T) {
 			wantHealthy: 8, wantTotal: 8,
 		},
 		{
-			name: "unhealthy instances counted apart, per model; other vendors ignored; draining with a deadline",
+			name: "unhealthy instances counted apart, per model; other vendors and nil instances ignored; draining with a deadline",
 			node: &api.Node{
 				ID: "n2", Status: "ready", SchedulingEligibility: "ineligible", Drain: true,
 				DrainStrategy: &api.DrainStrategy{
@@ -272,7 +272,7 @@ func TestNodeFromAPI(t *testing.T) {
 					ForceDeadline: started.Add(time.Hour), StartedAt: started,
 				},
 				NodeResources: &api.NodeResources{Devices: []*api.NodeDeviceResource{
-					{Vendor: "nvidia", Type: "gpu", Name: "H100", Instances: instances(true, false, true)},
+					{Vendor: "nvidia", Type: "gpu", Name: "H100", Instances: append(instances(true, false, true), nil)},
 					{Vendor: "nvidia", Type: "gpu", Name: "A100", Instances: instances(false)},
 					{Vendor: "amd", Type: "gpu", Name: "MI300", Instances: instances(true, true)},
 				}},

@@ -22,6 +22,10 @@ func NewClientWith(address, token string) (*api.Client, error) {
 	})
 }
 
+// NewClientFor returns a Nomad client for addr ("" keeps NOMAD_ADDR), the
+// rest from Nomad's standard environment.
+func NewClientFor(addr string) (*api.Client, error) { return NewClientWith(addr, "") }
+
 // UnmanagedAlloc is a running allocation of a job allot does not manage,
 // on a node with NVIDIA GPUs, at a priority a pending allocated job can
 // preempt when CPU or memory is what binds (docs/design.md, "How allot drives
@@ -34,10 +38,10 @@ type UnmanagedAlloc struct {
 }
 
 // UnmanagedOnGPUNodes lists the running allocations of jobs allot does not
-// manage (cfg.Manages is false) on GPU nodes whose job priority is below
-// below, sorted by job then allocation. It reads the list endpoints once,
-// and each candidate job once.
-func UnmanagedOnGPUNodes(ctx context.Context, client *api.Client, cfg *Config, below int) ([]UnmanagedAlloc, error) {
+// manage (manages is false: the policy's rule 11) on GPU nodes whose job
+// priority is below below, sorted by job then allocation. It reads the list
+// endpoints once, and each candidate job once.
+func UnmanagedOnGPUNodes(ctx context.Context, client *api.Client, manages func(*Job) bool, below int) ([]UnmanagedAlloc, error) {
 	q := func() *api.QueryOptions { return (&api.QueryOptions{Namespace: "*"}).WithContext(ctx) }
 	nodes, _, err := client.Nodes().List(withParams(q(), "resources", "true"))
 	if err != nil {
@@ -82,7 +86,7 @@ func UnmanagedOnGPUNodes(ctx context.Context, client *api.Client, cfg *Config, b
 				return nil, fmt.Errorf("read job %s: %w", k, err)
 			}
 			job := jobFromAPI(j)
-			m = cfg.Manages(&job)
+			m = manages(&job)
 			managed[k] = m
 		}
 		if !m {

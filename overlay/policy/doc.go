@@ -6,9 +6,12 @@
 // It is pure: it imports only budgets and overlay/contract, does no I/O,
 // reads no clock (time comes in as now), starts no goroutines and keeps no
 // globals. Its memory across decisions (node drain states, reservations,
-// held victims, issued actions, the previous decision's time) travels in the
-// Snapshot, filled by the caller from the previous Plan, so every decision
-// replays from its inputs.
+// held victims, issued actions, the previous decision's time, when each node
+// turned healthy) travels in the Snapshot, filled by the caller from the
+// previous Plan, so every decision replays from its inputs. Carry is that
+// memory as one value, which the server's reconcile pass and the simulator
+// both keep (Carry.Remember, Carry.Fill, Carry.Health); node drain states
+// the caller keeps itself (the server in its replicated state).
 //
 // # Rules and formulas
 //

@@ -3,7 +3,6 @@ package policy
 import (
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/allot-sched/allot/budgets"
 	"github.com/allot-sched/allot/overlay/contract"
@@ -12,10 +11,10 @@ import (
 // Incremental is the policy's incremental form, for callers that decide
 // often on a cluster that changes a little between decisions (the
 // simulator). It holds the cluster as a Snapshot would, absorbs deltas
-// (PutJob, RemoveJob, PutAlloc, RemoveAlloc, PutNode, RemoveNode, Remember)
-// and its Decide returns exactly the Plan that Decide returns on Snapshot()
-// with the same arguments: time advances and usage charged come in as now
-// and the FairShare, as for Decide.
+// (PutJob, RemoveJob, PutAlloc, RemoveAlloc, PutNode, RemoveNode, and its
+// Carry's Remember) and its Decide returns exactly the Plan that Decide
+// returns on Snapshot() with the same arguments: time advances and usage
+// charged come in as now and the FairShare, as for Decide.
 //
 // It keeps the waiting allocated jobs without allocations per leaf, in
 // pending order, and reads only what a decision can depend on: jobs with
@@ -32,13 +31,10 @@ type Incremental struct {
 	// every job); otherwise Plan.Explanations is nil.
 	Explanations bool
 
-	// Memory carried from one Plan to the next decision, as in Snapshot:
-	// Remember sets it from a Plan; a caller may drop Issued entries it
-	// failed to apply.
-	Reservations []Reservation
-	Victims      []Victim
-	Issued       []Issued
-	LastDecision time.Time
+	// Carry is the memory carried from one Plan to the next decision, as a
+	// caller of Decide passes it in the Snapshot (Carry.Fill): Remember
+	// sets it from a Plan, less what the caller did not carry out.
+	Carry
 
 	nodes   []Node
 	nodeAt  map[string]int32
@@ -297,16 +293,6 @@ func (x *Incremental) RemoveAlloc(id string) {
 	}
 }
 
-// Remember carries a Plan's memory (reservations, held victims, issued
-// actions, its time) into the next decision, as a caller of Decide passes
-// them in the next Snapshot. It copies what it keeps.
-func (x *Incremental) Remember(p *Plan) {
-	x.Reservations = append(x.Reservations[:0], p.Reservations...)
-	x.Victims = append(x.Victims[:0], p.Victims...)
-	x.Issued = append(x.Issued[:0], p.Issued...)
-	x.LastDecision = p.Now
-}
-
 func (x *Incremental) countAlloc(job string, d int32) {
 	if x.perJob == nil {
 		x.perJob = make(map[string]int32)
@@ -393,7 +379,7 @@ func (x *Incremental) classify(s int32) {
 		return // classified at the next decision
 	}
 	j := &x.jobs[s]
-	j.managed, j.leaf, j.ask = managedBy(&x.cfg, &j.Job), -1, 0
+	j.managed, j.leaf, j.ask = x.cfg.Manages(&j.Job), -1, 0
 	if j.managed && j.Contract.Allocated {
 		if n, ok := x.tree.Lookup(j.Contract.Budget); ok && n.IsLeaf() {
 			j.leaf = int32(n.LeafIndex)

@@ -168,7 +168,7 @@ func (x *Incremental) read(h int) {
 	x.viewAt = resize(x.viewAt, len(x.jobs))
 	v := &x.view
 	v.Nodes = x.nodes
-	v.Reservations, v.Victims, v.Issued, v.LastDecision = x.Reservations, x.Victims, x.Issued, x.LastDecision
+	x.Fill(v)
 	x.tl.jp = x.tl.jp[:0]
 	x.tl.rank, x.tl.leaf = x.tl.rank[:0], x.tl.leaf[:0]
 	extra := x.extra[:0]

@@ -137,7 +137,7 @@ func (w *incWorld) apply(p *Plan) {
 			}
 		}
 	}
-	w.inc.Remember(p)
+	w.inc.Remember(p, Failed{})
 }
 
 // delta applies one random change.

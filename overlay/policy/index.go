@@ -234,10 +234,13 @@ func (d *Decider) indexLeaves() {
 	}
 }
 
-func (d *Decider) managed(job *Job) bool { return managedBy(&d.cfg, job) }
+func (d *Decider) managed(job *Job) bool { return d.cfg.Manages(job) }
 
-// managedBy reports whether cfg manages job (rule 11).
-func managedBy(cfg *Config, job *Job) bool {
+// Manages reports whether allot manages job (rule 11): it asks for GPUs and
+// lives in a configured namespace and node pool (none configured: all).
+// Everything else is left alone. It reads only the job's Namespace, Pool
+// and Groups.
+func (cfg *Config) Manages(job *Job) bool {
 	gpus := false
 	for _, g := range job.Groups {
 		if g.GPUs > 0 && g.Count > 0 {

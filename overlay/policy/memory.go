@@ -1,9 +1,9 @@
 package policy
 
 // The policy's memory of its own actions, carried by the caller from one
-// Plan to the next Snapshot: victims held below the job they made room for
-// (Snapshot.Victims) and actions issued but perhaps not yet visible
-// (Snapshot.Issued).
+// Plan to the next Snapshot (in a Carry, carry.go): victims held below the
+// job they made room for (Snapshot.Victims) and actions issued but perhaps
+// not yet visible (Snapshot.Issued).
 
 // settle reads Snapshot.Issued. A stop issued less than Settle ago whose
 // allocations the snapshot still shows running is taken as under way: the

@@ -19,10 +19,12 @@ var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 const nomadDefaultPriority = 50
 
 // Allot drives the model with the real overlay/policy code, unchanged: at
-// each reconcile it builds a policy.Snapshot from the model (as the Nomad
-// adapter builds one from Nomad), charges the usage ledger, computes fair
-// share over the lookback window, calls Decide and applies the Plan through
-// the model's levers.
+// each reconcile it builds a policy.Snapshot from the model (as the
+// server's reconcile pass, overlay/reconcile, builds one from Nomad),
+// charges the usage ledger, computes fair share over the lookback window,
+// calls Decide and applies the Plan through the model's levers. The
+// policy's memory between decisions is its Incremental's policy.Carry, as
+// in the server.
 type Allot struct {
 	cfg    policy.Config
 	tree   *budgets.Tree
@@ -33,17 +35,15 @@ type Allot struct {
 	// decisions (allot_sync.go) instead of a snapshot rebuilt each time.
 	inc policy.Incremental
 
-	contracts  []contract.Contract
-	groups     []policy.TaskGroup // by job: its one task group, shared by every PutJob of it
-	jobIndex   map[string]int32
-	allocIDs   []string
-	nodeState  []policy.NodeState
-	healthyAt  []time.Time
-	wasHealthy []bool
-	charged    int64 // time the ledger is charged up to
-	spans      []budgets.Span
-	err        error // the first charge the ledger refused
-	sync       syncState
+	contracts []contract.Contract
+	groups    []policy.TaskGroup // by job: its one task group, shared by every PutJob of it
+	jobIndex  map[string]int32
+	allocIDs  []string
+	nodeState []policy.NodeState
+	charged   int64 // time the ledger is charged up to
+	spans     []budgets.Span
+	err       error // the first charge the ledger refused
+	sync      syncState
 	// Decisions counts Decide calls.
 	Decisions int64
 	// verify, set by tests, sees each plan before it is applied.
@@ -108,11 +108,6 @@ func (a *Allot) Init(s *State, tree *budgets.Tree) error {
 	}
 	a.allocIDs = make([]string, 0, cap(s.allocs))
 	a.nodeState = make([]policy.NodeState, len(s.nodes))
-	a.healthyAt = make([]time.Time, len(s.nodes))
-	a.wasHealthy = make([]bool, len(s.nodes))
-	for n := range a.wasHealthy {
-		a.wasHealthy[n] = true
-	}
 	return nil
 }
 
@@ -159,8 +154,9 @@ func (a *Allot) Reconcile(s *State) time.Duration {
 	}
 	a.apply(s, plan)
 	// Reservations, held victims and issued actions travel to the next
-	// decision, as the Nomad reconciler passes them back.
-	a.inc.Remember(plan)
+	// decision, as the server's reconcile pass carries them; the model
+	// carries out every action.
+	a.inc.Remember(plan, policy.Failed{})
 	if plan.NextWake.IsZero() {
 		return 0
 	}

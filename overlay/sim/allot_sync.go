@@ -119,13 +119,9 @@ func (a *Allot) syncNodes(s *State, now time.Time) {
 	for n := range s.nodes {
 		nd := &s.nodes[n]
 		h := nd.healthy()
-		if h && !a.wasHealthy[n] {
-			a.healthyAt[n] = now
-		}
-		a.wasHealthy[n] = h
 		pn := policy.Node{ID: nd.id, Pool: nd.pool, Model: nd.model, GPUs: nd.healthyTotal(),
-			Eligible: nd.eligible, Healthy: h, HealthReason: nd.reason, HealthySince: a.healthyAt[n],
-			State: a.nodeState[n]}
+			Eligible: nd.eligible, Healthy: h, HealthReason: nd.reason,
+			HealthySince: a.inc.Health(nd.id, h, a.nodeState[n], now), State: a.nodeState[n]}
 		if pn != y.nodes[n] {
 			y.nodes[n] = pn
 			a.inc.PutNode(pn)

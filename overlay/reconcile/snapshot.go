@@ -1,29 +1,26 @@
-package nomad
+package reconcile
 
 import (
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/allot-sched/allot/overlay/contract"
+	"github.com/allot-sched/allot/overlay/nomad"
 	"github.com/allot-sched/allot/overlay/policy"
 )
 
-// Memory is what the caller (the reconcile loop) remembers between
-// decisions and the policy needs back in each Snapshot.
+// Memory is what the reconcile pass remembers between decisions and the
+// policy needs back in each Snapshot.
 type Memory struct {
 	// NodeStates: NodeAction.State() of each applied node action.
 	NodeStates map[string]policy.NodeState
-	// HealthySince: when each node last turned healthy.
+	// HealthySince: when each node last turned healthy (Carry.Health).
 	HealthySince map[string]time.Time
-	// Reservations: Plan.Reservations of the previous decision.
-	Reservations []policy.Reservation
-	// Victims and Issued: Plan.Victims and Plan.Issued of the previous
-	// decision, less what Nomad did not accept (appliedMemory).
-	Victims []policy.Victim
-	Issued  []policy.Issued
-	// LastDecision: the now of the previous decision.
-	LastDecision time.Time
+	// Carry is the policy's memory from the previous decision (nil: none):
+	// reservations, held victims, issued actions, its time.
+	Carry *policy.Carry
 	// Written: the priority allot last wrote, by policy job ID.
 	Written map[string]int
 	// ReturnRequested: drained nodes an operator asked back (allot nodes
@@ -38,7 +35,9 @@ type Memory struct {
 
 // SnapshotInput is what the conversion needs besides the view.
 type SnapshotInput struct {
-	Config   *Config
+	// Policy bounds what allot manages: its namespaces and node pools
+	// (nil: all).
+	Policy   *policy.Config
 	Contract contract.Config
 	Leaf     contract.LeafCheck
 	// Nearest and Under (optional) give a misspelt budget its did-you-mean
@@ -50,43 +49,45 @@ type SnapshotInput struct {
 
 // PolicyJobID is the policy's (and allot state's) ID of a job:
 // "namespace/id", unique across namespaces.
-func PolicyJobID(k JobKey) string { return k.String() }
+func PolicyJobID(k nomad.JobKey) string { return k.String() }
 
 // jobKeyOf maps a plan's job back to Nomad's namespace and ID.
-func jobKeyOf(namespace, id string) JobKey {
+func jobKeyOf(namespace, id string) nomad.JobKey {
 	if namespace != "" {
 		if rest, ok := strings.CutPrefix(id, namespace+"/"); ok {
-			return JobKey{Namespace: namespace, ID: rest}
+			return nomad.JobKey{Namespace: namespace, ID: rest}
 		}
-		return JobKey{Namespace: namespace, ID: id}
+		return nomad.JobKey{Namespace: namespace, ID: id}
 	}
 	if ns, rest, ok := strings.Cut(id, "/"); ok {
-		return JobKey{Namespace: ns, ID: rest}
+		return nomad.JobKey{Namespace: ns, ID: rest}
 	}
-	return JobKey{Namespace: "default", ID: id}
+	return nomad.JobKey{Namespace: "default", ID: id}
 }
 
 // BuildSnapshot converts the view into the policy's Snapshot: GPU nodes in
-// the configured pools, managed jobs Nomad has not finished (a GPU request,
-// a configured namespace and pool), and their allocations that hold GPUs or
-// finished their work. The output is sorted by ID, so equal views give equal
-// snapshots.
-func BuildSnapshot(s *State, in SnapshotInput) *policy.Snapshot {
-	cfg := in.Config
+// the configured pools, managed jobs Nomad has not finished (Config.Manages:
+// a GPU request, a configured namespace and pool), and their allocations
+// that hold GPUs or finished their work. The output is sorted by ID, so
+// equal views give equal snapshots.
+func BuildSnapshot(s *nomad.State, in SnapshotInput) *policy.Snapshot {
+	cfg := in.Policy
 	if cfg == nil {
-		cfg = &Config{}
+		cfg = &policy.Config{}
 	}
-	snap := &policy.Snapshot{Reservations: in.Memory.Reservations, Victims: in.Memory.Victims, Issued: in.Memory.Issued,
-		LastDecision: in.Memory.LastDecision}
+	snap := &policy.Snapshot{}
+	if in.Memory.Carry != nil {
+		in.Memory.Carry.Fill(snap)
+	}
 	for _, n := range s.Nodes {
 		if pn, ok := policyNode(&n, cfg, in.Memory); ok {
 			snap.Nodes = append(snap.Nodes, pn)
 		}
 	}
 	sort.Slice(snap.Nodes, func(i, j int) bool { return snap.Nodes[i].ID < snap.Nodes[j].ID })
-	managed := map[JobKey]string{}
+	managed := map[nomad.JobKey]string{}
 	// A job whose allocations stopped waits again from the last stop.
-	stopped := map[JobKey]time.Time{}
+	stopped := map[nomad.JobKey]time.Time{}
 	// An allocation placed by preemption waits until its victims stop.
 	waits := map[string]bool{}
 	for _, a := range s.Allocs {
@@ -98,12 +99,16 @@ func BuildSnapshot(s *State, in SnapshotInput) *policy.Snapshot {
 		}
 	}
 	for _, j := range s.SortedJobs() {
-		if j.Stop || j.Status == "dead" || !cfg.Manages(&j) {
+		if j.Stop || j.Status == "dead" {
+			continue
+		}
+		pj := ruleJob(&j)
+		if !cfg.Manages(&pj) {
 			continue
 		}
 		id := PolicyJobID(j.Key)
 		managed[j.Key] = id
-		pj := policyJob(&j, id, in)
+		fillJob(&pj, &j, id, in)
 		pj.QueuedSince = stopped[j.Key]
 		pj.EvaluatingSince = s.Evaluating[j.Key]
 		snap.Jobs = append(snap.Jobs, pj)
@@ -123,7 +128,30 @@ func BuildSnapshot(s *State, in SnapshotInput) *policy.Snapshot {
 	return snap
 }
 
-func holdsOrDone(a *Alloc) bool {
+// manages is cfg.Manages for a Nomad job.
+func manages(cfg *policy.Config, j *nomad.Job) bool {
+	pj := ruleJob(j)
+	return cfg.Manages(&pj)
+}
+
+// Manages is the policy's rule 11 over Nomad's jobs, for those who read
+// Nomad without building a snapshot (the start-up warning about unmanaged
+// allocations on GPU nodes).
+func Manages(cfg policy.Config) func(*nomad.Job) bool {
+	return func(j *nomad.Job) bool { return manages(&cfg, j) }
+}
+
+// ruleJob is what policy.Config.Manages reads of a job: its namespace, node
+// pool and task groups.
+func ruleJob(j *nomad.Job) policy.Job {
+	pj := policy.Job{Namespace: j.Key.Namespace, Pool: j.NodePool}
+	for _, g := range j.Groups {
+		pj.Groups = append(pj.Groups, policy.TaskGroup{Name: g.Name, Count: g.Count, GPUs: g.GPUs, Model: g.Model})
+	}
+	return pj
+}
+
+func holdsOrDone(a *nomad.Alloc) bool {
 	switch a.ClientStatus {
 	case "pending", "running":
 		return true
@@ -136,11 +164,11 @@ func holdsOrDone(a *Alloc) bool {
 // policyNode keeps a GPU node. The policy assumes one model per node: the
 // model with the most instances is the node's; its healthy instances are the
 // capacity. A node that is not ready has no capacity.
-func policyNode(n *Node, cfg *Config, mem Memory) (policy.Node, bool) {
+func policyNode(n *nomad.Node, cfg *policy.Config, mem Memory) (policy.Node, bool) {
 	if len(n.GPUs) == 0 {
 		return policy.Node{}, false
 	}
-	if len(cfg.NodePools) > 0 && !contains(cfg.NodePools, n.Pool) {
+	if len(cfg.NodePools) > 0 && !slices.Contains(cfg.NodePools, n.Pool) {
 		return policy.Node{}, false
 	}
 	main := n.GPUs[0]
@@ -176,50 +204,35 @@ func policyNode(n *Node, cfg *Config, mem Memory) (policy.Node, bool) {
 	return out, true
 }
 
-func policyJob(j *Job, id string, in SnapshotInput) policy.Job {
+// fillJob completes pj (from ruleJob) with the rest of the policy's job.
+func fillJob(pj *policy.Job, j *nomad.Job, id string, in SnapshotInput) {
 	submit := j.SubmitTime
 	if t, ok := in.Memory.FirstSeen[id]; ok {
 		submit = t
 	}
-	pj := policy.Job{
-		ID: id, Namespace: j.Key.Namespace, Pool: j.NodePool, Type: j.Type,
-		Contract:   contract.ParseIn(id, j.Meta, in.Contract, contract.Budgets{Leaf: in.Leaf, Nearest: in.Nearest, Under: in.Under}),
-		SubmitTime: submit, Priority: j.Priority, LastWrittenPriority: in.Memory.Written[id],
-		ModifyIndex: j.JobModifyIndex,
-	}
-	for _, g := range j.Groups {
-		pj.Groups = append(pj.Groups, policy.TaskGroup{Name: g.Name, Count: g.Count, GPUs: g.GPUs, Model: g.Model})
-	}
-	return pj
+	pj.ID, pj.Type, pj.SubmitTime = id, j.Type, submit
+	pj.Contract = contract.ParseIn(id, j.Meta, in.Contract, contract.Budgets{Leaf: in.Leaf, Nearest: in.Nearest, Under: in.Under})
+	pj.Priority, pj.LastWrittenPriority, pj.ModifyIndex = j.Priority, in.Memory.Written[id], j.JobModifyIndex
 }
 
 // OpsFromPlan lists a plan's writes in the order the plan prescribes:
 // priorities, stops, node actions, evaluations. The Applier skips the stops
 // of a job whose priority write failed.
-func OpsFromPlan(p *policy.Plan) []Op {
-	var ops []Op
+func OpsFromPlan(p *policy.Plan) []nomad.Op {
+	var ops []nomad.Op
 	for _, sp := range p.SetPriorities {
-		ops = append(ops, Op{Kind: OpSetPriority, Job: jobKeyOf(sp.Namespace, sp.Job), Priority: sp.To,
+		ops = append(ops, nomad.Op{Kind: nomad.OpSetPriority, Job: jobKeyOf(sp.Namespace, sp.Job), Priority: sp.To,
 			ModifyIndex: sp.ModifyIndex, Reason: sp.Reason.String()})
 	}
 	for _, st := range p.Stops {
-		ops = append(ops, Op{Kind: OpStop, Job: jobKeyOf(st.Namespace, st.Job), Allocs: st.Allocs,
+		ops = append(ops, nomad.Op{Kind: nomad.OpStop, Job: jobKeyOf(st.Namespace, st.Job), Allocs: st.Allocs,
 			Reason: st.Reason.String()})
 	}
 	for _, na := range p.NodeActions {
-		ops = append(ops, Op{Kind: OpEligibility, Node: na.Node, Eligible: na.Kind.Eligible(), Reason: na.Reason.String()})
+		ops = append(ops, nomad.Op{Kind: nomad.OpEligibility, Node: na.Node, Eligible: na.Kind.Eligible(), Reason: na.Reason.String()})
 	}
 	for _, ev := range p.Evaluations {
-		ops = append(ops, Op{Kind: OpEvaluate, Job: jobKeyOf(ev.Namespace, ev.Job), Reason: ev.Reason.String()})
+		ops = append(ops, nomad.Op{Kind: nomad.OpEvaluate, Job: jobKeyOf(ev.Namespace, ev.Job), Reason: ev.Reason.String()})
 	}
 	return ops
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

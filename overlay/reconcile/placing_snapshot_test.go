@@ -1,8 +1,10 @@
-package nomad
+package reconcile
 
 import (
 	"testing"
 	"time"
+
+	"github.com/allot-sched/allot/overlay/nomad"
 )
 
 // The snapshot tells the policy which jobs Nomad is placing: an evaluation
@@ -10,17 +12,17 @@ import (
 // victims Nomad preempted for it (Alloc.WaitsForVictims, until they stop).
 func TestSnapshotPlacementsInFlight(t *testing.T) {
 	t0 := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
-	jk, fk := JobKey{"default", "j"}, JobKey{"default", "free"}
-	job := func(k JobKey) Job {
-		return Job{Key: k, Type: "batch", Status: "running", Priority: 50, Groups: []Group{{Name: "g", Count: 1, GPUs: 1}}}
+	jk, fk := key("default", "j"), key("default", "free")
+	job := func(k nomad.JobKey) nomad.Job {
+		return nomad.Job{Key: k, Type: "batch", Status: "running", Priority: 50, Groups: []nomad.Group{{Name: "g", Count: 1, GPUs: 1}}}
 	}
-	s := &State{
-		Jobs: map[JobKey]Job{jk: job(jk), fk: job(fk)},
-		Allocs: map[string]Alloc{
+	s := &nomad.State{
+		Jobs: map[nomad.JobKey]nomad.Job{jk: job(jk), fk: job(fk)},
+		Allocs: map[string]nomad.Alloc{
 			"a1": {ID: "a1", Job: jk, TaskGroup: "g", NodeID: "n1", GPUs: 1, DesiredStatus: "run", ClientStatus: "pending", CreatedAt: t0},
 			"v1": {ID: "v1", Job: fk, TaskGroup: "g", NodeID: "n1", GPUs: 1, DesiredStatus: "evict", ClientStatus: "running", PreemptedBy: "a1"},
 		},
-		Evaluating: map[JobKey]time.Time{fk: t0.Add(time.Second)},
+		Evaluating: map[nomad.JobKey]time.Time{fk: t0.Add(time.Second)},
 	}
 	snap := BuildSnapshot(s, SnapshotInput{})
 	byID := map[string]bool{}

@@ -1,13 +1,12 @@
-package nomad
+package reconcile
 
 import (
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/hashicorp/nomad/api"
-
 	"github.com/allot-sched/allot/budgets"
+	"github.com/allot-sched/allot/overlay/nomad"
 	"github.com/allot-sched/allot/overlay/state"
 )
 
@@ -31,12 +30,12 @@ func TestMisspeltBudgetGetsDidYouMean(t *testing.T) {
 	}
 	v := fsm.Read()
 	tree, leaf := budgetTree(v)
-	st := stateOf([]*api.Job{
+	st := stateOf([]nomad.Job{
 		gpuJob("default", "vid", "gpu", 1, 1, map[string]string{"budget": "ai2/vision/vidoe", "min_runtime": "1h"}),
 		gpuJob("default", "far", "gpu", 1, 1, map[string]string{"budget": "lab/other", "min_runtime": "1h"}),
 		gpuJob("default", "inner", "gpu", 1, 1, map[string]string{"budget": "ai2/vision", "min_runtime": "1h"}),
 	}, nil, nil)
-	snap := BuildSnapshot(st, SnapshotInput{Config: &Config{}, Leaf: leaf, Nearest: tree.NearestLeaf, Under: tree.LeavesUnder})
+	snap := BuildSnapshot(st, SnapshotInput{Leaf: leaf, Nearest: tree.NearestLeaf, Under: tree.LeavesUnder})
 	rows := jobRows(rowsInput{snap: snap, firstSeen: map[string]time.Time{}})
 	if got := rows["default/vid"].Contract.Reason; !strings.Contains(got, `no such budget (did you mean "ai2/vision/video"?); the job runs unallocated`) {
 		t.Errorf("reason for ai2/vision/vidoe = %q, want the did-you-mean ai2/vision/video", got)

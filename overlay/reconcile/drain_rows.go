@@ -1,9 +1,11 @@
-package nomad
+package reconcile
 
 import (
+	"slices"
 	"sort"
 	"time"
 
+	"github.com/allot-sched/allot/overlay/nomad"
 	"github.com/allot-sched/allot/overlay/policy"
 	"github.com/allot-sched/allot/overlay/state"
 )
@@ -15,7 +17,7 @@ import (
 func drainRows(in rowsInput) []state.NodeObservation {
 	eligible := map[string]bool{}
 	for _, o := range in.results {
-		if o.Op.Kind == OpEligibility && o.Err == nil {
+		if o.Op.Kind == nomad.OpEligibility && o.Err == nil {
 			eligible[o.Op.Node] = o.Op.Eligible
 		}
 	}
@@ -122,7 +124,7 @@ func foreignStops(in rowsInput, rec *state.DrainRecord, stopped map[string]bool,
 	var out []string
 	for _, da := range rec.Allocs {
 		a, ok := in.state.Allocs[da.ID]
-		if !ok || stopped[da.ID] || a.DesiredStatus != "stop" || contains(rec.Requeued, da.ID) {
+		if !ok || stopped[da.ID] || a.DesiredStatus != "stop" || slices.Contains(rec.Requeued, da.ID) {
 			continue
 		}
 		if j, ok := in.state.Jobs[a.Job]; ok && nomadDrain && j.Type != "batch" {

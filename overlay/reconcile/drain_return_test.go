@@ -1,20 +1,18 @@
-package nomad
+package reconcile
 
 import (
 	"context"
-	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/allot-sched/allot/budgets"
+	"github.com/allot-sched/allot/overlay/nomad"
+	"github.com/allot-sched/allot/overlay/nomad/nomadtest"
 	"github.com/allot-sched/allot/overlay/policy"
 	"github.com/allot-sched/allot/overlay/state"
-	"github.com/hashicorp/nomad/api"
-	"github.com/hashicorp/raft"
 )
 
 func applyEntry(t *testing.T, f *state.FSM, typ state.MessageType, req any) {
@@ -50,11 +48,11 @@ func TestEligibleInNomadReturnsDrainedNode(t *testing.T) {
 
 	// The view: healthy again, and eligible, which allot did not do.
 	now := t0.Add(2 * time.Hour)
-	view := &State{Nodes: map[string]Node{"n1": {ID: "n1", Name: "gpu-1", Pool: "default", Status: "ready", Eligible: true,
-		GPUs: []GPUModel{{Model: "H100", Total: 8, Healthy: 8}}}}}
+	view := &nomad.State{Nodes: map[string]nomad.Node{"n1": {ID: "n1", Name: "gpu-1", Pool: "default", Status: "ready", Eligible: true,
+		GPUs: []nomad.GPUModel{{Model: "H100", Total: 8, Healthy: 8}}}}}
 	v := fsm.Read()
-	mem := Memory{NodeStates: map[string]policy.NodeState{"n1": nodeStateOf(v.Node("n1").Drain)},
-		HealthySince: map[string]time.Time{"n1": t0.Add(time.Hour)}, LastDecision: now.Add(-time.Minute)}
+	mem := Memory{NodeStates: map[string]policy.NodeState{"n1": v.Node("n1").Drain},
+		HealthySince: map[string]time.Time{"n1": t0.Add(time.Hour)}, Carry: &policy.Carry{LastDecision: now.Add(-time.Minute)}}
 	snap := BuildSnapshot(view, SnapshotInput{Memory: mem})
 	fs := budgets.ComputeFairShare(placeholderTree, nil)
 	plan := policy.Decide(snap, placeholderTree, fs, now, policy.DefaultConfig())
@@ -63,19 +61,23 @@ func TestEligibleInNomadReturnsDrainedNode(t *testing.T) {
 	}
 
 	// Applying it writes nothing: Nomad has the node eligible.
-	nomad := newFakeNomadNodes(t, map[string]string{"n1": api.NodeSchedulingEligible})
+	fake := nomadtest.NewNodes(t, map[string]string{"n1": "eligible"})
+	client, err := nomad.NewClientFor(fake.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ops := OpsFromPlan(plan)
-	results := nomad.applier(t).Apply(context.Background(), ops)
+	results := nomad.NewApplier(client, nomad.ApplyConfig{}, nil).Apply(context.Background(), ops)
 	for _, o := range results {
 		if o.Err != nil {
 			t.Fatalf("op %+v: %v", o.Op, o.Err)
 		}
 	}
-	if w := nomad.writes(); len(w) != 0 {
+	if w := fake.Writes(); len(w) != 0 {
 		t.Errorf("writes to Nomad = %v, want none", w)
 	}
 
-	in := rowsInput{view: v, state: view, snap: snap, plan: plan, results: results, cfg: &ReconcilerConfig{}, now: now}
+	in := rowsInput{view: v, state: view, snap: snap, plan: plan, results: results, cfg: &Config{}, now: now}
 	rows := nodeRows(in)
 	if len(rows) != 1 || rows[0].Drain != policy.NodeNormal || !strings.Contains(rows[0].Reason, "nomad node eligibility") {
 		t.Errorf("node rows = %+v, want n1 active, returned in Nomad", rows)
@@ -94,85 +96,7 @@ func TestEligibleInNomadReturnsDrainedNode(t *testing.T) {
 	if got := v.DrainStats().Returned[state.ReturnedByOperator]; got != 1 {
 		t.Errorf("returns by operator counted %d, want 1", got)
 	}
-	if st := nodeStateOf(v.Node("n1").Drain); st != policy.NodeNormal {
+	if st := v.Node("n1").Drain; st != policy.NodeNormal {
 		t.Errorf("policy memory of n1 from the node row = %s, want normal", st)
-	}
-}
-
-func TestSetEligibilityWritesOnlyAChange(t *testing.T) {
-	nomad := newFakeNomadNodes(t, map[string]string{"n1": api.NodeSchedulingEligible, "n2": api.NodeSchedulingIneligible})
-	a := nomad.applier(t)
-	ctx := context.Background()
-	for _, c := range []struct {
-		node     string
-		eligible bool
-	}{{"n1", true}, {"n2", false}, {"n1", false}, {"n2", true}} {
-		if err := a.SetEligibility(ctx, c.node, c.eligible); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want := []string{"n1 ineligible", "n2 eligible"}
-	if got := nomad.writes(); strings.Join(got, ",") != strings.Join(want, ",") {
-		t.Errorf("writes = %v, want %v", got, want)
-	}
-	if err := a.SetEligibility(ctx, "n9", true); err == nil {
-		t.Error("unknown node n9: no error")
-	}
-}
-
-// fakeNomadNodes serves GET /v1/node/<id> and PUT /v1/node/<id>/eligibility.
-type fakeNomadNodes struct {
-	srv *httptest.Server
-	mu  sync.Mutex
-	elg map[string]string
-	wr  []string
-}
-
-func newFakeNomadNodes(t *testing.T, elg map[string]string) *fakeNomadNodes {
-	f := &fakeNomadNodes{elg: elg}
-	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
-	t.Cleanup(f.srv.Close)
-	return f
-}
-
-func (f *fakeNomadNodes) applier(t *testing.T) *Applier {
-	c, err := api.NewClient(&api.Config{Address: f.srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return NewApplier(c, ApplyConfig{}, nil)
-}
-
-func (f *fakeNomadNodes) writes() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]string(nil), f.wr...)
-}
-
-func (f *fakeNomadNodes) serve(w http.ResponseWriter, r *http.Request) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	rest, ok := strings.CutPrefix(r.URL.Path, "/v1/node/")
-	id, verb, _ := strings.Cut(rest, "/")
-	e, known := f.elg[id]
-	if !ok || !known {
-		http.Error(w, "node not found", http.StatusNotFound)
-		return
-	}
-	switch {
-	case r.Method == http.MethodGet && verb == "":
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"ID":"` + id + `","SchedulingEligibility":"` + e + `"}`))
-	case r.Method == http.MethodPut && verb == "eligibility":
-		var body struct{ Eligibility string }
-		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		f.elg[id] = body.Eligibility
-		f.wr = append(f.wr, id+" "+body.Eligibility)
-		_, _ = w.Write([]byte(`{}`))
-	default:
-		http.Error(w, "unexpected "+r.Method+" "+r.URL.Path, http.StatusMethodNotAllowed)
 	}
 }

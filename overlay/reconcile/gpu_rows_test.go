@@ -1,4 +1,4 @@
-package nomad
+package reconcile
 
 import (
 	"fmt"
@@ -8,30 +8,21 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/hashicorp/nomad/api"
 
+	"github.com/allot-sched/allot/overlay/nomad"
 	"github.com/allot-sched/allot/overlay/policy"
 	"github.com/allot-sched/allot/overlay/state"
 )
 
-// A node as GET /v1/node/<id> returns it becomes one row per NVIDIA GPU:
-// model, instance ID, healthy or Nomad's reason; other devices are left out.
-func TestGPURowsFromAPINode(t *testing.T) {
-	node := &api.Node{ID: "5d0b9c1e-node", Name: "gpu-3", Status: "ready", SchedulingEligibility: "eligible",
-		NodeResources: &api.NodeResources{Devices: []*api.NodeDeviceResource{
-			{Vendor: "nvidia", Type: "gpu", Name: "H100", Instances: []*api.NodeDevice{
-				{ID: "GPU-b2c7", Healthy: true},
-				{ID: "GPU-0f31", Healthy: false, HealthDescription: "XID 79 (GPU has fallen off the bus) at 2026-05-01T12:00:00Z"},
-				{ID: "GPU-a9d4", Healthy: true},
-				nil,
-			}},
-			{Vendor: "nvidia", Type: "gpu", Name: "A100-SXM4-80GB", Instances: []*api.NodeDevice{
-				{ID: "GPU-77e0", Healthy: false},
-			}},
-			{Vendor: "mellanox", Type: "nic", Name: "ConnectX-7", Instances: []*api.NodeDevice{{ID: "mlx5_0", Healthy: true}}},
-		}},
-	}
-	n := nodeFromAPI(node)
+// A node's GPUs, as the Nomad adapter keeps them (nomad's TestNodeFromAPI
+// converts them from Nomad's node), become one row per GPU instance: model,
+// instance ID, healthy or Nomad's reason.
+func TestGPURowsFromNode(t *testing.T) {
+	n := nomad.Node{ID: "5d0b9c1e-node", Name: "gpu-3", Status: "ready", Eligible: true, GPUs: []nomad.GPUModel{
+		{Model: "A100-SXM4-80GB", Total: 1, Unhealthy: []nomad.DeviceHealth{{ID: "GPU-77e0"}}},
+		{Model: "H100", Total: 3, Healthy: 2, HealthyIDs: []string{"GPU-a9d4", "GPU-b2c7"},
+			Unhealthy: []nomad.DeviceHealth{{ID: "GPU-0f31", Reason: "XID 79 (GPU has fallen off the bus) at 2026-05-01T12:00:00Z"}}},
+	}}
 	want := []state.NodeGPU{
 		{ID: "GPU-77e0", Model: "A100-SXM4-80GB"},
 		{ID: "GPU-0f31", Model: "H100", Reason: "XID 79 (GPU has fallen off the bus) at 2026-05-01T12:00:00Z"},
@@ -80,13 +71,13 @@ func TestGPURowsFromAPINode(t *testing.T) {
 // A node with more GPUs than a row lists keeps every unhealthy one, and
 // strings longer than their bound are cut on a rune boundary.
 func TestGPURowsBounded(t *testing.T) {
-	m := GPUModel{Model: "B200"}
+	m := nomad.GPUModel{Model: "B200"}
 	for i := range 70 {
 		m.HealthyIDs = append(m.HealthyIDs, fmt.Sprintf("GPU-%02d", i))
 	}
 	long := strings.Repeat("é", state.MaxGPUReasonBytes) // two bytes each
-	m.Unhealthy = []DeviceHealth{{ID: "GPU-zz", Reason: long}}
-	n := Node{GPUs: []GPUModel{m}}
+	m.Unhealthy = []nomad.DeviceHealth{{ID: "GPU-zz", Reason: long}}
+	n := nomad.Node{GPUs: []nomad.GPUModel{m}}
 	rows := gpuRows(&n)
 	if len(rows) != state.MaxNodeGPUs {
 		t.Fatalf("%d rows, want %d", len(rows), state.MaxNodeGPUs)

@@ -1,4 +1,4 @@
-package nomad
+package reconcile
 
 import (
 	"context"
@@ -9,11 +9,11 @@ import (
 
 	"github.com/allot-sched/allot/budgets"
 	"github.com/allot-sched/allot/overlay/contract"
+	"github.com/allot-sched/allot/overlay/nomad"
 	"github.com/allot-sched/allot/overlay/policy"
 	"github.com/allot-sched/allot/overlay/server"
 	"github.com/allot-sched/allot/overlay/state"
 	"github.com/hashicorp/go-hclog"
-	"github.com/hashicorp/nomad/api"
 )
 
 // Errors a reconcile pass returns instead of acting on an incomplete picture.
@@ -22,7 +22,7 @@ var (
 	// yet; acting now would take missing jobs for finished ones.
 	ErrNotSynced = errors.New("nomad view not synced yet (waiting for the first rebuild from the list endpoints)")
 	// ErrNoLedger: AttachLedger has not been called.
-	ErrNoLedger = errors.New("no usage ledger attached to the nomad reconciler (call AttachLedger with the server's FSM)")
+	ErrNoLedger = errors.New("no usage ledger attached to the reconciler (call AttachLedger with the server's FSM)")
 )
 
 // LedgerReader gives read access to the replicated usage ledger;
@@ -31,34 +31,34 @@ type LedgerReader interface {
 	WithLedger(fn func(*budgets.Ledger))
 }
 
-// ReconcilerConfig configures a Reconciler.
-type ReconcilerConfig struct {
-	Client *api.Client
-	Nomad  Config
-	// Policy is what Decide runs with; its contract.Config (runtime_cap)
-	// is what every job's contract is parsed with: one cap for both.
+// Config configures a Reconciler.
+type Config struct {
+	// Nomad is the adapter the pass reads its view from and applies its ops
+	// through (nomad.NewAdapter).
+	Nomad *nomad.Adapter
+	// Policy is what Decide runs with; it also bounds what allot manages
+	// (namespaces, node pools: rule 11), and its contract.Config
+	// (runtime_cap) is what every job's contract is parsed with: one cap
+	// for both.
 	Policy policy.Config
 	Logger hclog.Logger
 }
 
-// Reconciler is server.Reconciler over a live Nomad: a Watcher keeps a View
-// in step with Nomad's event stream, and each pass builds the policy's
-// Snapshot from it, decides, applies the plan through the Applier and
-// returns what the server records (managed jobs, allocation lifecycles that
-// the ledger is charged from, node states, priorities written, decisions and
-// the queue).
+// Reconciler is server.Reconciler over a live Nomad: the adapter's Watcher
+// keeps its View in step with Nomad's event stream, and each pass builds the
+// policy's Snapshot from it, decides, applies the plan through the adapter's
+// Applier and returns what the server records (managed jobs, allocation
+// lifecycles that the ledger is charged from, node states, priorities
+// written, decisions and the queue).
 //
 // Run must be running (on every server, so that a new leader starts warm)
 // for passes to succeed. Reconcile is called by the server's leader loop
 // only, never concurrently with itself; Wake tells that loop to run a pass
 // as soon as the view changes or the plan's NextWake comes.
 type Reconciler struct {
-	cfg     ReconcilerConfig
-	log     hclog.Logger
-	view    *View
-	watcher *Watcher
-	applier *Applier
-	wake    chan struct{}
+	cfg  Config
+	log  hclog.Logger
+	wake chan struct{}
 
 	mu     sync.Mutex // guards ledger and timer
 	ledger LedgerReader
@@ -87,31 +87,23 @@ type landedWrite struct {
 // replicated state: it only saves work or time, so losing it with the
 // leadership loses no charge and no protection.
 type termMemory struct {
-	started      bool
-	lastDecision time.Time
-	reservations []policy.Reservation // the last plan's, expired ones included
-	healthy      map[string]bool      // node -> healthy at the last pass
-	healthySince map[string]time.Time
-	landed       map[string]landedWrite
-	victims      []policy.Victim // the last plan's held victims (the policy holds them)
-	issued       []policy.Issued // the last plan's settling stops and evaluations, less failed ones
+	started bool
+	carry   policy.Carry // the policy's memory: reservations, victims, issued actions, node health
+	landed  map[string]landedWrite
 }
 
-// NewReconciler returns a reconciler; start its watcher with Run.
-func NewReconciler(cfg ReconcilerConfig) (*Reconciler, error) {
-	if cfg.Client == nil {
-		return nil, errors.New("nomad reconciler: a Nomad API client is required")
+// New returns a reconciler over cfg.Nomad; start it with Run.
+func New(cfg Config) (*Reconciler, error) {
+	if cfg.Nomad == nil || cfg.Nomad.View == nil || cfg.Nomad.Watcher == nil || cfg.Nomad.Applier == nil {
+		return nil, errors.New("reconciler: a Nomad adapter is required (nomad.NewAdapter)")
 	}
 	if err := cfg.Policy.Validate(); err != nil {
-		return nil, fmt.Errorf("nomad reconciler: %w", err)
+		return nil, fmt.Errorf("reconciler: %w", err)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
 	}
-	r := &Reconciler{cfg: cfg, log: cfg.Logger.Named("reconcile"), view: NewView(), wake: make(chan struct{}, 1)}
-	r.watcher = NewWatcher(cfg.Client, r.view, cfg.Nomad.Watch, cfg.Logger)
-	r.applier = NewApplier(cfg.Client, cfg.Nomad.Apply, cfg.Logger)
-	return r, nil
+	return &Reconciler{cfg: cfg, log: cfg.Logger.Named("reconcile"), wake: make(chan struct{}, 1)}, nil
 }
 
 // AttachLedger gives the reconciler the ledger it reads window usage from
@@ -123,10 +115,10 @@ func (r *Reconciler) AttachLedger(l LedgerReader) {
 }
 
 // View is the reconciler's picture of Nomad.
-func (r *Reconciler) View() *View { return r.view }
+func (r *Reconciler) View() *nomad.View { return r.cfg.Nomad.View }
 
 // Watcher is the watcher feeding the view (for its counters).
-func (r *Reconciler) Watcher() *Watcher { return r.watcher }
+func (r *Reconciler) Watcher() *nomad.Watcher { return r.cfg.Nomad.Watcher }
 
 // Wake receives when a pass is due before the server's interval ends.
 func (r *Reconciler) Wake() <-chan struct{} { return r.wake }
@@ -140,22 +132,13 @@ func (r *Reconciler) poke() {
 
 // Run watches Nomad and forwards the view's changes to Wake until ctx ends.
 func (r *Reconciler) Run(ctx context.Context) error {
-	done := make(chan error, 1)
-	go func() { done <- r.watcher.Run(ctx) }()
-	for {
-		select {
-		case <-ctx.Done():
-			r.mu.Lock()
-			if r.timer != nil {
-				r.timer.Stop()
-			}
-			r.mu.Unlock()
-			<-done
-			return ctx.Err()
-		case <-r.view.Changed():
-			r.poke()
-		}
+	err := r.cfg.Nomad.Run(ctx, r.poke)
+	r.mu.Lock()
+	if r.timer != nil {
+		r.timer.Stop()
 	}
+	r.mu.Unlock()
+	return err
 }
 
 // wakeAt arms the wake-up for the plan's NextWake (zero: none). now is the
@@ -191,26 +174,36 @@ func (r *Reconciler) Reconcile(ctx context.Context, v *state.View, now time.Time
 	if ledger == nil {
 		return server.Outcome{}, ErrNoLedger
 	}
-	st := r.view.State()
+	st := r.cfg.Nomad.View.State()
 	if !st.Synced {
 		return server.Outcome{}, ErrNotSynced
 	}
+	out, next := r.pass(ctx, v, &st, ledger, now, r.cfg.Nomad.Applier.Apply)
+	r.wakeAt(next, now, time.Since(began))
+	return out, nil
+}
+
+// pass is one pass over a synced view st: snapshot, decide, apply (through
+// apply: the Applier's, or a benchmark's), remember, and the record. It
+// returns the record and the plan's NextWake.
+func (r *Reconciler) pass(ctx context.Context, v *state.View, st *nomad.State, ledger LedgerReader, now time.Time,
+	apply func(context.Context, []nomad.Op) []nomad.Outcome) (server.Outcome, time.Time) {
 	tree, leaf := budgetTree(v)
-	in := SnapshotInput{Config: &r.cfg.Nomad, Contract: r.cfg.Policy.Config, Leaf: leaf, Nearest: tree.NearestLeaf, Under: tree.LeavesUnder, Memory: r.memory(v, &st, now)}
-	snap := BuildSnapshot(&st, in)
+	in := SnapshotInput{Policy: &r.cfg.Policy, Contract: r.cfg.Policy.Config, Leaf: leaf, Nearest: tree.NearestLeaf,
+		Under: tree.LeavesUnder, Memory: r.memory(v, st, now)}
+	snap := BuildSnapshot(st, in)
 	r.patchLanded(snap)
 	fs := r.fairShare(ledger, tree, now)
 	plan := r.decider.Decide(snap, tree, fs, now, r.cfg.Policy)
 	ops := OpsFromPlan(plan)
-	var results []Outcome
+	var results []nomad.Outcome
 	if len(ops) > 0 {
-		results = r.applier.Apply(ctx, ops)
+		results = apply(ctx, ops)
 	}
-	r.remember(plan, results, snap, now)
-	r.wakeAt(plan.NextWake, now, time.Since(began))
-	out := buildOutcome(rowsInput{view: v, state: &st, snap: snap, plan: plan, results: results,
+	r.remember(plan, results, snap)
+	out := buildOutcome(rowsInput{view: v, state: st, snap: snap, plan: plan, results: results,
 		firstSeen: in.Memory.FirstSeen, leaf: leaf, nearest: tree.NearestLeaf, under: tree.LeavesUnder, cfg: &r.cfg, now: now})
-	return out, nil
+	return out, plan.NextWake
 }
 
 // placeholderTree stands in before any budget tree is applied: no job can
@@ -244,14 +237,14 @@ func (r *Reconciler) fairShare(l LedgerReader, t *budgets.Tree, now time.Time) *
 
 // memory fills the policy's memory from the replicated state (node states,
 // reservations, priorities written, first sight of each job) and from this
-// term's own memory where the state keeps nothing.
-func (r *Reconciler) memory(v *state.View, st *State, now time.Time) Memory {
+// term's own memory (policy.Carry) where the state keeps nothing.
+func (r *Reconciler) memory(v *state.View, st *nomad.State, now time.Time) Memory {
 	m := Memory{
 		NodeStates: map[string]policy.NodeState{}, HealthySince: map[string]time.Time{},
-		Written: map[string]int{}, FirstSeen: map[string]time.Time{}, LastDecision: r.mem.lastDecision,
+		Written: map[string]int{}, FirstSeen: map[string]time.Time{},
 	}
 	for _, n := range v.Nodes() {
-		m.NodeStates[n.ID] = nodeStateOf(n.Drain)
+		m.NodeStates[n.ID] = n.Drain
 	}
 	for _, p := range v.Priorities() {
 		m.Written[p.JobID] = p.Priority
@@ -267,48 +260,35 @@ func (r *Reconciler) memory(v *state.View, st *State, now time.Time) Memory {
 		}
 	}
 	if !r.mem.started {
-		r.mem = termMemory{started: true, healthy: map[string]bool{}, healthySince: map[string]time.Time{},
-			landed: map[string]landedWrite{}, reservations: reservationsFromState(v)}
+		r.mem = termMemory{started: true, landed: map[string]landedWrite{},
+			carry: policy.Carry{Reservations: reservationsFromState(v)}}
 	}
-	r.trackHealth(st, m.NodeStates, now)
-	for id, t := range r.mem.healthySince {
-		m.HealthySince[id] = t
+	for id, n := range st.Nodes {
+		if t := r.mem.carry.Health(id, healthy(&n), m.NodeStates[id], now); !t.IsZero() {
+			m.HealthySince[id] = t
+		}
 	}
-	m.Reservations, m.Victims, m.Issued = r.mem.reservations, r.mem.victims, r.mem.issued
+	m.Carry = &r.mem.carry
 	return m
+}
+
+// healthy reports whether a node has GPUs and all of them are healthy.
+func healthy(n *nomad.Node) bool {
+	for _, m := range n.GPUs {
+		if len(m.Unhealthy) > 0 {
+			return false
+		}
+	}
+	return len(n.GPUs) > 0
 }
 
 // firstSight is when allot first saw a job: its SubmitTime when Nomad gives
 // one no later than now (allot's own writes move it later), else now.
-func firstSight(j *Job, now time.Time) time.Time {
+func firstSight(j *nomad.Job, now time.Time) time.Time {
 	if !j.SubmitTime.IsZero() && !j.SubmitTime.After(now) {
 		return j.SubmitTime
 	}
 	return now
-}
-
-// trackHealth records when each GPU node turned healthy. At the first pass
-// of a term a healthy node that allot holds draining or drained counts as
-// healthy since now, so a returning node waits its full DrainReturnAfter.
-func (r *Reconciler) trackHealth(st *State, states map[string]policy.NodeState, now time.Time) {
-	for id, n := range st.Nodes {
-		h := len(n.GPUs) > 0
-		for _, m := range n.GPUs {
-			if len(m.Unhealthy) > 0 {
-				h = false
-			}
-		}
-		was, seen := r.mem.healthy[id]
-		switch {
-		case !h:
-			delete(r.mem.healthySince, id)
-		case seen && !was:
-			r.mem.healthySince[id] = now
-		case !seen && (states[id] == policy.NodeDraining || states[id] == policy.NodeDrained):
-			r.mem.healthySince[id] = now
-		}
-		r.mem.healthy[id] = h
-	}
 }
 
 // reservationsFromState rebuilds reservations from the nodes the state
@@ -352,45 +332,47 @@ func (r *Reconciler) patchLanded(snap *policy.Snapshot) {
 	}
 }
 
-// remember keeps what the next pass of this term needs.
-func (r *Reconciler) remember(plan *policy.Plan, results []Outcome, snap *policy.Snapshot, now time.Time) {
-	r.mem.lastDecision = now
-	r.mem.reservations = append([]policy.Reservation(nil), plan.Reservations...)
+// remember keeps what the next pass of this term needs: the policy's memory
+// less what Nomad did not accept, and the priority writes that landed.
+func (r *Reconciler) remember(plan *policy.Plan, results []nomad.Outcome, snap *policy.Snapshot) {
+	r.mem.carry.Remember(plan, failedOf(plan, results))
 	for _, o := range results {
-		if o.Op.Kind == OpSetPriority && o.Err == nil {
+		if o.Op.Kind == nomad.OpSetPriority && o.Err == nil {
 			r.mem.landed[PolicyJobID(o.Op.Job)] = landedWrite{priority: o.Op.Priority, modifyIndex: o.ModifyIndex}
 		}
 	}
-	r.mem.victims, r.mem.issued = appliedMemory(plan, results)
-	for id := range r.mem.landed {
-		if !hasJob(snap, id) {
-			delete(r.mem.landed, id)
-		}
+	if len(r.mem.landed) == 0 {
+		return
 	}
-}
-
-func hasJob(snap *policy.Snapshot, id string) bool {
+	live := make(map[string]bool, len(snap.Jobs))
 	for i := range snap.Jobs {
-		if snap.Jobs[i].ID == id {
-			return true
+		live[snap.Jobs[i].ID] = true
+	}
+	for id := range r.mem.landed {
+		if !live[id] {
+			delete(r.mem.landed, id) // the job left: nothing to show the policy
 		}
 	}
-	return false
 }
 
-// nodeStateOf and drainOf were the translations between the stored drain
-// strings and the policy's node states; both are now policy.NodeState.
-// They stay (as identities) until the pass moves to overlay/reconcile.
-func nodeStateOf(drain policy.NodeState) policy.NodeState { return drain }
-
-func drainOf(s policy.NodeState) policy.NodeState { return s }
-
-// NewClientFor returns a Nomad client for addr ("" keeps NOMAD_ADDR), the
-// rest from Nomad's standard environment.
-func NewClientFor(addr string) (*api.Client, error) {
-	return NewClient(func(c *api.Config) {
-		if addr != "" {
-			c.Address = addr
+// failedOf names the plan's stops and evaluations whose ops Nomad did not
+// accept (or the applier skipped or never tried). results are the outcomes
+// of OpsFromPlan(plan), in order; fewer results than ops mean the rest were
+// not tried.
+func failedOf(plan *policy.Plan, results []nomad.Outcome) policy.Failed {
+	var f policy.Failed
+	ok := func(i int) bool { return i < len(results) && results[i].Err == nil }
+	first := len(plan.SetPriorities)
+	for i := range plan.Stops {
+		if !ok(first + i) {
+			f.Stops = append(f.Stops, i)
 		}
-	})
+	}
+	first += len(plan.Stops) + len(plan.NodeActions)
+	for i := range plan.Evaluations {
+		if !ok(first + i) {
+			f.Evaluations = append(f.Evaluations, i)
+		}
+	}
+	return f
 }

@@ -1,4 +1,4 @@
-package nomad
+package reconcile
 
 import (
 	"errors"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/allot-sched/allot/budgets"
 	"github.com/allot-sched/allot/overlay/contract"
+	"github.com/allot-sched/allot/overlay/nomad"
 	"github.com/allot-sched/allot/overlay/policy"
 	"github.com/allot-sched/allot/overlay/state"
 )
@@ -66,21 +67,21 @@ type rowsFixture struct {
 	in rowsInput
 }
 
-func newRowsFixture(view *state.View, allocs ...Alloc) *rowsFixture {
-	st := &State{Jobs: map[JobKey]Job{}, Allocs: map[string]Alloc{}, Nodes: map[string]Node{}, Synced: true}
-	train := Job{Key: JobKey{"default", "train"}, Type: "batch", NodePool: "default", Priority: 50,
+func newRowsFixture(view *state.View, allocs ...nomad.Alloc) *rowsFixture {
+	st := &nomad.State{Jobs: map[nomad.JobKey]nomad.Job{}, Allocs: map[string]nomad.Alloc{}, Nodes: map[string]nomad.Node{}, Synced: true}
+	train := nomad.Job{Key: key("default", "train"), Type: "batch", NodePool: "default", Priority: 50,
 		Meta:   map[string]string{"budget": "lab/a", "min_runtime": "1h"},
-		Groups: []Group{{Name: "g", Count: 1, GPUs: 2}}}
-	free := Job{Key: JobKey{"default", "free"}, Type: "batch", NodePool: "default", Priority: 50,
-		Groups: []Group{{Name: "g", Count: 1, GPUs: 1}}}
+		Groups: []nomad.Group{{Name: "g", Count: 1, GPUs: 2}}}
+	free := nomad.Job{Key: key("default", "free"), Type: "batch", NodePool: "default", Priority: 50,
+		Groups: []nomad.Group{{Name: "g", Count: 1, GPUs: 1}}}
 	st.Jobs[train.Key], st.Jobs[free.Key] = train, free
 	for _, a := range allocs {
 		st.Allocs[a.ID] = a
 	}
 	leaf := contract.LeafCheck(func(p string) (bool, bool) { return p == "lab/a" || p == "lab", p == "lab/a" })
-	cfg := &ReconcilerConfig{}
+	cfg := &Config{}
 	snap := &policy.Snapshot{}
-	for _, k := range []JobKey{train.Key, free.Key} {
+	for _, k := range []nomad.JobKey{train.Key, free.Key} {
 		j := st.Jobs[k]
 		snap.Jobs = append(snap.Jobs, policy.Job{ID: PolicyJobID(k), Namespace: k.Namespace,
 			Contract: contract.Parse(PolicyJobID(k), j.Meta, cfg.Policy.Config, leaf),
@@ -91,8 +92,8 @@ func newRowsFixture(view *state.View, allocs ...Alloc) *rowsFixture {
 		leaf:      leaf, cfg: cfg, now: rowsT0}}
 }
 
-func runningAlloc(id, job string, gpus int, started time.Time) Alloc {
-	return Alloc{ID: id, Name: job + ".g[0]", Job: JobKey{"default", job}, TaskGroup: "g", NodeID: "n1",
+func runningAlloc(id, job string, gpus int, started time.Time) nomad.Alloc {
+	return nomad.Alloc{ID: id, Name: job + ".g[0]", Job: key("default", job), TaskGroup: "g", NodeID: "n1",
 		DesiredStatus: "run", ClientStatus: "running", GPUs: gpus, StartedAt: started}
 }
 
@@ -113,30 +114,30 @@ func TestAllocRows(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		stored  []state.Alloc
-		nomad   []Alloc
+		nomad   []nomad.Alloc
 		stopped []string // allocations this pass stopped
 		want    []state.Alloc
 	}{
 		{
 			name:  "a new running allocation of an allocated job is charged to its leaf and protected",
-			nomad: []Alloc{runningAlloc("a1", "train", 2, start)},
+			nomad: []nomad.Alloc{runningAlloc("a1", "train", 2, start)},
 			want: []state.Alloc{{ID: "a1", JobID: "default/train", NodeID: "n1", Leaf: "lab/a", GPUs: 2,
 				StartedAt: start, ProtectedUntil: start.Add(time.Hour)}},
 		},
 		{
 			name:  "an unallocated job's allocation has no leaf and no window",
-			nomad: []Alloc{runningAlloc("f1", "free", 1, start)},
+			nomad: []nomad.Alloc{runningAlloc("f1", "free", 1, start)},
 			want:  []state.Alloc{{ID: "f1", JobID: "default/free", NodeID: "n1", GPUs: 1, StartedAt: start}},
 		},
 		{
 			name:   "an unchanged allocation records nothing",
 			stored: []state.Alloc{stored},
-			nomad:  []Alloc{runningAlloc("a1", "train", 2, start)},
+			nomad:  []nomad.Alloc{runningAlloc("a1", "train", 2, start)},
 		},
 		{
 			name:   "a finished allocation is closed at Nomad's finish, its charging state kept",
 			stored: []state.Alloc{stored},
-			nomad:  []Alloc{finished},
+			nomad:  []nomad.Alloc{finished},
 			want: []state.Alloc{{ID: "a1", JobID: "default/train", NodeID: "n1", Leaf: "lab/a", GPUs: 2, StartedAt: start,
 				ProtectedUntil: start.Add(time.Hour), StoppedAt: finished.FinishedAt,
 				ChargedThrough: stored.ChargedThrough, ChargedGPUSeconds: 2 * 9 * 60}},
@@ -144,7 +145,7 @@ func TestAllocRows(t *testing.T) {
 		{
 			name:   "a preemption by Nomad counts once",
 			stored: []state.Alloc{stored},
-			nomad:  []Alloc{preempted},
+			nomad:  []nomad.Alloc{preempted},
 			want: []state.Alloc{{ID: "a1", JobID: "default/train", NodeID: "n1", Leaf: "lab/a", GPUs: 2, StartedAt: start,
 				ProtectedUntil: start.Add(time.Hour), StoppedAt: preempted.FinishedAt, Preemptions: 1,
 				ChargedThrough: stored.ChargedThrough, ChargedGPUSeconds: 2 * 9 * 60}},
@@ -152,7 +153,7 @@ func TestAllocRows(t *testing.T) {
 		{
 			name:    "an allocation allot stopped this pass counts a preemption",
 			stored:  []state.Alloc{stored},
-			nomad:   []Alloc{runningAlloc("a1", "train", 2, start)},
+			nomad:   []nomad.Alloc{runningAlloc("a1", "train", 2, start)},
 			stopped: []string{"a1"},
 			want: []state.Alloc{{ID: "a1", JobID: "default/train", NodeID: "n1", Leaf: "lab/a", GPUs: 2, StartedAt: start,
 				ProtectedUntil: start.Add(time.Hour), Preemptions: 1,
@@ -167,7 +168,7 @@ func TestAllocRows(t *testing.T) {
 		},
 		{
 			name:  "never started, or finished before the job was first seen: no row",
-			nomad: []Alloc{pending, old},
+			nomad: []nomad.Alloc{pending, old},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -175,7 +176,7 @@ func TestAllocRows(t *testing.T) {
 				SubmittedAt: rowsT0.Add(-time.Hour)}}, tc.stored, nil, nil)
 			f := newRowsFixture(view, tc.nomad...)
 			for _, id := range tc.stopped {
-				f.in.results = append(f.in.results, Outcome{Op: Op{Kind: OpStop, Job: JobKey{"default", "train"}, Allocs: []string{id}}})
+				f.in.results = append(f.in.results, nomad.Outcome{Op: nomad.Op{Kind: nomad.OpStop, Job: key("default", "train"), Allocs: []string{id}}})
 			}
 			got := allocRows(f.in, jobRows(f.in))
 			if diff := cmp.Diff(tc.want, got); diff != "" {
@@ -250,11 +251,11 @@ func TestWriteRows(t *testing.T) {
 		Stops: []policy.StopJob{{Job: "default/free", Namespace: "default", Allocs: []string{"f1", "f2"},
 			Reason: policy.Reason{Code: policy.ReasonVictim}}},
 	}
-	f.in.results = []Outcome{
-		{Op: Op{Kind: OpSetPriority, Job: JobKey{"default", "train"}, Priority: 60, ModifyIndex: 11, Reason: "pending 1st"}},
-		{Op: Op{Kind: OpSetPriority, Job: JobKey{"default", "free"}, Priority: 29, ModifyIndex: 12, Reason: "unallocated"},
-			Err: ErrConflict},
-		{Op: Op{Kind: OpStop, Job: JobKey{"default", "free"}, Allocs: []string{"f1", "f2"}, Reason: "victim"}},
+	f.in.results = []nomad.Outcome{
+		{Op: nomad.Op{Kind: nomad.OpSetPriority, Job: key("default", "train"), Priority: 60, ModifyIndex: 11, Reason: "pending 1st"}},
+		{Op: nomad.Op{Kind: nomad.OpSetPriority, Job: key("default", "free"), Priority: 29, ModifyIndex: 12, Reason: "unallocated"},
+			Err: nomad.ErrConflict},
+		{Op: nomad.Op{Kind: nomad.OpStop, Job: key("default", "free"), Allocs: []string{"f1", "f2"}, Reason: "victim"}},
 	}
 	prios, decs := writeRows(f.in)
 	wantPrios := []state.Priority{{JobID: "default/train", Priority: 60, WrittenAt: rowsT0, ModifyIndex: 11}}
@@ -291,14 +292,14 @@ func TestNodeRowsReservation(t *testing.T) {
 			view := storedState(t, nil, nil, []state.Node{{ID: "n1", Name: "gpu-1", Drain: policy.NodeNormal,
 				Since: rowsT0.Add(-time.Hour), TotalGPUs: 8, HealthyGPUs: 8}}, nil)
 			f := newRowsFixture(view)
-			f.in.state.Nodes["n1"] = Node{ID: "n1", Name: "gpu-1", GPUs: []GPUModel{{Model: "H100", Total: 8, Healthy: 8}}}
+			f.in.state.Nodes["n1"] = nomad.Node{ID: "n1", Name: "gpu-1", GPUs: []nomad.GPUModel{{Model: "H100", Total: 8, Healthy: 8}}}
 			f.in.snap.Nodes = []policy.Node{{ID: "n1"}}
 			f.in.cfg.Policy.ReservationMaxAge = 2 * time.Hour
 			f.in.plan = &policy.Plan{
 				NodeActions:  []policy.NodeAction{{Node: "n1", Kind: policy.NodeReserve, Reason: policy.Reason{Code: policy.ReasonReserved, Job: "default/big"}}},
 				Reservations: []policy.Reservation{{Job: "default/big", Nodes: []string{"n1"}, Since: rowsT0}},
 			}
-			f.in.results = []Outcome{{Op: Op{Kind: OpEligibility, Node: "n1", Eligible: false}, Err: tc.opErr}}
+			f.in.results = []nomad.Outcome{{Op: nomad.Op{Kind: nomad.OpEligibility, Node: "n1", Eligible: false}, Err: tc.opErr}}
 			rows := nodeRows(f.in)
 			if tc.opErr != nil {
 				if len(rows) != 0 {

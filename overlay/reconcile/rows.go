@@ -1,4 +1,4 @@
-package nomad
+package reconcile
 
 import (
 	"encoding/json"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/allot-sched/allot/budgets"
 	"github.com/allot-sched/allot/overlay/contract"
+	"github.com/allot-sched/allot/overlay/nomad"
 	"github.com/allot-sched/allot/overlay/policy"
 	"github.com/allot-sched/allot/overlay/server"
 	"github.com/allot-sched/allot/overlay/state"
@@ -17,15 +18,15 @@ import (
 // rowsInput is what one pass turns into replicated rows.
 type rowsInput struct {
 	view      *state.View
-	state     *State
+	state     *nomad.State
 	snap      *policy.Snapshot
 	plan      *policy.Plan
-	results   []Outcome // the plan's ops, applied, in OpsFromPlan order
+	results   []nomad.Outcome // the plan's ops, applied, in OpsFromPlan order
 	firstSeen map[string]time.Time
 	leaf      contract.LeafCheck
 	nearest   func(path string) string   // the did-you-mean of a misspelt budget
 	under     func(path string) []string // the leaves below an inner budget
-	cfg       *ReconcilerConfig
+	cfg       *Config
 	now       time.Time
 }
 
@@ -97,8 +98,8 @@ func unallocatedReason(c *contract.Contract) string {
 // A row gone from Nomad (garbage-collected) is closed at its ChargedThrough:
 // nothing beyond what was already charged is claimed for it.
 func allocRows(in rowsInput, jobs map[string]state.Job) []state.Alloc {
-	contracts := map[JobKey]contract.Contract{}
-	tracked := func(k JobKey) (contract.Contract, bool) {
+	contracts := map[nomad.JobKey]contract.Contract{}
+	tracked := func(k nomad.JobKey) (contract.Contract, bool) {
 		if c, ok := contracts[k]; ok {
 			return c, true
 		}
@@ -107,14 +108,14 @@ func allocRows(in rowsInput, jobs map[string]state.Job) []state.Alloc {
 			return contract.Contract{}, false
 		}
 		j, ok := in.state.Jobs[k]
-		if !ok || !in.cfg.Nomad.Manages(&j) {
+		if !ok || !manages(&in.cfg.Policy, &j) {
 			return contract.Contract{}, false
 		}
 		c := contract.ParseIn(id, j.Meta, in.cfg.Policy.Config, contract.Budgets{Leaf: in.leaf, Nearest: in.nearest, Under: in.under})
 		contracts[k] = c
 		return c, true
 	}
-	jobStart := map[JobKey]time.Time{}
+	jobStart := map[nomad.JobKey]time.Time{}
 	for _, a := range in.state.Allocs {
 		if !a.Terminal() && !a.StartedAt.IsZero() && a.StartedAt.After(jobStart[a.Job]) {
 			jobStart[a.Job] = a.StartedAt
@@ -193,10 +194,10 @@ func appendChanged(out []state.Alloc, old *state.Alloc, row state.Alloc) []state
 }
 
 // stoppedByAllot lists the allocations this pass stopped.
-func stoppedByAllot(results []Outcome) map[string]bool {
+func stoppedByAllot(results []nomad.Outcome) map[string]bool {
 	out := map[string]bool{}
 	for _, o := range results {
-		if o.Op.Kind == OpStop && o.Err == nil {
+		if o.Op.Kind == nomad.OpStop && o.Err == nil {
 			for _, id := range o.Op.Allocs {
 				out[id] = true
 			}
@@ -241,7 +242,7 @@ func nodeRows(in rowsInput) []state.Node {
 		acts[na.Node] = na
 	}
 	for _, o := range in.results {
-		if o.Op.Kind == OpEligibility && o.Err == nil {
+		if o.Op.Kind == nomad.OpEligibility && o.Err == nil {
 			ok[o.Op.Node] = true
 		}
 	}
@@ -263,7 +264,7 @@ func nodeRows(in rowsInput) []state.Node {
 			row.Drain, row.Reason, row.Since = old.Drain, old.Reason, old.Since
 		}
 		if na, has := acts[pn.ID]; has && ok[pn.ID] {
-			if d := drainOf(na.State()); d != row.Drain || old == nil {
+			if d := na.State(); d != row.Drain || old == nil {
 				row.Drain, row.Since = d, in.now
 			}
 			row.Reason = na.Reason.String()
@@ -286,25 +287,25 @@ func writeRows(in rowsInput) ([]state.Priority, []state.Decision) {
 	var decs []state.Decision
 	for i, o := range in.results {
 		op := o.Op
-		if op.Kind == OpSetPriority && o.Err == nil {
+		if op.Kind == nomad.OpSetPriority && o.Err == nil {
 			prios = append(prios, state.Priority{JobID: PolicyJobID(op.Job), Priority: op.Priority,
 				WrittenAt: in.now, ModifyIndex: op.ModifyIndex})
 		}
 		reason := op.Reason
 		switch op.Kind {
-		case OpSetPriority:
+		case nomad.OpSetPriority:
 			reason = fmt.Sprintf("priority %d: %s", op.Priority, reason)
-		case OpEligibility:
+		case nomad.OpEligibility:
 			reason = fmt.Sprintf("eligible=%t: %s", op.Eligible, reason)
 		}
 		if o.Err != nil {
 			reason += " (not done: " + o.Err.Error() + ")"
 		}
 		d := state.Decision{At: in.now, Kind: kinds[i], NodeID: op.Node, Reason: reason}
-		if op.Kind != OpEligibility {
+		if op.Kind != nomad.OpEligibility {
 			d.JobID = PolicyJobID(op.Job)
 		}
-		if op.Kind == OpStop {
+		if op.Kind == nomad.OpStop {
 			for _, a := range op.Allocs {
 				d.AllocID = a
 				decs = append(decs, d)

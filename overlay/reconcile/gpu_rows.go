@@ -1,9 +1,10 @@
-package nomad
+package reconcile
 
 import (
 	"sort"
 	"unicode/utf8"
 
+	"github.com/allot-sched/allot/overlay/nomad"
 	"github.com/allot-sched/allot/overlay/state"
 )
 
@@ -11,7 +12,7 @@ import (
 // instance ID, each string cut to the state's bound. A node with more than
 // state.MaxNodeGPUs instances keeps its unhealthy ones first, so a fault is
 // never the one left out; the row's TotalGPUs still counts every instance.
-func gpuRows(n *Node) []state.NodeGPU {
+func gpuRows(n *nomad.Node) []state.NodeGPU {
 	var out []state.NodeGPU
 	for _, m := range n.GPUs {
 		model := clip(m.Model, state.MaxIDBytes)
