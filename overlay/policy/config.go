@@ -64,6 +64,10 @@ type Config struct {
 	// RuntimeCap bounds every protected window (contracts are clamped when
 	// parsed; the policy clamps again in case the cap was lowered since).
 	RuntimeCap time.Duration
+	// MaxNotice caps checkpoint_notice (policy { max_checkpoint_notice }):
+	// the contract is parsed against it, and the policy clamps again in
+	// case it was lowered since (notice.go).
+	MaxNotice time.Duration
 	// Lookback is the fair-share window. Decide does not read it: the caller
 	// sums the ledger over [now-Lookback, now) into the FairShare it passes.
 	Lookback time.Duration
@@ -112,6 +116,7 @@ func ConfigForMaxPriority(max int) Config {
 		VictimHold:        10 * time.Minute,
 		Settle:            30 * time.Second,
 		RuntimeCap:        8 * time.Hour,
+		MaxNotice:         10 * time.Minute,
 		Lookback:          7 * 24 * time.Hour,
 		MaxEvaluations:    16,
 		MaxReservations:   1,
@@ -164,6 +169,9 @@ func (c Config) Validate() error {
 	}
 	if c.RuntimeCap <= 0 {
 		bad("runtime cap %v must be positive", c.RuntimeCap)
+	}
+	if c.MaxNotice <= 0 || c.MaxNotice > c.RuntimeCap {
+		bad("max checkpoint notice %v must be positive and at most the runtime cap %v", c.MaxNotice, c.RuntimeCap)
 	}
 	if c.MaxEvaluations < 1 || c.MaxReservations < 0 || c.ReservationNodes < 1 || c.ReservationMaxAge <= 0 {
 		bad("max evaluations (%d) and reservation nodes (%d) must be >= 1, max reservations (%d) >= 0, reservation max age (%v) positive",

@@ -118,6 +118,10 @@ func (x *Incremental) read(h int) {
 	for _, is := range x.Issued {
 		addID(is.Job)
 	}
+	for _, n := range x.Notices {
+		addID(n.Job)
+		addID(n.For)
+	}
 	asks := x.askScratch()
 	n := 0
 	top := x.top[:0]
@@ -160,7 +164,7 @@ func (x *Incremental) read(h int) {
 	x.viewAt = resize(x.viewAt, len(x.jobs))
 	v := &x.view
 	v.Nodes = x.nodes
-	v.Reservations, v.Victims, v.Issued, v.LastDecision = x.Reservations, x.Victims, x.Issued, x.LastDecision
+	v.Reservations, v.Victims, v.Issued, v.Notices, v.LastDecision = x.Reservations, x.Victims, x.Issued, x.Notices, x.LastDecision
 	x.tl.jp = x.tl.jp[:0]
 	x.tl.rank, x.tl.leaf = x.tl.rank[:0], x.tl.leaf[:0]
 	extra := x.extra[:0]

@@ -55,6 +55,9 @@ const (
 	ReasonRunningRestart   // At: end of the protected window; the job is not resumable
 	ReasonVictimOwn        // Job: beneficiary of the same budget, Node, N: GPUs asked, Detail: "<its meta priority> over <the victim's>"
 	ReasonVictimPartial    // Job: the beneficiary, also placed in part and before it in the order, Node, N: GPUs asked
+	// Checkpoint notices (notice.go).
+	ReasonNoticeSent // At: the stop (deadline), N: the notice in seconds, Job: the job it makes room for, or Node: the draining node
+	ReasonNoticeDone // Job: the job whose notice ended early (an Evaluate)
 )
 
 // Reason is a ReasonCode with its operands.
@@ -148,6 +151,17 @@ func (r Reason) Format(at func(time.Time) string) string {
 		return fmt.Sprintf("time slicing: past its protected window, stopped (requeued) so that %s, of the same budget with a higher meta priority (%s), gets %d GPUs on %s", r.Job, r.Detail, r.N, r.Node)
 	case ReasonVictimPartial:
 		return fmt.Sprintf("placed in part, like %s, which sorts before it: stopped (requeued, it never ran, so nothing is lost) so that %s completes with %d GPUs on %s", r.Job, r.Job, r.N, r.Node)
+	case ReasonNoticeSent:
+		sent := "notice sent at " + at(r.At.Add(-time.Duration(r.N)*time.Second)) + "; stop at " + at(r.At)
+		switch {
+		case r.Job != "":
+			return sent + " for job " + r.Job
+		case r.Node != "":
+			return sent + " (node " + r.Node + " is being drained)"
+		}
+		return sent
+	case ReasonNoticeDone:
+		return r.Job + " exited during its checkpoint notice: its GPUs are free"
 	case ReasonNodeReturned:
 		how := "allot nodes return"
 		if r.Detail != "" {
