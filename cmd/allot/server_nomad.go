@@ -10,7 +10,6 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/allot-sched/allot/hcl"
-	"github.com/allot-sched/allot/overlay/contract"
 	"github.com/allot-sched/allot/overlay/nomad"
 	"github.com/allot-sched/allot/overlay/policy"
 )
@@ -162,7 +161,7 @@ func reconcilerConfig(s nomadSetup, log hclog.Logger) nomad.ReconcilerConfig {
 	return nomad.ReconcilerConfig{
 		Nomad:    s.Adapter,
 		Policy:   s.Policy,
-		Contract: contract.Config{RuntimeCap: s.Policy.RuntimeCap},
+		Contract: s.Policy.Contract(),
 		Logger:   log,
 	}
 }

@@ -19,7 +19,6 @@ import (
 
 	"github.com/allot-sched/allot/budgets"
 	"github.com/allot-sched/allot/hcl"
-	"github.com/allot-sched/allot/overlay/contract"
 	"github.com/allot-sched/allot/overlay/policy"
 	"github.com/allot-sched/allot/overlay/sim"
 )
@@ -185,7 +184,7 @@ func simInputsFrom(c *cli.Command) (*simInputs, error) {
 		return nil, err
 	}
 	warnings, err := in.trace.Check(in.cluster, in.tree, sim.CheckOptions{SkipInvalid: c.Bool("skip-invalid"),
-		Contract: contract.Config{RuntimeCap: policy.DefaultConfig().RuntimeCap}})
+		Contract: policy.DefaultConfig().Contract()})
 	if err != nil {
 		return nil, traceFileErr(traceName, err)
 	}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/allot-sched/allot/overlay/contract"
 )
 
 // Range is an inclusive range of Nomad priorities.
@@ -125,6 +127,12 @@ func ConfigForMaxPriority(max int) Config {
 		DrainReturnAfter:  30 * time.Minute,
 		DrainLead:         time.Minute,
 	}
+}
+
+// Contract is the contract configuration these settings imply: the one
+// runtime_cap and max_checkpoint_notice the contract is parsed against.
+func (c Config) Contract() contract.Config {
+	return contract.Config{RuntimeCap: c.RuntimeCap, MaxNotice: c.MaxNotice}
 }
 
 // ErrInvalidConfig is wrapped by every error Validate returns.

@@ -46,6 +46,7 @@ type Result struct {
 	WorstBudget  string         `json:"worst_budget"`
 	WorstRatio   float64        `json:"worst_ratio"`
 	Drains       DrainResult    `json:"drains"`
+	Notices      NoticeResult   `json:"notices"`
 	allocRecords []alloc
 	jobRecords   []job
 	leafHours    [][2][]int64
@@ -193,6 +194,7 @@ func (s *State) result(name string, tr *Trace, horizon int64) *Result {
 			LostGPUHours: float64(m.stopLost[k]) / 3600})
 	}
 	r.LostGPUHours = float64(m.lostSec) / 3600
+	r.Notices = m.noticeResult()
 	held := m.allocatedSec + m.freeSec
 	r.StalledGPUHours = float64(max(held-m.usefulSec-m.lostSec, 0)) / 3600
 	capSec := float64(m.capacity) * float64(horizon-m.from)
