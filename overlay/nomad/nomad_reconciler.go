@@ -94,6 +94,7 @@ type termMemory struct {
 	landed       map[string]landedWrite
 	victims      []policy.Victim // the last plan's held victims (the policy holds them)
 	issued       []policy.Issued // the last plan's settling stops and evaluations, less failed ones
+	notices      []policy.Notice // the last plan's checkpoint notices (carried whatever the signal's outcome)
 }
 
 // NewReconciler returns a reconciler; start its watcher with Run.
@@ -274,6 +275,7 @@ func (r *Reconciler) memory(v *state.View, st *State, now time.Time) Memory {
 		m.HealthySince[id] = t
 	}
 	m.Reservations, m.Victims, m.Issued = r.mem.reservations, r.mem.victims, r.mem.issued
+	m.Notices = r.mem.notices // notice glue (issue 16)
 	return m
 }
 
@@ -361,6 +363,7 @@ func (r *Reconciler) remember(plan *policy.Plan, results []Outcome, snap *policy
 		}
 	}
 	r.mem.victims, r.mem.issued = appliedMemory(plan, results)
+	r.mem.notices = cloneNotices(plan.Notices) // notice glue (issue 16)
 	for id := range r.mem.landed {
 		if !hasJob(snap, id) {
 			delete(r.mem.landed, id)

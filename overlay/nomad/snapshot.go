@@ -22,6 +22,9 @@ type Memory struct {
 	// decision, less what Nomad did not accept (appliedMemory).
 	Victims []policy.Victim
 	Issued  []policy.Issued
+	// Notices: Plan.Notices of the previous decision (checkpoint notices
+	// running), kept whether or not the signal went through.
+	Notices []policy.Notice
 	// LastDecision: the now of the previous decision.
 	LastDecision time.Time
 	// Written: the priority allot last wrote, by policy job ID.
@@ -76,7 +79,7 @@ func BuildSnapshot(s *State, in SnapshotInput) *policy.Snapshot {
 	if cfg == nil {
 		cfg = &Config{}
 	}
-	snap := &policy.Snapshot{Reservations: in.Memory.Reservations, Victims: in.Memory.Victims, Issued: in.Memory.Issued,
+	snap := &policy.Snapshot{Reservations: in.Memory.Reservations, Victims: in.Memory.Victims, Issued: in.Memory.Issued, Notices: in.Memory.Notices,
 		LastDecision: in.Memory.LastDecision}
 	for _, n := range s.Nodes {
 		if pn, ok := policyNode(&n, cfg, in.Memory); ok {
@@ -198,6 +201,10 @@ func OpsFromPlan(p *policy.Plan) []Op {
 	for _, st := range p.Stops {
 		ops = append(ops, Op{Kind: OpStop, Job: jobKeyOf(st.Namespace, st.Job), Allocs: st.Allocs,
 			Reason: st.Reason.String()})
+	}
+	for _, sg := range p.Signals {
+		ops = append(ops, Op{Kind: OpSignal, Job: jobKeyOf(sg.Namespace, sg.Job), Allocs: sg.Allocs, Signal: sg.Signal,
+			Reason: sg.Reason.String()})
 	}
 	for _, na := range p.NodeActions {
 		ops = append(ops, Op{Kind: OpEligibility, Node: na.Node, Eligible: na.Kind.Eligible(), Reason: na.Reason.String()})

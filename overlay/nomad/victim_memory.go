@@ -56,3 +56,17 @@ func appliedMemory(plan *policy.Plan, results []Outcome) ([]policy.Victim, []pol
 // policyID normalizes a plan's job ID ("namespace/id") the way the ops
 // built from it name the job.
 func policyID(id string) string { return PolicyJobID(jobKeyOf("", id)) }
+
+// cloneNotices copies a plan's checkpoint notices for the next pass (the
+// plan's slices are the decider's, reused by its next decision). A notice
+// is carried whatever its signal's outcome: a job whose signal failed is
+// still stopped at the deadline, never kept from being stopped, and never
+// stopped before it (docs/design.md, "Notice before a stop").
+func cloneNotices(ns []policy.Notice) []policy.Notice {
+	out := make([]policy.Notice, len(ns))
+	for i, n := range ns {
+		n.Allocs = slices.Clone(n.Allocs)
+		out[i] = n
+	}
+	return out
+}
