@@ -40,6 +40,7 @@ var exampleJobs = []exampleJob{
 	{"sweep.nomad.hcl", "lr-sweep", "unallocated", 10, 29, 4},
 	{"debug.nomad.hcl", "debug-tokenizer", "protected", 100, 100, 1},
 	{"interactive.nomad.hcl", "notebook-alice", "protected", 100, 100, 1},
+	{"session.nomad.hcl", "session-bob", "protected", 100, 100, 1},
 	{"train.nomad.hcl", "olmo-7b-pretrain", "pending", 40, 89, 0},
 }
 
