@@ -304,7 +304,7 @@ func writeRows(in rowsInput) ([]state.Priority, []state.Decision) {
 		if op.Kind != OpEligibility {
 			d.JobID = PolicyJobID(op.Job)
 		}
-		if op.Kind == OpStop {
+		if op.Kind == OpStop || op.Kind == OpSignal {
 			for _, a := range op.Allocs {
 				d.AllocID = a
 				decs = append(decs, d)
@@ -331,6 +331,9 @@ func opKinds(p *policy.Plan) []string {
 		default:
 			out = append(out, "drain")
 		}
+	}
+	for range p.Signals {
+		out = append(out, "notice") // a checkpoint signal before a stop (issue 16)
 	}
 	for _, na := range p.NodeActions {
 		switch na.Kind {
