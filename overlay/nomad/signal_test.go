@@ -65,8 +65,8 @@ func TestApplySignal(t *testing.T) {
 // "notice", one row per allocation, in step with the ops.
 func TestSignalOpsAndDecisions(t *testing.T) {
 	p := &policy.Plan{
-		Stops:   []policy.StopJob{{Job: "default/old", Namespace: "default", Allocs: []string{"a0"}, Reason: policy.Reason{Code: policy.ReasonVictim}}},
-		Signals: []policy.SignalJob{{Job: "default/train", Namespace: "default", Allocs: []string{"a1", "a2"}, Signal: "SIGUSR1", Reason: policy.Reason{Code: policy.ReasonNoticeSent, Job: "default/b", N: 300}}},
+		Stops:       []policy.StopJob{{Job: "default/old", Namespace: "default", Allocs: []string{"a0"}, Reason: policy.Reason{Code: policy.ReasonVictim}}},
+		Signals:     []policy.SignalJob{{Job: "default/train", Namespace: "default", Allocs: []string{"a1", "a2"}, Signal: "SIGUSR1", Reason: policy.Reason{Code: policy.ReasonNoticeSent, Job: "default/b", N: 300}}},
 		NodeActions: []policy.NodeAction{{Node: "n1", Kind: policy.NodeReserve}},
 	}
 	ops := OpsFromPlan(p)
