@@ -86,6 +86,7 @@ type Decider struct {
 	// its Plan.Notices entry (-1 when none); jobs notices were sent for.
 	noticeOf, inNotice []int32
 	awaiting           []int32
+	stopAt             []time.Time // by job: a drain stop's known time, when noticeAhead plans it early
 	lv                 levelScratch
 	// tl is what an Incremental left out of snap (nil for a full Decide).
 	tl *tail

@@ -71,6 +71,8 @@ func (d *Decider) keepNotices() {
 		d.inNotice[j] = -1
 	}
 	d.awaiting = d.awaiting[:0]
+	d.stopAt = resize(d.stopAt, len(d.jobs))
+	clear(d.stopAt)
 	for k := range d.snap.Notices {
 		n := &d.snap.Notices[k]
 		v, ok := d.jobIndex(n.Job)
@@ -112,6 +114,24 @@ func (d *Decider) noticeAllows(v, j int32) bool {
 		return true
 	}
 	return d.snap.Notices[d.noticeOf[v]].For == d.jp[j].ID
+}
+
+// noticeAhead is moveOff's step for job j, to be stopped at a known time
+// at (its window's end, a Nomad drain's deadline less DrainLead) after now:
+// a job with a notice is signalled its notice before at, so that its stop
+// comes at at, not a notice later (under a Nomad drain that would be past
+// the deadline, when Nomad kills it without a replacement). It reports
+// whether the stop is to be planned now (notify keeps it back until at);
+// otherwise it asks to wake when the notice must be sent.
+func (d *Decider) noticeAhead(j int32, at time.Time) bool {
+	notice := min(d.jp[j].Contract.Notice, d.cfg.MaxNotice)
+	send := at.Add(-notice)
+	if notice <= 0 || send.After(d.now) {
+		d.wakeAt(send)
+		return false
+	}
+	d.stopAt[j] = at
+	return true
 }
 
 // keepNoticed is place's step for waiting job j that time-slicing notices
@@ -255,6 +275,9 @@ func (d *Decider) keepBack(v int32, s StopJob, signal string, notice time.Durati
 	} else {
 		n = Notice{Job: s.Job, For: s.Reason.Job, Allocs: slices.Clone(s.Allocs), Reason: s.Reason,
 			SentAt: d.now, Deadline: d.now.Add(notice)}
+		if int(v) < len(d.stopAt) && d.stopAt[v].After(d.now) && d.stopAt[v].Before(n.Deadline) {
+			n.Deadline = d.stopAt[v] // a drain's stop at a known time: the notice ends there (noticeAhead)
+		}
 		if s.Reason.Code == ReasonDrainStop || s.Reason.Code == ReasonDrainUnallocated || s.Reason.Code == ReasonNomadDrain {
 			n.For = ""
 		}
