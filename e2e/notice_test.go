@@ -87,9 +87,18 @@ func runNoticeStop(t *testing.T, class string) (saved, restored int) {
 		return ok, nil
 	})
 	t.Logf("signal %s after the window's end", sigAt.Sub(v.started().Add(10*time.Second)).Round(time.Millisecond))
-	// While the notice runs the job keeps its GPUs and its running priority.
+	// While the notice runs the job keeps its GPUs and its running
+	// priority, and allot explain says when it stops and for whom.
 	if rs := c.running(t, "saver"); len(rs) != 1 || rs[0].ID != v.ID {
 		t.Fatalf("saver moved at its signal: running %+v", rs)
+	}
+	waitFor(t, 5*time.Second, "the notice in saver's explanation", func() (bool, error) {
+		q := al.Srv.FSM().Read().QueueEntry("default/saver")
+		return q != nil && strings.Contains(q.Explanation, "notice sent at ") && strings.Contains(q.Explanation, "for job default/pending") &&
+			q.Band == "running", nil
+	})
+	if p := c.job(t, "saver").Priority; p != 90 {
+		t.Fatalf("saver at priority %d during its notice, want the running band's 90", p)
 	}
 	p := c.waitRunning(t, "pending", 1, notice+30*time.Second)[0]
 	old := c.alloc(t, "saver", v.ID)
