@@ -170,6 +170,11 @@ func (w *world) do(c *ddCase) (string, error) {
 	case "catchup":
 		w.catchup()
 		return "", nil
+	case "forget":
+		// A new leader: the policy's memory of its own actions is gone (the
+		// replicated state keeps reservations and node states, not these).
+		w.snap.Victims, w.snap.Issued, w.snap.Notices = nil, nil, nil
+		return "", nil
 	}
 	return "", fmt.Errorf("unknown command %q", c.cmd)
 }
