@@ -74,6 +74,8 @@ type NomadConfig struct {
 type PolicyConfig struct {
 	Lookback   *time.Duration
 	RuntimeCap *time.Duration
+	// MaxCheckpointNotice caps a job's checkpoint_notice.
+	MaxCheckpointNotice *time.Duration
 	// bands {}
 	Protected     *int
 	Running       *int
@@ -207,9 +209,10 @@ func (d *decoder) root(body hcl2.Body, cfg *ServerConfig) {
 }
 
 func (d *decoder) policy(body hcl2.Body, p *PolicyConfig) {
-	attrs, blocks := d.content(body, []string{"lookback", "runtime_cap"},
+	attrs, blocks := d.content(body, []string{"lookback", "runtime_cap", "max_checkpoint_notice"},
 		[]string{"bands", "margins", "reservation", "bounds", "drain"})
 	p.Lookback, p.RuntimeCap = d.duration(attrs["lookback"]), d.duration(attrs["runtime_cap"])
+	p.MaxCheckpointNotice = d.duration(attrs["max_checkpoint_notice"])
 	if b, ok := blocks["bands"]; ok {
 		a, _ := d.content(b, []string{"protected", "running", "pending", "unallocated", "preemption_gap"}, nil)
 		p.Protected, p.Running = d.int(a["protected"], 1, math.MaxInt32), d.int(a["running"], 1, math.MaxInt32)

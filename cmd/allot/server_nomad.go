@@ -92,6 +92,7 @@ func policyFromFile(p hcl.PolicyConfig) (policy.Config, error) {
 	}
 	setDur(&c.Lookback, p.Lookback)
 	setDur(&c.RuntimeCap, p.RuntimeCap)
+	setDur(&c.MaxNotice, p.MaxCheckpointNotice)
 	setInt(&c.Protected, p.Protected)
 	setInt(&c.Running, p.Running)
 	if p.Pending != nil {
@@ -154,7 +155,8 @@ func startNomad(ctx context.Context, s nomadSetup, log hclog.Logger, out io.Writ
 }
 
 // reconcilerConfig is what the reconciler runs with. The contract's runtime
-// cap is the policy's: both read the one `runtime_cap` setting, so a
+// cap and notice cap are the policy's (policy.Config.Contract): each is
+// read from its one setting (`runtime_cap`, `max_checkpoint_notice`), so a
 // min_runtime between the default 8h and a larger configured cap is
 // protected for its whole declared window, as the simulator does.
 func reconcilerConfig(s nomadSetup, log hclog.Logger) nomad.ReconcilerConfig {
