@@ -36,25 +36,7 @@ func TestServerBinaryDrivesNomad(t *testing.T) {
 		"SystemSchedulerEnabled": true, "BatchSchedulerEnabled": false, "ServiceSchedulerEnabled": false}}, nil); err != nil {
 		t.Fatal(err)
 	}
-	ports := freePorts(t, 2)
-	cfg := filepath.Join(t.TempDir(), "allot.hcl")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`
-data_dir         = %q
-bootstrap_expect = 1
-ports {
-  http = %d
-  raft = %d
-}
-server {
-  token = "e2e"
-}
-nomad {
-  address                 = %q
-  manage_scheduler_config = true
-}
-`, t.TempDir(), ports[0], ports[1], c.Addr)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfg, _ := nomadServerConfig(t, c.Addr, "")
 	out := startAllotProcess(t, nil, "server", "-config", cfg, "-log-level", "warn")
 	if !strings.Contains(out.String(), "driving Nomad") {
 		t.Fatalf("no start-up line naming Nomad:\n%s", out.String())
@@ -72,4 +54,37 @@ nomad {
 	}
 	c.register(t, gpuJob{ID: "free", GPUs: 1}) // no budget: unallocated
 	c.waitPriority(t, "free", func(p int) bool { return p == 29 }, "= 29 (unallocated band)", 30*time.Second)
+}
+
+// nomadServerConfig writes the config of a one-server allot (write token
+// "e2e") driving the Nomad at nomadAddr, with manage_scheduler_config on and
+// extra appended, and returns its path and allot's HTTP address.
+func nomadServerConfig(t *testing.T, nomadAddr, extra string) (cfg, addr string) {
+	t.Helper()
+	ports := freePorts(t, 2)
+	cfg = filepath.Join(t.TempDir(), "allot.hcl")
+	body := oneServerHCL(t.TempDir(), ports, "e2e") + fmt.Sprintf(`nomad {
+  address                 = %q
+  manage_scheduler_config = true
+}
+`, nomadAddr) + extra
+	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return cfg, fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+}
+
+// oneServerHCL is the config of a one-server raft group on dataDir with the
+// write token token: HTTP on ports[0], raft on ports[1].
+func oneServerHCL(dataDir string, ports []int, token string) string {
+	return fmt.Sprintf(`data_dir = %q
+bootstrap_expect = 1
+ports {
+  http = %d
+  raft = %d
+}
+server {
+  token = %q
+}
+`, dataDir, ports[0], ports[1], token)
 }

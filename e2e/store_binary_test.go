@@ -20,17 +20,7 @@ import (
 func singleServer(t *testing.T, dataDir string) (cfg, addr string) {
 	ports := chaosPorts(t, 2)
 	cfg = filepath.Join(t.TempDir(), "allot.hcl")
-	hcl := fmt.Sprintf(`node_id = "solo"
-data_dir = %q
-bootstrap_expect = 1
-ports {
-  http = %d
-  raft = %d
-}
-server {
-  token = %q
-}
-`, dataDir, ports[0], ports[1], chaosWriteToken)
+	hcl := "node_id = \"solo\"\n" + oneServerHCL(dataDir, ports, chaosWriteToken)
 	if err := os.WriteFile(cfg, []byte(hcl), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/big"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -12,50 +13,59 @@ import (
 	hcl2 "github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/allot-sched/allot/overlay/policy"
 )
 
 // ServerConfig is an `allot server` configuration file. Pointer fields are
-// optional: nil means "not set", and the server's defaults apply.
+// optional: nil means "not set", and the server's defaults apply. The `hcl`
+// tags are the file's keys (decodeTagged); ServerConfig.problems and
+// policy.Config.Validate say which values are valid.
 type ServerConfig struct {
 	// NodeID is the server's raft ID (node_id); unset: kept in data_dir.
-	NodeID          *string
-	DataDir         *string
-	BindAddr        *string
-	AdvertiseAddr   *string
-	LogLevel        *string
-	BootstrapExpect *int
-	RetryJoin       []string
-	Ports           Ports
-	Tokens          Tokens // server { ... }
-	TLS             TLSConfig
-	Nomad           NomadConfig
-	Policy          PolicyConfig
+	NodeID          *string     `hcl:"node_id,optional"`
+	DataDir         *string     `hcl:"data_dir,optional"`
+	BindAddr        *string     `hcl:"bind_addr,optional"`
+	AdvertiseAddr   *string     `hcl:"advertise_addr,optional"`
+	LogLevel        *string     `hcl:"log_level,optional"`
+	BootstrapExpect *int        `hcl:"bootstrap_expect,optional"`
+	RetryJoin       []string    `hcl:"retry_join,optional"`
+	Ports           Ports       `hcl:"ports,block"`
+	Tokens          Tokens      `hcl:"server,block"`
+	TLS             TLSConfig   `hcl:"tls,block"`
+	Nomad           NomadConfig `hcl:"nomad,block"`
+	// Policy is the policy {} block decoded onto policy.DefaultConfig (or,
+	// when the block sets protected above 100, onto
+	// policy.ConfigForMaxPriority(protected)) and validated by its
+	// Validate: what the server's policy and contracts run with, and what
+	// `allot sim -config` replays. Without the block it is the default.
+	Policy policy.Config `hcl:"policy,block"`
 }
 
 // Ports are the server's listening ports.
 type Ports struct {
-	HTTP *int
-	Raft *int
+	HTTP *int `hcl:"http,optional"`
+	Raft *int `hcl:"raft,optional"`
 }
 
 // Tokens are the server {} block's tokens, one per capability. Token (the
 // key `token`) is shorthand for one token holding both budgets and ledger;
 // it cannot be given with budgets_token or ledger_token.
 type Tokens struct {
-	Token    *string
-	Read     *string
-	Budgets  *string
-	Ledger   *string
-	Operator *string
+	Token    *string `hcl:"token,optional"`
+	Read     *string `hcl:"read_token,optional"`
+	Budgets  *string `hcl:"budgets_token,optional"`
+	Ledger   *string `hcl:"ledger_token,optional"`
+	Operator *string `hcl:"operator_token,optional"`
 }
 
 // TLSConfig is the tls {} block.
 type TLSConfig struct {
-	HTTP     *bool
-	RPC      *bool
-	CAFile   *string
-	CertFile *string
-	KeyFile  *string
+	HTTP     *bool   `hcl:"http,optional"`
+	RPC      *bool   `hcl:"rpc,optional"`
+	CAFile   *string `hcl:"ca_file,optional"`
+	CertFile *string `hcl:"cert_file,optional"`
+	KeyFile  *string `hcl:"key_file,optional"`
 }
 
 // NomadConfig is the nomad {} block: how the adapter reaches Nomad.
@@ -63,41 +73,49 @@ type NomadConfig struct {
 	// Present is true when the file has a nomad {} block, even an empty one
 	// (which drives the Nomad of Nomad's standard environment).
 	Present               bool
-	Address               *string
-	Token                 *string
-	Namespaces            []string
-	NodePools             []string
-	ManageSchedulerConfig *bool
+	Address               *string  `hcl:"address,optional"`
+	Token                 *string  `hcl:"token,optional"`
+	Namespaces            []string `hcl:"namespaces,optional"`
+	NodePools             []string `hcl:"node_pools,optional"`
+	ManageSchedulerConfig *bool    `hcl:"manage_scheduler_config,optional"`
 }
 
-// PolicyConfig is the policy {} block: the knobs of overlay/policy.
-type PolicyConfig struct {
-	Lookback   *time.Duration
-	RuntimeCap *time.Duration
-	// MaxCheckpointNotice caps a job's checkpoint_notice.
-	MaxCheckpointNotice *time.Duration
-	// bands {}
-	Protected     *int
-	Running       *int
-	Pending       *[2]int
-	Unallocated   *[2]int
-	PreemptionGap *int
-	// margins {}
-	FairnessMargin *float64
-	Hysteresis     *int
-	// MaxSliceLoss bounds the work one time-slicing stop may throw away, as
-	// a multiple of the beneficiary's protected GPU-time (0: no bound).
-	MaxSliceLoss *float64
-	// reservation {}
-	MaxReservations   *int
-	ReservationNodes  *int
-	ReservationMaxAge *time.Duration
-	// bounds {}
-	MaxEvaluations *int
-	// drain {}
-	DrainLead *time.Duration
-	// DrainReturnAfter: return = "manual" sets 0 (only an operator returns a node).
-	DrainReturnAfter *time.Duration
+// problems lists what is wrong with the decoded values, each with the
+// fields it concerns (decodeTagged's paths, the one to change first).
+func (c *ServerConfig) problems() []fieldProblem {
+	var out []fieldProblem
+	bad := func(field, format string, args ...any) {
+		out = append(out, fieldProblem{fields: []string{field}, message: fmt.Sprintf(format, args...)})
+	}
+	if id := c.NodeID; id != nil && (*id == "" || strings.TrimSpace(*id) != *id) {
+		bad("NodeID", "node_id %q: want a non-empty ID without surrounding spaces (e.g. \"allot-1\")", *id)
+	}
+	if l := c.LogLevel; l != nil {
+		switch strings.ToLower(*l) {
+		case "trace", "debug", "info", "warn", "error":
+		default:
+			bad("LogLevel", "log_level %q: want trace, debug, info, warn or error", *l)
+		}
+	}
+	switch b := c.BootstrapExpect; {
+	case b == nil:
+	case *b < 0 || *b > 7:
+		bad("BootstrapExpect", "bootstrap_expect = %d: want a whole number from 0 to 7", *b)
+	case *b%2 == 0 && *b > 0:
+		bad("BootstrapExpect", "bootstrap_expect = %d: use an odd number of servers (1, 3 or 5) so that a majority survives a loss", *b)
+	}
+	for _, p := range []struct {
+		field, key string
+		port       *int
+	}{{"Ports.HTTP", "http", c.Ports.HTTP}, {"Ports.Raft", "raft", c.Ports.Raft}} {
+		if p.port != nil && (*p.port < 1 || *p.port > 65535) {
+			bad(p.field, "%s = %d: want a whole number from 1 to 65535", p.key, *p.port)
+		}
+	}
+	if t := c.Tokens; t.Token != nil && (t.Budgets != nil || t.Ledger != nil) {
+		bad("Tokens.Token", "token is shorthand for budgets_token and ledger_token together: give either token or budgets_token/ledger_token, not both")
+	}
+	return out
 }
 
 // LoadServerConfig reads and decodes a server configuration file.
@@ -119,8 +137,11 @@ func ParseServerConfig(name string, src []byte) (*ServerConfig, error) {
 		return nil, ds
 	}
 	d := &decoder{file: name}
-	cfg := &ServerConfig{}
-	d.root(f.Body, cfg)
+	cfg := &ServerConfig{Policy: policy.DefaultConfig()}
+	set := map[string]hcl2.Range{}
+	d.decodeTagged(f.Body, reflect.ValueOf(cfg).Elem(), set, "")
+	_, cfg.Nomad.Present = set["Nomad"]
+	d.report(cfg.problems(), set, f.Body.(*hclsyntax.Body).SrcRange)
 	if len(d.diags) > 0 {
 		sortDiagnostics(d.diags)
 		return nil, d.diags
@@ -132,6 +153,8 @@ func ParseServerConfig(name string, src []byte) (*ServerConfig, error) {
 type decoder struct {
 	file  string
 	diags Diagnostics
+	// blockAt is where each block decoded so far starts.
+	blockAt map[hcl2.Body]hcl2.Range
 }
 
 // content splits body by schema; unknown attributes and blocks, and a block
@@ -145,7 +168,20 @@ func (d *decoder) content(body hcl2.Body, attrs, blocks []string) (map[string]*h
 		schema.Blocks = append(schema.Blocks, hcl2.BlockHeaderSchema{Type: b})
 	}
 	c, hds := body.Content(schema)
+	for _, hd := range hds {
+		// hcl says a key is not expected, and names a close one when there
+		// is one; say which are.
+		switch hd.Summary {
+		case "Unsupported argument":
+			hd.Detail += " " + validHere("keys", attrs)
+		case "Unsupported block type":
+			hd.Detail += " " + validHere("blocks", blocks)
+		}
+	}
 	d.diags = append(d.diags, fromHCL(d.file, hds)...)
+	if d.blockAt == nil {
+		d.blockAt = map[hcl2.Body]hcl2.Range{}
+	}
 	bs := map[string]hcl2.Body{}
 	for _, b := range c.Blocks {
 		if _, dup := bs[b.Type]; dup {
@@ -153,6 +189,7 @@ func (d *decoder) content(body hcl2.Body, attrs, blocks []string) (map[string]*h
 			continue
 		}
 		bs[b.Type] = b.Body
+		d.blockAt[b.Body] = b.DefRange
 	}
 	if c.Attributes == nil {
 		c.Attributes = map[string]*hcl2.Attribute{}
@@ -160,107 +197,37 @@ func (d *decoder) content(body hcl2.Body, attrs, blocks []string) (map[string]*h
 	return c.Attributes, bs
 }
 
-func (d *decoder) root(body hcl2.Body, cfg *ServerConfig) {
-	attrs, blocks := d.content(body,
-		[]string{"node_id", "data_dir", "bind_addr", "advertise_addr", "log_level", "bootstrap_expect", "retry_join"},
-		[]string{"ports", "server", "tls", "nomad", "policy"})
-	if cfg.NodeID = d.str(attrs["node_id"]); cfg.NodeID != nil && strings.TrimSpace(*cfg.NodeID) != *cfg.NodeID || cfg.NodeID != nil && *cfg.NodeID == "" {
-		d.bad(attrs["node_id"], "node_id %q: want a non-empty ID without surrounding spaces (e.g. \"allot-1\")", *cfg.NodeID)
+// validHere is the sentence listing the keys or blocks a body takes.
+func validHere(what string, names []string) string {
+	if len(names) == 0 {
+		return "No " + what + " are valid here."
 	}
-	cfg.DataDir = d.str(attrs["data_dir"])
-	cfg.BindAddr = d.str(attrs["bind_addr"])
-	cfg.AdvertiseAddr = d.str(attrs["advertise_addr"])
-	if cfg.LogLevel = d.str(attrs["log_level"]); cfg.LogLevel != nil {
-		switch strings.ToLower(*cfg.LogLevel) {
-		case "trace", "debug", "info", "warn", "error":
-		default:
-			d.bad(attrs["log_level"], "log_level %q: want trace, debug, info, warn or error", *cfg.LogLevel)
-		}
-	}
-	if cfg.BootstrapExpect = d.int(attrs["bootstrap_expect"], 0, 7); cfg.BootstrapExpect != nil && *cfg.BootstrapExpect%2 == 0 && *cfg.BootstrapExpect > 0 {
-		d.bad(attrs["bootstrap_expect"], "bootstrap_expect = %d: use an odd number of servers (1, 3 or 5) so that a majority survives a loss", *cfg.BootstrapExpect)
-	}
-	cfg.RetryJoin = d.strList(attrs["retry_join"])
-	if b, ok := blocks["ports"]; ok {
-		a, _ := d.content(b, []string{"http", "raft"}, nil)
-		cfg.Ports.HTTP, cfg.Ports.Raft = d.int(a["http"], 1, 65535), d.int(a["raft"], 1, 65535)
-	}
-	if b, ok := blocks["server"]; ok {
-		a, _ := d.content(b, []string{"token", "read_token", "budgets_token", "ledger_token", "operator_token"}, nil)
-		cfg.Tokens = Tokens{Token: d.str(a["token"]), Read: d.str(a["read_token"]), Budgets: d.str(a["budgets_token"]),
-			Ledger: d.str(a["ledger_token"]), Operator: d.str(a["operator_token"])}
-		if cfg.Tokens.Token != nil && (cfg.Tokens.Budgets != nil || cfg.Tokens.Ledger != nil) {
-			d.bad(a["token"], "token is shorthand for budgets_token and ledger_token together: give either token or budgets_token/ledger_token, not both")
-		}
-	}
-	if b, ok := blocks["tls"]; ok {
-		a, _ := d.content(b, []string{"http", "rpc", "ca_file", "cert_file", "key_file"}, nil)
-		cfg.TLS = TLSConfig{HTTP: d.bool(a["http"]), RPC: d.bool(a["rpc"]), CAFile: d.str(a["ca_file"]),
-			CertFile: d.str(a["cert_file"]), KeyFile: d.str(a["key_file"])}
-	}
-	if b, ok := blocks["nomad"]; ok {
-		a, _ := d.content(b, []string{"address", "token", "namespaces", "node_pools", "manage_scheduler_config"}, nil)
-		cfg.Nomad = NomadConfig{Present: true, Address: d.str(a["address"]), Token: d.str(a["token"]), Namespaces: d.strList(a["namespaces"]),
-			NodePools: d.strList(a["node_pools"]), ManageSchedulerConfig: d.bool(a["manage_scheduler_config"])}
-	}
-	if b, ok := blocks["policy"]; ok {
-		d.policy(b, &cfg.Policy)
-	}
+	return "Valid " + what + " here: " + strings.Join(names, ", ") + "."
 }
 
-func (d *decoder) policy(body hcl2.Body, p *PolicyConfig) {
-	attrs, blocks := d.content(body, []string{"lookback", "runtime_cap", "max_checkpoint_notice"},
-		[]string{"bands", "margins", "reservation", "bounds", "drain"})
-	p.Lookback, p.RuntimeCap = d.duration(attrs["lookback"]), d.duration(attrs["runtime_cap"])
-	p.MaxCheckpointNotice = d.duration(attrs["max_checkpoint_notice"])
-	if b, ok := blocks["bands"]; ok {
-		a, _ := d.content(b, []string{"protected", "running", "pending", "unallocated", "preemption_gap"}, nil)
-		p.Protected, p.Running = d.int(a["protected"], 1, math.MaxInt32), d.int(a["running"], 1, math.MaxInt32)
-		p.Pending, p.Unallocated = d.intRange(a["pending"]), d.intRange(a["unallocated"])
-		p.PreemptionGap = d.int(a["preemption_gap"], 1, 100)
-		d.checkBands(a, p)
+// policy decodes the policy {} block onto the defaults by policy.Config's
+// tags, then reports each of Validate's problems at the key that set the
+// field it names first (the block's own position when the file set none of
+// them: a default that no longer fits the values given). Its paths are
+// policy.Config's promoted field names ("Pending"), as Validate names them.
+func (d *decoder) policy(body hcl2.Body) policy.Config {
+	before := len(d.diags)
+	set := map[string]hcl2.Range{}
+	c := policy.DefaultConfig()
+	d.decodeTagged(body, reflect.ValueOf(&c).Elem(), set, "")
+	if _, given := set["Protected"]; given && c.Protected > 100 {
+		// A cluster with a larger job_max_priority: the default bands move
+		// with protected, and the file's own values go on top of those.
+		d.diags, set = d.diags[:before], map[string]hcl2.Range{}
+		c = policy.ConfigForMaxPriority(c.Protected)
+		d.decodeTagged(body, reflect.ValueOf(&c).Elem(), set, "")
 	}
-	if b, ok := blocks["margins"]; ok {
-		a, _ := d.content(b, []string{"fairness", "hysteresis", "max_slice_loss"}, nil)
-		p.FairnessMargin, p.Hysteresis = d.float(a["fairness"]), d.int(a["hysteresis"], 0, 100)
-		p.MaxSliceLoss = d.float(a["max_slice_loss"])
+	var ps []fieldProblem
+	for _, p := range c.Problems() {
+		ps = append(ps, fieldProblem{fields: p.Fields, message: p.Message})
 	}
-	if b, ok := blocks["reservation"]; ok {
-		a, _ := d.content(b, []string{"max", "nodes", "max_age"}, nil)
-		p.MaxReservations, p.ReservationNodes = d.int(a["max"], 0, 1000), d.int(a["nodes"], 1, 10000)
-		p.ReservationMaxAge = d.duration(a["max_age"])
-	}
-	if b, ok := blocks["bounds"]; ok {
-		a, _ := d.content(b, []string{"max_evaluations"}, nil)
-		p.MaxEvaluations = d.int(a["max_evaluations"], 1, 1_000_000)
-	}
-	if b, ok := blocks["drain"]; ok {
-		a, _ := d.content(b, []string{"lead", "return"}, nil)
-		p.DrainLead = d.duration(a["lead"])
-		if r := a["return"]; r != nil {
-			if s := d.str(r); s != nil && *s == "manual" {
-				zero := time.Duration(0)
-				p.DrainReturnAfter = &zero
-			} else if s != nil {
-				p.DrainReturnAfter = d.parseDuration(r, *s, `or "manual"`)
-			}
-		}
-	}
-}
-
-// checkBands: the bands must not overlap, from unallocated (lowest) to
-// protected (highest), and pending must reach preemption_gap above
-// unallocated so that allocated work can evict free work.
-func (d *decoder) checkBands(a map[string]*hcl2.Attribute, p *PolicyConfig) {
-	if p.Pending != nil && p.Unallocated != nil && p.Pending[0] <= p.Unallocated[1] {
-		d.bad(a["pending"], "pending %v overlaps unallocated %v: pending must sit above unallocated", *p.Pending, *p.Unallocated)
-	}
-	if p.Pending != nil && p.Running != nil && *p.Running <= p.Pending[1] {
-		d.bad(a["running"], "running = %d must be above pending's top %d", *p.Running, p.Pending[1])
-	}
-	if p.Running != nil && p.Protected != nil && *p.Protected <= *p.Running {
-		d.bad(a["protected"], "protected = %d must be above running = %d", *p.Protected, *p.Running)
-	}
+	d.report(ps, set, d.blockAt[body])
+	return c
 }
 
 func (d *decoder) bad(attr *hcl2.Attribute, format string, args ...any) {
@@ -326,33 +293,6 @@ func (d *decoder) number(attr *hcl2.Attribute) (*big.Float, bool) {
 	return v.AsBigFloat(), true
 }
 
-func (d *decoder) int(attr *hcl2.Attribute, lo, hi int) *int {
-	f, ok := d.number(attr)
-	if !ok {
-		return nil
-	}
-	i, acc := f.Int64()
-	if acc != big.Exact || i < int64(lo) || i > int64(hi) {
-		d.bad(attr, "%s = %s: want a whole number from %d to %d", attr.Name, f.Text('g', 10), lo, hi)
-		return nil
-	}
-	n := int(i)
-	return &n
-}
-
-func (d *decoder) float(attr *hcl2.Attribute) *float64 {
-	f, ok := d.number(attr)
-	if !ok {
-		return nil
-	}
-	x, _ := f.Float64()
-	if x < 0 || math.IsInf(x, 0) {
-		d.bad(attr, "%s = %s: want a finite number >= 0", attr.Name, f.Text('g', 10))
-		return nil
-	}
-	return &x
-}
-
 func (d *decoder) strList(attr *hcl2.Attribute) []string {
 	v, ok := d.value(attr)
 	if !ok {
@@ -372,45 +312,6 @@ func (d *decoder) strList(attr *hcl2.Attribute) []string {
 		out = append(out, e.AsString())
 	}
 	return out
-}
-
-func (d *decoder) intRange(attr *hcl2.Attribute) *[2]int {
-	v, ok := d.value(attr)
-	if !ok {
-		return nil
-	}
-	want := fmt.Sprintf("%s: want [low, high] with 1 <= low <= high, e.g. [40, 89]", attr.Name)
-	if (!v.Type().IsTupleType() && !v.Type().IsListType()) || v.LengthInt() != 2 {
-		d.bad(attr, "%s", want)
-		return nil
-	}
-	var r [2]int
-	for i, it := 0, v.ElementIterator(); it.Next(); i++ {
-		_, e := it.Element()
-		if e.IsNull() || e.Type() != cty.Number {
-			d.bad(attr, "%s", want)
-			return nil
-		}
-		n, acc := e.AsBigFloat().Int64()
-		if acc != big.Exact || n < 1 || n > math.MaxInt32 {
-			d.bad(attr, "%s", want)
-			return nil
-		}
-		r[i] = int(n)
-	}
-	if r[0] > r[1] {
-		d.bad(attr, "%s", want)
-		return nil
-	}
-	return &r
-}
-
-func (d *decoder) duration(attr *hcl2.Attribute) *time.Duration {
-	s := d.str(attr)
-	if s == nil {
-		return nil
-	}
-	return d.parseDuration(attr, *s, "")
 }
 
 // maxDays is the most whole days a time.Duration holds (about 292 years);

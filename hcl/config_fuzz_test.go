@@ -62,23 +62,10 @@ func checkServerConfig(t *testing.T, c *ServerConfig) {
 	if b := c.BootstrapExpect; b != nil && (*b < 0 || *b > 7) {
 		t.Errorf("bootstrap_expect = %d accepted", *b)
 	}
-	p := &c.Policy
-	for what, d := range map[string]*time.Duration{"lookback": p.Lookback, "runtime_cap": p.RuntimeCap,
-		"reservation.max_age": p.ReservationMaxAge, "drain.lead": p.DrainLead} {
-		if d != nil && *d <= 0 {
-			t.Errorf("%s = %v accepted, want a positive duration", what, *d)
-		}
-	}
-	if d := p.DrainReturnAfter; d != nil && *d < 0 {
-		t.Errorf("drain.return = %v accepted", *d)
-	}
-	for what, r := range map[string]*[2]int{"bands.pending": p.Pending, "bands.unallocated": p.Unallocated} {
-		if r != nil && (r[0] < 1 || r[0] > r[1]) {
-			t.Errorf("%s = %v accepted", what, *r)
-		}
-	}
-	if m := p.FairnessMargin; m != nil && (*m < 0 || *m != *m) {
-		t.Errorf("margins.fairness = %v accepted", *m)
+	// The policy block is decoded onto the defaults and validated: what
+	// comes back is a policy the server would run.
+	if err := c.Policy.Validate(); err != nil {
+		t.Errorf("policy accepted that its own Validate refuses: %v", err)
 	}
 }
 
@@ -101,7 +88,7 @@ func TestParseServerConfigDaysOverflow(t *testing.T) {
 		switch {
 		case tc.wantErr && (err == nil || !strings.Contains(err.Error(), "allot.hcl:2:") || !strings.Contains(err.Error(), "at most 106751d")):
 			t.Errorf("lookback = %q: %v, want a positioned error naming the limit", tc.days, err)
-		case !tc.wantErr && (err != nil || *cfg.Policy.Lookback != tc.want):
+		case !tc.wantErr && (err != nil || cfg.Policy.Lookback != tc.want):
 			t.Errorf("lookback = %q: %v, want %v", tc.days, err, tc.want)
 		}
 	}

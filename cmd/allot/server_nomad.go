@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/urfave/cli/v3"
@@ -41,9 +40,9 @@ type nomadSetup struct {
 func nomadSetupFrom(c *cli.Command, fc *hcl.ServerConfig) (nomadSetup, error) {
 	var s nomadSetup
 	var file hcl.NomadConfig
-	var pc hcl.PolicyConfig
+	p := policy.DefaultConfig()
 	if fc != nil {
-		file, pc = fc.Nomad, fc.Policy
+		file, p = fc.Nomad, fc.Policy
 	}
 	s.Enabled = file.Present || c.Bool("nomad") || c.IsSet("nomad-address")
 	if file.Address != nil {
@@ -62,63 +61,9 @@ func nomadSetupFrom(c *cli.Command, fc *hcl.ServerConfig) (nomadSetup, error) {
 	if c.IsSet("manage-scheduler-config") {
 		s.Adapter.ManageSchedulerConfig = c.Bool("manage-scheduler-config")
 	}
-	p, err := policyFromFile(pc)
-	if err != nil {
-		return s, err
-	}
 	p.Namespaces, p.NodePools = file.Namespaces, file.NodePools
 	s.Policy = p
 	return s, nil
-}
-
-// policyFromFile is docs/design.md's default policy with the policy {} block's
-// settings on top. A protected priority above 100 (a cluster with a larger
-// job_max_priority) moves the default bands with it, as
-// policy.ConfigForMaxPriority places them; explicit bands override those.
-func policyFromFile(p hcl.PolicyConfig) (policy.Config, error) {
-	c := policy.DefaultConfig()
-	if p.Protected != nil && *p.Protected > 100 {
-		c = policy.ConfigForMaxPriority(*p.Protected)
-	}
-	setInt := func(dst *int, v *int) {
-		if v != nil {
-			*dst = *v
-		}
-	}
-	setDur := func(dst *time.Duration, v *time.Duration) {
-		if v != nil {
-			*dst = *v
-		}
-	}
-	setDur(&c.Lookback, p.Lookback)
-	setDur(&c.RuntimeCap, p.RuntimeCap)
-	setDur(&c.MaxNotice, p.MaxCheckpointNotice)
-	setInt(&c.Protected, p.Protected)
-	setInt(&c.Running, p.Running)
-	if p.Pending != nil {
-		c.Pending = policy.Range{Low: p.Pending[0], High: p.Pending[1]}
-	}
-	if p.Unallocated != nil {
-		c.Unallocated = policy.Range{Low: p.Unallocated[0], High: p.Unallocated[1]}
-	}
-	setInt(&c.PreemptionGap, p.PreemptionGap)
-	if p.FairnessMargin != nil {
-		c.FairnessMargin = *p.FairnessMargin
-	}
-	setInt(&c.Hysteresis, p.Hysteresis)
-	if p.MaxSliceLoss != nil {
-		c.MaxSliceLoss = *p.MaxSliceLoss
-	}
-	setInt(&c.MaxReservations, p.MaxReservations)
-	setInt(&c.ReservationNodes, p.ReservationNodes)
-	setDur(&c.ReservationMaxAge, p.ReservationMaxAge)
-	setInt(&c.MaxEvaluations, p.MaxEvaluations)
-	setDur(&c.DrainLead, p.DrainLead)
-	setDur(&c.DrainReturnAfter, p.DrainReturnAfter)
-	if err := c.Validate(); err != nil {
-		return c, fmt.Errorf("policy {} block: %w", err)
-	}
-	return c, nil
 }
 
 // startNomad checks Nomad before the server starts (version, token, and
@@ -154,18 +99,12 @@ func startNomad(ctx context.Context, s nomadSetup, log hclog.Logger, out io.Writ
 	return rec, nil
 }
 
-// reconcilerConfig is what the reconciler runs with. The contract's runtime
-// cap and notice cap are the policy's (policy.Config.Contract): each is
-// read from its one setting (`runtime_cap`, `max_checkpoint_notice`), so a
+// reconcilerConfig is what the reconciler runs with. Its contracts are
+// parsed with the policy's own contract.Config (runtime_cap), so a
 // min_runtime between the default 8h and a larger configured cap is
-// protected for its whole declared window, as the simulator does.
+// protected for its whole declared window, as in the simulator.
 func reconcilerConfig(s nomadSetup, log hclog.Logger) nomad.ReconcilerConfig {
-	return nomad.ReconcilerConfig{
-		Nomad:    s.Adapter,
-		Policy:   s.Policy,
-		Contract: s.Policy.Contract(),
-		Logger:   log,
-	}
+	return nomad.ReconcilerConfig{Nomad: s.Adapter, Policy: s.Policy, Logger: log}
 }
 
 // warnUnmanaged logs the running allocations of jobs allot does not manage

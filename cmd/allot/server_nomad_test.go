@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -145,7 +146,7 @@ policy {
 
 	bad := writeConfig(t, "nomad {}\npolicy {\n  margins {\n    hysteresis = 0\n  }\n}\n")
 	_, _, err = parseServer(t, "-dev", "-config", bad)
-	if err == nil || !strings.Contains(err.Error(), "policy {} block") || !strings.Contains(err.Error(), "hysteresis") {
+	if err == nil || !strings.Contains(err.Error(), bad+":4:18: hysteresis = 0: want a whole number from 1 to 100") {
 		t.Fatalf("hysteresis = 0: %v", err)
 	}
 }
@@ -239,28 +240,56 @@ func TestStartNomadPreflight(t *testing.T) {
 	}
 }
 
+// runtimeCapConfig is a server config whose policy block raises the
+// runtime cap to 12h; the simulator's -config reads the same file.
+const runtimeCapConfig = `
+nomad {
+  address = "http://127.0.0.1:4646"
+}
+policy {
+  runtime_cap = "12h"
+}
+`
+
 // TestServerRuntimeCapReachesContract goes from a server config's
 // policy { runtime_cap = "12h" } to the protected window of a job declaring
 // min_runtime = "10h": the reconciler's contract must protect it for all
-// 10h, not clamp it to the default 8h while the policy says 12h.
+// 10h, not clamp it to the default 8h while the policy says 12h; a 14h job
+// is clamped to the 12h cap, with a warning naming the key and the setting.
 func TestServerRuntimeCapReachesContract(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "allot.hcl")
-	cfg := "data_dir = \"" + t.TempDir() + "\"\nnomad {\n  address = \"http://127.0.0.1:4646\"\n}\npolicy {\n  runtime_cap = \"12h\"\n}\n"
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := writeConfig(t, "data_dir = \""+t.TempDir()+"\"\n"+runtimeCapConfig)
 	_, ns, err := parseServer(t, "-config", path)
 	if err != nil {
 		t.Fatalf("allot server -config: %v", err)
 	}
 	rc := reconcilerConfig(ns, hclog.NewNullLogger())
-	if rc.Policy.RuntimeCap != 12*time.Hour || rc.Contract.RuntimeCap != 12*time.Hour {
-		t.Fatalf("runtime cap: policy %v, contract %v; want 12h in both", rc.Policy.RuntimeCap, rc.Contract.RuntimeCap)
+	if rc.Policy.RuntimeCap != 12*time.Hour {
+		t.Fatalf("runtime cap %v, want 12h", rc.Policy.RuntimeCap)
 	}
-	meta := map[string]string{"budget": "ai2/nlp/reasoning", "min_runtime": "10h", "resumable": "true"}
-	c := contract.Parse("long-train", meta, rc.Contract, func(string) (bool, bool) { return true, true })
-	if c.Protected != 10*time.Hour || len(c.Warnings) != 0 {
-		t.Fatalf("min_runtime 10h under a 12h cap: protected %v, warnings %v; want 10h, none", c.Protected, c.Warnings)
+	leaf := func(string) (bool, bool) { return true, true }
+	for _, tc := range []struct {
+		minRuntime    string
+		wantProtected time.Duration
+		wantWarning   string
+	}{
+		{"10h", 10 * time.Hour, ""},
+		{"12h", 12 * time.Hour, ""},
+		{"14h", 12 * time.Hour, `meta min_runtime = "14h": above the cap of 12h0m0s (the server's policy { runtime_cap }); the job is protected for 12h0m0s only`},
+	} {
+		meta := map[string]string{"budget": "ai2/nlp/reasoning", "min_runtime": tc.minRuntime, "resumable": "true"}
+		// The reconciler parses every job with its policy's contract.Config.
+		c := contract.Parse("long-train", meta, rc.Policy.Config, leaf)
+		var warnings []string
+		for _, w := range c.Warnings {
+			warnings = append(warnings, w.String())
+		}
+		var want []string
+		if tc.wantWarning != "" {
+			want = []string{`job "long-train": ` + tc.wantWarning}
+		}
+		if c.Protected != tc.wantProtected || !slices.Equal(warnings, want) {
+			t.Errorf("min_runtime %s under a 12h cap: protected %v, warnings %q; want %v, %q", tc.minRuntime, c.Protected, warnings, tc.wantProtected, tc.wantWarning)
+		}
 	}
 }
 
@@ -283,8 +312,8 @@ func TestServerNoticeCapReachesContract(t *testing.T) {
 		t.Fatalf("allot server -config: %v", err)
 	}
 	rc := reconcilerConfig(ns, hclog.NewNullLogger())
-	if rc.Policy.MaxNotice != 20*time.Minute || rc.Contract.MaxNotice != 20*time.Minute {
-		t.Fatalf("notice cap: policy %v, contract %v; want 20m in both", rc.Policy.MaxNotice, rc.Contract.MaxNotice)
+	if rc.Policy.MaxNotice != 20*time.Minute {
+		t.Fatalf("notice cap %v, want 20m", rc.Policy.MaxNotice)
 	}
 	leaf := func(string) (bool, bool) { return true, true }
 	for _, tc := range []struct {
@@ -293,13 +322,13 @@ func TestServerNoticeCapReachesContract(t *testing.T) {
 		warns  int
 	}{{"15m", 15 * time.Minute, 0}, {"30m", 20 * time.Minute, 1}} {
 		meta := map[string]string{"budget": "lab/a", "min_runtime": "1h", "checkpoint_signal": "SIGUSR1", "checkpoint_notice": tc.notice}
-		c := contract.Parse("j", meta, rc.Contract, leaf)
+		c := contract.Parse("j", meta, rc.Policy.Config, leaf)
 		if c.Notice != tc.want || len(c.Warnings) != tc.warns {
 			t.Errorf("checkpoint_notice %s under a 20m cap: notice %v, warnings %v; want %v and %d warning(s)", tc.notice, c.Notice, c.Warnings, tc.want, tc.warns)
 		}
 	}
 	if _, _, err := parseServer(t, "-config", write("  runtime_cap = \"1h\"\n  max_checkpoint_notice = \"2h\"\n")); err == nil ||
-		!strings.Contains(err.Error(), "max checkpoint notice 2h0m0s must be positive and at most the runtime cap 1h0m0s") {
+		!strings.Contains(err.Error(), "max_checkpoint_notice = 2h0m0s: want a positive duration at most runtime_cap (1h0m0s)") {
 		t.Fatalf("a notice cap above the runtime cap: %v, want it refused", err)
 	}
 }

@@ -35,6 +35,7 @@ func simFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "budgets", Local: true, Usage: "directory of budget HCL files"},
 		&cli.StringFlag{Name: "trace", Local: true, Usage: "trace file: .csv or .jsonl (optionally .gz); without one, a trace is generated"},
+		&cli.StringFlag{Name: "config", Local: true, Usage: "an `allot server` config file: the allot policy runs with its policy {} block (runtime_cap, bands, margins, ...), as the server would; without one, the defaults"},
 		&cli.StringFlag{Name: "cluster", Local: true, Usage: "HCL file of the cluster's node pools, instead of -nodes and -gpus-per-node (e.g. examples/sim/cluster.hcl)"},
 		&cli.IntFlag{Name: "nodes", Local: true, Value: 128, Usage: "GPU nodes in the cluster (one pool, \"default\"), 1 to 100000"},
 		&cli.IntFlag{Name: "gpus-per-node", Local: true, Value: 8, Usage: "GPUs per node, 1 to 64"},
@@ -72,6 +73,7 @@ func simCommand() *cli.Command {
 
 // simInputs are the resolved inputs of a run.
 type simInputs struct {
+	policy  policy.Config // the allot policy's, from -config or the defaults
 	tree    *budgets.Tree
 	trace   *sim.Trace
 	cluster sim.ClusterSpec
@@ -141,6 +143,16 @@ func simInputsFrom(c *cli.Command) (*simInputs, error) {
 		return nil, err
 	}
 	in := &simInputs{opts: sim.DefaultOptions()}
+	configPath := rel(base, sc.Config)
+	if c.IsSet("config") {
+		configPath = c.String("config")
+	}
+	if in.policy, err = simPolicy(configPath); err != nil {
+		if !c.IsSet("config") {
+			err = sc.missing("config", err)
+		}
+		return nil, err
+	}
 	budgetsDir := rel(base, sc.Budgets)
 	if c.IsSet("budgets") || budgetsDir == "" {
 		budgetsDir = c.String("budgets")
@@ -184,7 +196,7 @@ func simInputsFrom(c *cli.Command) (*simInputs, error) {
 		return nil, err
 	}
 	warnings, err := in.trace.Check(in.cluster, in.tree, sim.CheckOptions{SkipInvalid: c.Bool("skip-invalid"),
-		Contract: policy.DefaultConfig().Contract()})
+		Contract: in.policy.Config})
 	if err != nil {
 		return nil, traceFileErr(traceName, err)
 	}
@@ -439,10 +451,25 @@ func readTrace(path string, skip bool) (*sim.Trace, error) {
 	return tr, nil
 }
 
-func newPolicy(name string) (sim.Policy, error) {
+// simPolicy is the allot policy's configuration: the policy {} block of
+// the server config file at path (decoded and validated as `allot server
+// -config` does), or the defaults when path is "".
+func simPolicy(path string) (policy.Config, error) {
+	if path == "" {
+		return policy.DefaultConfig(), nil
+	}
+	fc, err := hcl.LoadServerConfig(path)
+	if err != nil {
+		return policy.Config{}, err
+	}
+	return fc.Policy, nil
+}
+
+// newPolicy is the policy named name; allot runs with cfg.
+func newPolicy(name string, cfg policy.Config) (sim.Policy, error) {
 	switch strings.TrimSpace(name) {
 	case "allot":
-		return sim.NewAllot(policy.DefaultConfig())
+		return sim.NewAllot(cfg)
 	case "baseline":
 		return sim.NewBaseline(sim.DefaultBaselineConfig()), nil
 	}
@@ -452,7 +479,7 @@ func newPolicy(name string) (sim.Policy, error) {
 func runSim(_ context.Context, c *cli.Command) error {
 	seen := map[string]bool{}
 	for _, name := range strings.Split(c.String("policies"), ",") {
-		if _, err := newPolicy(name); err != nil {
+		if _, err := newPolicy(name, policy.DefaultConfig()); err != nil {
 			return err
 		}
 		if name = strings.TrimSpace(name); seen[name] {
@@ -473,7 +500,7 @@ func runSim(_ context.Context, c *cli.Command) error {
 	var results []*sim.Result
 	stderr := c.Root().ErrWriter
 	for _, name := range strings.Split(c.String("policies"), ",") {
-		p, err := newPolicy(name)
+		p, err := newPolicy(name, in.policy)
 		if err != nil {
 			return err
 		}

@@ -141,7 +141,7 @@ func TestSimClusterErrors(t *testing.T) {
 	}
 	sc := writeFile(t, filepath.Join(dir, "s.json"), `{"clusters": "c.hcl"}`)
 	code, _, errOut = runCLI(t, "sim", sc)
-	if code != exitInvalid || !strings.Contains(errOut, "valid keys: budgets, trace, cluster, pools, nodes, gpus_per_node, generate") {
+	if code != exitInvalid || !strings.Contains(errOut, "valid keys: budgets, trace, cluster, config, pools, nodes, gpus_per_node, generate") {
 		t.Errorf("unknown scenario key: code %d stderr %q, want the valid keys listed", code, errOut)
 	}
 }

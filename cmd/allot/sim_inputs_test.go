@@ -114,7 +114,7 @@ func TestSimRefusesBadScenarios(t *testing.T) {
 		{"a pool without gpus_per_node", `{"pools": [{"name": "p", "nodes": 2}]}`,
 			[]string{`:1:12: pools[0] has no gpus_per_node; a pool needs name, nodes and gpus_per_node (model defaults to "h100")`}},
 		{"unknown top-level and generate keys", "{\"cluter\": \"c.hcl\",\n \"generate\": {\"dayz\": 2}}", []string{
-			`:1:2: unknown key "cluter" (did you mean "cluster"?); valid keys: budgets, trace, cluster, pools, nodes, gpus_per_node, generate`,
+			`:1:2: unknown key "cluter" (did you mean "cluster"?); valid keys: budgets, trace, cluster, config, pools, nodes, gpus_per_node, generate`,
 			`:2:15: unknown key "dayz" in generate (did you mean "days"?); valid keys: seed, days, gpus, demand, allocated, team_spread, debug_per_day, interactive_per_day, resumable, high_inflation, debug_priority, train_priority, train_sizes, train_weights, train_work_min, train_work_max, train_cap, failures, nodes, repair_min, repair_max, train_notice, interactive_notice`,
 		}},
 		{"the generator's gpus", `{"generate": {"gpus": 64}}`,
@@ -124,8 +124,8 @@ func TestSimRefusesBadScenarios(t *testing.T) {
 		{"a syntax error", "{\n  \"budgets\": \"b\"\n  \"nodes\": 4\n}", []string{`:3:3: invalid character '"' after object key:value pair`}},
 		{"a key twice", "{\"nodes\": 4, \"nodes\": 8}", []string{`:1:14: key "nodes" is given twice; give it once`}},
 		{"a second document", "{\"nodes\": 4}\n{\"nodes\": 8}\n", []string{`:2:1: a second JSON value after the scenario's object; a scenario file holds one object`}},
-		{"an array", "[{\"nodes\": 4}]", []string{`:1:1: a scenario is a JSON object ({...}) with keys budgets, trace, cluster, pools, nodes, gpus_per_node, generate`}},
-		{"an empty file", "\n", []string{`:1:1: the file is empty; a scenario is one JSON object with keys budgets, trace, cluster, pools, nodes, gpus_per_node, generate`}},
+		{"an array", "[{\"nodes\": 4}]", []string{`:1:1: a scenario is a JSON object ({...}) with keys budgets, trace, cluster, config, pools, nodes, gpus_per_node, generate`}},
+		{"an empty file", "\n", []string{`:1:1: the file is empty; a scenario is one JSON object with keys budgets, trace, cluster, config, pools, nodes, gpus_per_node, generate`}},
 		{"cut short", `{"nodes": 4`, []string{`:1:12: the JSON ends before the object is closed`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -22,10 +22,13 @@ import (
 // The cluster comes from the first of: Cluster (an HCL file of node pools),
 // Pools, and Nodes × GPUsPerNode.
 type scenarioFile struct {
-	path        string
-	Budgets     string
-	Trace       string
-	Cluster     string
+	path    string
+	Budgets string
+	Trace   string
+	Cluster string
+	// Config is an `allot server` config file whose policy {} block the
+	// allot policy runs with (hcl.ServerConfig.Policy).
+	Config      string
 	Nodes       int // 0: not given
 	GPUsPerNode int // 0: not given
 	// Generate overrides keys of sim.DefaultGenConfig (snake_case keys,
@@ -42,7 +45,7 @@ type scenarioFile struct {
 // cluster file (an HCL pool block's attributes, and its label as "name")
 // spell them.
 var (
-	scenarioKeys = []string{"budgets", "trace", "cluster", "pools", "nodes", "gpus_per_node", "generate"}
+	scenarioKeys = []string{"budgets", "trace", "cluster", "config", "pools", "nodes", "gpus_per_node", "generate"}
 	poolKeys     = []string{"name", "nodes", "gpus_per_node", "model", "node_pool"}
 )
 
@@ -142,6 +145,7 @@ func decodeScenario(path string, text []byte) (*scenarioFile, []string) {
 	str("budgets", &sc.Budgets)
 	str("trace", &sc.Trace)
 	str("cluster", &sc.Cluster)
+	str("config", &sc.Config)
 	count := func(key string, raw json.RawMessage, at, lo, hi int, dst *int, what string) {
 		var n int
 		if !decodeValue(p, at, key, raw, &n, fmt.Sprintf("a whole number from %d to %d", lo, hi)) {

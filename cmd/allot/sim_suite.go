@@ -125,6 +125,9 @@ func runSuiteScenario(dir string, s suiteScenario, seed uint64) (sim.SuiteRow, e
 		if sc.Cluster == "" && from.Cluster != "" {
 			sc.Cluster = rel(fbase, from.Cluster)
 		}
+		if sc.Config == "" && from.Config != "" {
+			sc.Config = rel(fbase, from.Config)
+		}
 		if sc.Nodes == 0 && len(sc.Pools) == 0 {
 			sc.Nodes, sc.GPUsPerNode, sc.Pools = from.Nodes, from.GPUsPerNode, from.Pools
 		}
@@ -145,6 +148,10 @@ func runSuiteScenario(dir string, s suiteScenario, seed uint64) (sim.SuiteRow, e
 		tree = t
 	}
 	cluster, err := suiteCluster(sc, base)
+	if err != nil {
+		return sim.SuiteRow{}, err
+	}
+	pc, err := simPolicy(rel(base, sc.Config))
 	if err != nil {
 		return sim.SuiteRow{}, err
 	}
@@ -193,7 +200,7 @@ func runSuiteScenario(dir string, s suiteScenario, seed uint64) (sim.SuiteRow, e
 	}
 	row := sim.SuiteRow{Scenario: s.Name, Seed: seed, GPUs: cluster.GPUs()}
 	for _, name := range []string{"allot", "baseline"} {
-		p, err := newPolicy(name)
+		p, err := newPolicy(name, pc)
 		if err != nil {
 			return sim.SuiteRow{}, err
 		}

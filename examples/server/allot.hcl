@@ -49,6 +49,7 @@ nomad {
 }
 
 # The policy's knobs; every one is optional and shown at its default.
+# `allot sim -config allot.hcl` replays a workload with this same block.
 policy {
   lookback    = "7d" # fair-share window
   runtime_cap = "8h" # longest protected window a job may ask for

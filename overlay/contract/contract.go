@@ -34,14 +34,17 @@ const (
 	ClassSession = "session"
 )
 
-// Config holds the operator's knobs that shape a contract.
+// Config holds the operator's knobs that shape a contract. The `hcl` tag is
+// the server config's key (policy { runtime_cap }): policy.Config embeds
+// this Config, so the policy's cap and the contract's are one value.
 type Config struct {
 	// RuntimeCap bounds the protected window; a larger min_runtime is clamped
 	// with a warning. Zero means DefaultRuntimeCap.
-	RuntimeCap time.Duration
-	// MaxNotice bounds checkpoint_notice; a longer notice is clamped with a
-	// warning. Zero means DefaultMaxNotice.
-	MaxNotice time.Duration
+	RuntimeCap time.Duration `hcl:"runtime_cap,optional"`
+	// MaxNotice bounds checkpoint_notice (policy { max_checkpoint_notice
+	// }); a longer notice is clamped with a warning. Zero means
+	// DefaultMaxNotice.
+	MaxNotice time.Duration `hcl:"max_checkpoint_notice,optional"`
 }
 
 func (c Config) maxNotice() time.Duration {
@@ -180,7 +183,7 @@ func parseMinRuntime(meta map[string]string, limit time.Duration, warn warnFunc)
 		return 0
 	}
 	if d > limit {
-		warn(KeyMinRuntime, raw, "above the cap of %s; the job is protected for %s only", limit, limit)
+		warn(KeyMinRuntime, raw, "above the cap of %s (the server's policy { runtime_cap }); the job is protected for %s only", limit, limit)
 	}
 	return d
 }

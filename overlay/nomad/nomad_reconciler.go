@@ -33,11 +33,12 @@ type LedgerReader interface {
 
 // ReconcilerConfig configures a Reconciler.
 type ReconcilerConfig struct {
-	Client   *api.Client
-	Nomad    Config
-	Policy   policy.Config
-	Contract contract.Config
-	Logger   hclog.Logger
+	Client *api.Client
+	Nomad  Config
+	// Policy is what Decide runs with; its contract.Config (runtime_cap)
+	// is what every job's contract is parsed with: one cap for both.
+	Policy policy.Config
+	Logger hclog.Logger
 }
 
 // Reconciler is server.Reconciler over a live Nomad: a Watcher keeps a View
@@ -196,7 +197,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, v *state.View, now time.Time
 		return server.Outcome{}, ErrNotSynced
 	}
 	tree, leaf := budgetTree(v)
-	in := SnapshotInput{Config: &r.cfg.Nomad, Contract: r.cfg.Contract, Leaf: leaf, Nearest: tree.NearestLeaf, Under: tree.LeavesUnder, Memory: r.memory(v, &st, now)}
+	in := SnapshotInput{Config: &r.cfg.Nomad, Contract: r.cfg.Policy.Config, Leaf: leaf, Nearest: tree.NearestLeaf, Under: tree.LeavesUnder, Memory: r.memory(v, &st, now)}
 	snap := BuildSnapshot(&st, in)
 	r.patchLanded(snap)
 	fs := r.fairShare(ledger, tree, now)

@@ -110,7 +110,7 @@ func allocRows(in rowsInput, jobs map[string]state.Job) []state.Alloc {
 		if !ok || !in.cfg.Nomad.Manages(&j) {
 			return contract.Contract{}, false
 		}
-		c := contract.ParseIn(id, j.Meta, in.cfg.Contract, contract.Budgets{Leaf: in.leaf, Nearest: in.nearest, Under: in.under})
+		c := contract.ParseIn(id, j.Meta, in.cfg.Policy.Config, contract.Budgets{Leaf: in.leaf, Nearest: in.nearest, Under: in.under})
 		contracts[k] = c
 		return c, true
 	}

@@ -83,7 +83,7 @@ func newRowsFixture(view *state.View, allocs ...Alloc) *rowsFixture {
 	for _, k := range []JobKey{train.Key, free.Key} {
 		j := st.Jobs[k]
 		snap.Jobs = append(snap.Jobs, policy.Job{ID: PolicyJobID(k), Namespace: k.Namespace,
-			Contract: contract.Parse(PolicyJobID(k), j.Meta, cfg.Contract, leaf),
+			Contract: contract.Parse(PolicyJobID(k), j.Meta, cfg.Policy.Config, leaf),
 			Groups:   []policy.TaskGroup{{Name: "g", Count: 1, GPUs: j.Groups[0].GPUs}}})
 	}
 	return &rowsFixture{in: rowsInput{view: view, state: st, snap: snap, plan: &policy.Plan{Now: rowsT0},

@@ -137,11 +137,6 @@ type evalDone struct {
 	ModifyIndex uint64
 }
 
-func (c *change) empty() bool {
-	return len(c.putJobs)+len(c.delJobs)+len(c.putAllocs)+len(c.putNodes)+len(c.delNodes)+
-		len(c.putBlocked)+len(c.unblockEvals) == 0
-}
-
 // apply merges a change; it notifies readers only when something changed.
 func (v *View) apply(c *change) {
 	v.mu.Lock()

@@ -321,7 +321,6 @@ func (d *Decider) jobState(j int32, info *jobInfo) {
 			info.state = jsRunning
 		}
 	}
-	return
 }
 
 // buildCapacity fills the placement model from usable nodes.

@@ -125,11 +125,6 @@ func (c *steppedClock) Advance(d time.Duration) {
 	c.mu.Unlock()
 }
 func (c *steppedClock) JumpWall(d time.Duration) { c.mu.Lock(); c.wall = c.wall.Add(d); c.mu.Unlock() }
-func (c *steppedClock) set(w time.Time, m time.Duration) {
-	c.mu.Lock()
-	c.wall, c.mono = w, m
-	c.mu.Unlock()
-}
 
 // TestLeaderClockJumpNotObeyed: the leader's wall clock jumps ten years
 // ahead mid-term; the jump is logged, the next reconcile pass charges the

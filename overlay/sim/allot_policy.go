@@ -75,7 +75,7 @@ func (a *Allot) Init(s *State, tree *budgets.Tree) error {
 	a.jobIndex = make(map[string]int32, s.NumJobs())
 	a.contracts = make([]contract.Contract, s.NumJobs())
 	a.groups = make([]policy.TaskGroup, s.NumJobs())
-	ccfg := a.cfg.Contract()
+	ccfg := a.cfg.Config
 	leaf := func(p string) (bool, bool) {
 		n, ok := tree.Lookup(p)
 		return ok, ok && n.IsLeaf()

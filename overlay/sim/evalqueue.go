@@ -74,21 +74,3 @@ func (q *evalQueue) below(p int) int {
 	}
 	return -1
 }
-
-// all appends every queued job in retry order (tests and reports).
-func (q *evalQueue) all(jobs []job, dst []int32) []int32 {
-	for p := q.below(256); p >= 0; p = q.below(p) {
-		start := len(dst)
-		for _, b := range q.levels[p].buckets {
-			dst = append(dst, b...)
-		}
-		part := dst[start:]
-		slices.SortFunc(part, func(a, b int32) int {
-			if jobs[a].evalIdx < jobs[b].evalIdx {
-				return -1
-			}
-			return 1
-		})
-	}
-	return dst
-}

@@ -202,7 +202,7 @@ const (
 	fillerWorkMin, fillerWorkMax           = 2 * time.Hour, 24 * time.Hour
 )
 
-func debugSizes() [5]int { return [5]int{1, 1, 2, 4, 8} }
+var debugSizes = [...]int{1, 1, 2, 4, 8}
 
 // debugGPUHours and interactiveGPUHours are the mean GPU-hours of one job:
 // the log-uniform mean work (hi-lo)/ln(hi/lo) times the mean size.
@@ -222,7 +222,7 @@ func (g *generator) debug(leaf *budgets.Node, n float64) {
 	for k := 0; k < int(n+g.rng.Float64()); k++ {
 		work := g.logUniform(debugWorkMin, debugWorkMax)
 		g.tr.Jobs = append(g.tr.Jobs, JobSpec{ID: g.id(leaf, "debug"), Submit: g.at(), Budget: leaf.Path,
-			Class: ClassDebug, Count: 1, GPUs: g.fit(debugSizes()[g.rng.IntN(len(debugSizes()))]), Work: work,
+			Class: ClassDebug, Count: 1, GPUs: g.fit(debugSizes[g.rng.IntN(len(debugSizes))]), Work: work,
 			MinRuntime: min(15*time.Minute, work.Round(time.Minute)+time.Minute), Priority: g.priority(g.cfg.DebugPriority),
 			Baseline: g.level()})
 	}

@@ -163,7 +163,7 @@ func (g *generator) heavyTeam(leaf *budgets.Node, h HeavyConfig, from, gpuHours 
 		var j JobSpec
 		if work <= 15*time.Minute {
 			j = JobSpec{ID: g.id(leaf, "debug"), Class: ClassDebug, Count: 1,
-				GPUs: debugSizes()[g.rng.IntN(len(debugSizes()))], Work: work,
+				GPUs: debugSizes[g.rng.IntN(len(debugSizes))], Work: work,
 				MinRuntime: time.Duration(5+g.rng.IntN(11)) * time.Minute, Priority: g.priority(g.cfg.DebugPriority)}
 		} else {
 			x := g.rng.Float64() * wsum
