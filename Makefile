@@ -6,7 +6,7 @@ LDFLAGS   := -X github.com/allot-sched/allot/internal/version.Version=$(VERSION)
 FUZZTIME  ?= 10s
 BENCHTIME ?= 1s
 
-.PHONY: all build test fmt-check vet unit arrows arrows-selftest staticcheck bench e2e chaos fuzz tidy-check clean sim-suite
+.PHONY: all build test fmt-check vet unit arrows arrows-selftest staticcheck bench e2e chaos fuzz tidy-check clean sim-suite fidelity
 
 all: build
 
@@ -56,6 +56,14 @@ bench:
 # tests skip with a one-line reason when there is none.
 e2e: build
 	ALLOT_BIN_DIR=$(CURDIR)/$(BIN) $(GO) test -count=1 -v -timeout 30m ./e2e/...
+
+# fidelity runs the traces of examples/sim/fidelity on a real Nomad (one
+# server, three clients with allot-nvml's fake GPUs) driven by an allot
+# server, and through the simulator's model, and compares the two event logs
+# (allot sim compare); skipped with a reason without Nomad. About 6 minutes;
+# ALLOT_FIDELITY_OUT=DIR keeps the logs and comparisons.
+fidelity: build
+	ALLOT_FIDELITY=1 ALLOT_BIN_DIR=$(CURDIR)/$(BIN) $(GO) test -count=1 -v -run TestFidelity -timeout 20m ./e2e/
 
 # chaos runs three real `allot server` processes under a bounded write load,
 # kills the leader, a follower and then all three with SIGKILL, and checks

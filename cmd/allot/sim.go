@@ -42,12 +42,14 @@ func simFlags() []cli.Flag {
 		&cli.StringFlag{Name: "policies", Local: true, Value: "allot,baseline", Usage: "comma-separated policies to compare: allot, baseline"},
 		&cli.Uint64Flag{Name: "seed", Local: true, Value: 1, Usage: "seed of the model's random choices and of a generated trace"},
 		&cli.DurationFlag{Name: "reaction-delay", Local: true, Value: sim.DefaultOptions().ReactionDelay, Usage: "time from a change to the policy's reconcile (0 or more)"},
+		&cli.DurationFlag{Name: "start-latency", Local: true, Usage: "time from a placement to the task running (the GPUs are held, the work clock waits); 0: at once"},
 		&cli.DurationFlag{Name: "checkpoint-loss", Local: true, Value: sim.DefaultOptions().CheckpointLoss, Usage: "work a resumable job loses when preempted (0 or more)"},
 		&cli.DurationFlag{Name: "horizon", Local: true, DefaultText: "the trace's end", Usage: "simulated time to run"},
 		&cli.DurationFlag{Name: "warmup", Local: true, Value: defaultWarmup, Usage: "start of the run left out of the measurements (the cluster starts empty); the default is dropped for runs not longer than twice it"},
 		&cli.BoolFlag{Name: "best-fit", Local: true, Usage: "score every feasible node instead of Nomad's two"},
 		&cli.BoolFlag{Name: "skip-invalid", Local: true, Usage: "drop invalid trace rows, jobs no node can hold and health rows for nodes or GPUs the cluster lacks (counted) instead of failing"},
 		&cli.StringFlag{Name: "html", Local: true, Usage: "write an HTML report to this file"},
+		&cli.StringFlag{Name: "events", Local: true, Usage: "write the run's event log (JSON lines, sim.Event) to this file; with several policies, one file each (FILE.allot.jsonl, ...)"},
 		localFlag(jsonFlag()),
 	}
 }
@@ -66,7 +68,7 @@ func simCommand() *cli.Command {
 		Usage:     "replay a workload through allot and the baseline on a model of Nomad, and compare",
 		ArgsUsage: "[SCENARIO.json]",
 		Flags:     simFlags(),
-		Commands:  []*cli.Command{simGenerateCommand(), simSuiteCommand()},
+		Commands:  []*cli.Command{simGenerateCommand(), simSuiteCommand(), simCompareCommand()},
 		Action:    runSim,
 	}
 }
@@ -117,6 +119,7 @@ func checkSimFlags(c *cli.Command) error {
 	for _, f := range []struct{ name, zero string }{
 		{"reaction-delay", "0: the policy reacts at once"},
 		{"checkpoint-loss", "0: a preempted job loses nothing"},
+		{"start-latency", "0: a placed task runs at once"},
 		{"horizon", "0: to the trace's end"},
 		{"warmup", "0: measure from the start"},
 	} {
@@ -159,7 +162,7 @@ func simInputsFrom(c *cli.Command) (*simInputs, error) {
 	}
 	if budgetsDir != "" {
 		if in.tree, err = hcl.LoadDir(budgetsDir); err != nil {
-			if e := sc.missing("budgets", err); e != err && !c.IsSet("budgets") {
+			if e, ok := sc.missingAt("budgets", err); ok && !c.IsSet("budgets") {
 				return nil, e
 			}
 			return nil, fmt.Errorf("budgets %s: %w", budgetsDir, err)
@@ -171,6 +174,7 @@ func simInputsFrom(c *cli.Command) (*simInputs, error) {
 	in.opts.Seed = c.Uint64("seed")
 	in.opts.ReactionDelay = c.Duration("reaction-delay")
 	in.opts.CheckpointLoss = c.Duration("checkpoint-loss")
+	in.opts.StartLatency = c.Duration("start-latency")
 	in.opts.Horizon = c.Duration("horizon")
 	in.opts.Warmup = c.Duration("warmup")
 	if c.Bool("best-fit") {
@@ -487,10 +491,12 @@ func runSim(_ context.Context, c *cli.Command) error {
 		}
 		seen[name] = true
 	}
-	if path := c.String("html"); path != "" {
-		// Say so before the run, not after it.
-		if st, err := os.Stat(filepath.Dir(path)); err != nil || !st.IsDir() {
-			return fmt.Errorf("-html %s: no directory %s to write the report in", path, filepath.Dir(path))
+	for _, f := range []struct{ flag, what string }{{"html", "the report"}, {"events", "the event log"}} {
+		if path := c.String(f.flag); path != "" {
+			// Say so before the run, not after it.
+			if st, err := os.Stat(filepath.Dir(path)); err != nil || !st.IsDir() {
+				return fmt.Errorf("-%s %s: no directory %s to write %s in", f.flag, path, filepath.Dir(path), f.what)
+			}
 		}
 	}
 	in, err := simInputsFrom(c)
@@ -499,16 +505,26 @@ func runSim(_ context.Context, c *cli.Command) error {
 	}
 	var results []*sim.Result
 	stderr := c.Root().ErrWriter
-	for _, name := range strings.Split(c.String("policies"), ",") {
+	names := strings.Split(c.String("policies"), ",")
+	for _, name := range names {
 		p, err := newPolicy(name, in.policy)
 		if err != nil {
 			return err
 		}
 		opts := in.opts
+		closeEvents := func() error { return nil }
+		if path := c.String("events"); path != "" {
+			if opts.Events, closeEvents, err = openEvents(eventsPath(path, p.Name(), len(names) > 1)); err != nil {
+				return err
+			}
+		}
 		bar := newProgressBar(stderr, p.Name())
 		opts.Progress = bar.update
 		r, err := sim.Run(in.trace, in.cluster, in.tree, p, opts)
 		bar.done()
+		if cerr := closeEvents(); err == nil {
+			err = cerr
+		}
 		if err != nil {
 			return err
 		}

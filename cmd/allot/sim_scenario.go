@@ -274,11 +274,18 @@ func (sc *scenarioFile) scenarioAt(key string) string {
 // scenario file) in err when err is a file that cannot be opened, the path
 // having come from key; other errors are left as they are.
 func (sc *scenarioFile) missing(key string, err error) error {
+	e, _ := sc.missingAt(key, err)
+	return e
+}
+
+// missingAt is missing, and whether err was a path of the scenario's key
+// that is not there (errors such as hcl.Diagnostics cannot be compared).
+func (sc *scenarioFile) missingAt(key string, err error) (error, bool) {
 	var pe *fs.PathError
 	if _, ok := sc.at[key]; !ok || !errors.As(err, &pe) {
-		return err
+		return err, false
 	}
-	return fmt.Errorf("%s: %s (relative to the scenario file): %w", sc.scenarioAt(key), key, err)
+	return fmt.Errorf("%s: %s (relative to the scenario file): %w", sc.scenarioAt(key), key, err), true
 }
 
 // jsonKey is one key of a JSON document, or an element of an array (key

@@ -74,11 +74,13 @@ func TestSimSuiteFigures(t *testing.T) {
 
 	// The heavy-tailed shape, 4 days on 512 GPUs (measured: debug p90
 	// 15.2h against the baseline's 2.6h, worst leaf 64%, 12 of 22 leaves,
-	// all leaves 91.8%, occupancy 99.4% against 68.2%, lost 10.8x). Most
-	// issue-12 targets are not met here; the bounds keep it from getting
-	// worse.
+	// all leaves 91.8%, occupancy 87.2% with 12.2% stalled against 66.3%
+	// with 31.2%, lost 10.8x). Most issue-12 targets are not met here; the
+	// bounds keep it from getting worse. (Occupancy was pinned at 99.4%
+	// with 0.0% stalled while stalled time subtracted the work lost twice:
+	// 8,559 lost GPU hours hid allot's stalled gangs.)
 	hv, hb := fig("heavy-small", "allot"), fig("heavy-small", "baseline")
-	check("heavy-small", hv.Occupancy >= 0.97, "occupancy %.3f, want >= 0.97", hv.Occupancy)
+	check("heavy-small", hv.Occupancy >= 0.85, "occupancy %.3f, want >= 0.85", hv.Occupancy)
 	check("heavy-small", hv.Occupancy > hb.Occupancy, "occupancy %.3f not above the baseline's %.3f", hv.Occupancy, hb.Occupancy)
 	check("heavy-small", hv.LeavesAt95 >= 10, "%d of %d leaves at >= 95%%, want >= 10", hv.LeavesAt95, hv.Leaves)
 	check("heavy-small", hv.AllLeaves >= 0.85, "all leaves %.3f of owed, want >= 0.85", hv.AllLeaves)

@@ -215,7 +215,12 @@ func (a *Allot) apply(s *State, p *policy.Plan) {
 	}
 	for _, st := range p.Stops {
 		ids = allocIndexes(ids[:0], st.Allocs)
-		s.StopAllocs(ids, stopReason(st.Reason.Code))
+		why := stopReason(st.Reason.Code)
+		forJob, ok := a.jobIndex[st.Reason.Job]
+		if !ok || why != StopTimeSlice && why != StopReserve {
+			forJob = -1
+		}
+		s.StopAllocsFor(ids, why, forJob)
 	}
 	for _, na := range p.NodeActions {
 		n, ok := s.NodeIndex(na.Node)

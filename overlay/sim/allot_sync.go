@@ -16,6 +16,7 @@ type syncState struct {
 	nodeGen   uint64        // State.nodeGen when the nodes were last put
 	nodesDue  bool          // apply changed a node's state since
 	requeued  []int64       // by job: 1 + the requeuedAt last put (putJob)
+	starting  []int32       // allocations put as pending, to put again once running (Options.StartLatency)
 }
 
 // syncModel feeds what changed in the model since the last decision into
@@ -64,11 +65,35 @@ func (a *Allot) syncModel(s *State, now time.Time) {
 			continue
 		}
 		live = append(live, al)
-		a.inc.PutAlloc(policy.Alloc{ID: a.allocID(al), Job: s.jobs[r.job].spec.ID, Node: s.nodes[r.node].id,
-			Group: "main", GPUs: int(r.gpus), StartedAt: at(r.start), ClientStatus: policy.ClientRunning,
-			DesiredStatus: policy.DesiredRun})
+		if a.putAlloc(s, al) {
+			y.starting = append(y.starting, al)
+		}
 	}
 	y.live = live
+	starting := y.starting[:0]
+	for _, al := range y.starting {
+		if r := &s.allocs[al]; r.end < 0 && a.putAlloc(s, al) {
+			starting = append(starting, al)
+		}
+	}
+	y.starting = starting
+}
+
+// putAlloc puts allocation al as Nomad shows it now: pending (not started)
+// within Options.StartLatency of its placement, running since then after
+// it. It reports whether the allocation is still pending.
+func (a *Allot) putAlloc(s *State, al int32) bool {
+	r := &s.allocs[al]
+	runs := r.start + int64(s.opts.StartLatency/time.Second)
+	pa := policy.Alloc{ID: a.allocID(al), Job: s.jobs[r.job].spec.ID, Node: s.nodes[r.node].id,
+		Group: "main", GPUs: int(r.gpus), StartedAt: at(runs), ClientStatus: policy.ClientRunning,
+		DesiredStatus: policy.DesiredRun}
+	pending := s.now < runs
+	if pending {
+		pa.StartedAt, pa.ClientStatus = time.Time{}, policy.ClientPending
+	}
+	a.inc.PutAlloc(pa)
+	return pending
 }
 
 // putJob puts job i as Nomad shows it now.

@@ -24,8 +24,27 @@
 // built-in pool "all" is refused. A cluster pool's NodePool puts several
 // groups of nodes (H100 and B200, say) in one Nomad pool.
 //
+// Fidelity: the harness of e2e/fidelity_test.go (make fidelity) runs the
+// traces of examples/sim/fidelity on a real Nomad driven by allot and
+// through this model, both writing the event log of Event, and Compare
+// measures them (the README's "How faithful is the simulator" has the
+// figures). What it showed is modelled where it could be:
+//   - Options.StartLatency: a placed allocation's task runs some time after
+//     the placement (the client's work; 0.6-1.4 s of wall time on the
+//     loaded 2-core machine, which the harness's time compression makes
+//     1.2-2.8 trace minutes). The GPUs are held from the placement, the
+//     job's work clock and protected window start when its last allocation
+//     runs; the held time before is stalled.
+//   - StopJobUpdate: a priority change to a job whose allocation is placed
+//     and not running yet replaces that allocation (Nomad: "alloc is being
+//     updated due to job update"); a running one is updated in place (facts
+//     a). allot writes a job's priority as soon as it is placed (the
+//     protected band for "starting"), so with a start latency most
+//     placements are made twice.
+//
 // What the model leaves out, and what each omission is expected to do to
-// its figures (none is measured against a real Nomad yet):
+// its figures (the fidelity traces ask little CPU and memory, one task per
+// job, and stop at once on SIGINT, so they measure none of these):
 //   - CPU and memory never bind: only GPUs are modelled, one GPU model per
 //     node. A real node can have free GPUs and no CPU or memory left; then a
 //     job blocks where the model places it, and Nomad may preempt for CPU or

@@ -14,6 +14,7 @@ const (
 	evFinish evKind = iota
 	evReconcile
 	evWake
+	evRunning // a fully placed job's allocations run (Options.StartLatency)
 )
 
 type event struct {
@@ -188,6 +189,8 @@ func (s *State) loop(tr *Trace, p Policy, horizon int64) {
 			switch e.kind {
 			case evFinish:
 				s.finish(e.job, e.gen)
+			case evRunning:
+				s.running(e.job, e.gen)
 			case evReconcile:
 				if e.t == reconcileAt {
 					reconcileAt = -1
@@ -238,6 +241,7 @@ func (s *State) submit(i int32, p Policy) {
 	s.active = append(s.active, i)
 	j.prio = min(max(p.SubmitPriority(s, i), 1), s.maxPrio)
 	s.m.submittedJob(j, s.now)
+	s.emitSubmit(j)
 	s.changed = true
 	s.enqueue(i)
 }

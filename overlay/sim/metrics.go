@@ -16,7 +16,8 @@ type metrics struct {
 	heldAllocated, heldFree int64 // GPUs held now
 	allocatedSec, freeSec   int64 // GPU-seconds held
 	lostSec                 int64 // GPU-seconds of work thrown away
-	usefulSec               int64
+	usefulSec               int64 // GPU-seconds of runs (all allocations placed), kept or lost later
+	usefulAllocSec          int64 // the part of usefulSec of allocated jobs
 
 	waits        [numClasses][]int64 // submit to first start, seconds
 	requeueWaits [numClasses][]int64
@@ -83,6 +84,9 @@ func (m *metrics) advance(t int64) {
 func (m *metrics) ran(j *job, from, to int64) {
 	if from = max(from, m.from); to > from {
 		m.usefulSec += (to - from) * int64(j.spec.TotalGPUs())
+		if j.leaf >= 0 {
+			m.usefulAllocSec += (to - from) * int64(j.spec.TotalGPUs())
+		}
 	}
 }
 

@@ -128,10 +128,10 @@ func WriteSummary(w io.Writer, rs []*Result) error {
 	row("session stops / sessions that lost state", func(r *Result) string {
 		return fmt.Sprintf("%d / %d", r.Notices.Sessions, r.Notices.SessionsLost)
 	})
-	row("stalled GPU hours (placed in part)", func(r *Result) string { return fmt.Sprintf("%.0f", r.StalledGPUHours) })
-	row("occupancy allocated / unallocated / idle", func(r *Result) string {
+	row("stalled GPU hours (held without progress)", func(r *Result) string { return fmt.Sprintf("%.0f", r.StalledGPUHours) })
+	row("occupancy allocated / unallocated / stalled / idle", func(r *Result) string {
 		o := r.Occupancy
-		return fmt.Sprintf("%.1f%% / %.1f%% / %.1f%%", 100*o.Allocated, 100*o.Unallocated, 100*o.Idle)
+		return fmt.Sprintf("%.1f%% / %.1f%% / %.1f%% / %.1f%%", 100*o.Allocated, 100*o.Unallocated, 100*o.Stalled, 100*o.Idle)
 	})
 	row("budgets at >= 95% of owed", func(r *Result) string { return fmt.Sprintf("%d of %d", r.BudgetsAt95, len(r.Budgets)) })
 	row("worst budget (delivered/owed)", func(r *Result) string {

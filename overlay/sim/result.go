@@ -103,8 +103,12 @@ type ReasonCount struct {
 type Occupancy struct {
 	Allocated   float64 `json:"allocated"`
 	Unallocated float64 `json:"unallocated"`
-	Idle        float64 `json:"idle"`
-	Total       float64 `json:"total"`
+	// Stalled is GPU time held by jobs making no progress (placed in part,
+	// or not running yet), allocated or not: neither occupied nor idle.
+	Stalled float64 `json:"stalled"`
+	Idle    float64 `json:"idle"`
+	// Total is Allocated + Unallocated: GPU time of work in progress.
+	Total float64 `json:"total"`
 }
 
 // BudgetResult is delivered against owed GPU time of one leaf. Owed is, hour
@@ -187,7 +191,7 @@ func (s *State) result(name string, tr *Trace, horizon int64) *Result {
 			RequeueP99: float64(percentile(rq, .99)), sortedWaits: w})
 	}
 	for k := StopPreempted; k < numStopReasons; k++ {
-		if k == StopEnd {
+		if k == StopEnd || k == StopJobUpdate && m.stops[k] == 0 {
 			continue
 		}
 		r.Preemptions = append(r.Preemptions, ReasonCount{Reason: k.String(), Allocations: m.stops[k], GPUs: m.stopGPUs[k],
@@ -195,13 +199,18 @@ func (s *State) result(name string, tr *Trace, horizon int64) *Result {
 	}
 	r.LostGPUHours = float64(m.lostSec) / 3600
 	r.Notices = m.noticeResult()
-	held := m.allocatedSec + m.freeSec
-	r.StalledGPUHours = float64(max(held-m.usefulSec-m.lostSec, 0)) / 3600
+	// GPU time held without progress (a job placed in part, or its tasks not
+	// running yet) is stalled, for allocated and unallocated work alike. Work
+	// lost later was progress while it ran: it stays occupied time.
+	stalledAlloc := max(m.allocatedSec-m.usefulAllocSec, 0)
+	stalledFree := max(m.freeSec-(m.usefulSec-m.usefulAllocSec), 0)
+	r.StalledGPUHours = float64(stalledAlloc+stalledFree) / 3600
 	capSec := float64(m.capacity) * float64(horizon-m.from)
 	if capSec > 0 {
-		r.Occupancy = Occupancy{Allocated: float64(m.allocatedSec) / capSec, Unallocated: float64(m.freeSec) / capSec}
+		r.Occupancy = Occupancy{Allocated: float64(m.allocatedSec-stalledAlloc) / capSec,
+			Unallocated: float64(m.freeSec-stalledFree) / capSec, Stalled: float64(stalledAlloc+stalledFree) / capSec}
 		r.Occupancy.Total = r.Occupancy.Allocated + r.Occupancy.Unallocated
-		r.Occupancy.Idle = 1 - r.Occupancy.Total
+		r.Occupancy.Idle = 1 - r.Occupancy.Total - r.Occupancy.Stalled
 	}
 	r.drains(m)
 	r.budgets(m, s.tree)

@@ -38,11 +38,14 @@ const (
 	StopOther                       // any other policy stop
 	StopKilled                      // killed without replacement (Nomad drain deadline)
 	StopEnd                         // still running when the simulation ended
+	// StopJobUpdate: Nomad replaced an allocation that was not running yet
+	// for a job update (a priority write; Options.StartLatency).
+	StopJobUpdate
 	numStopReasons
 )
 
 var stopReasonNames = [numStopReasons]string{"finished", "nomad-preemption", "time-slice", "drain",
-	"reservation", "other", "drain-deadline-kill", "end"}
+	"reservation", "other", "drain-deadline-kill", "end", "job-update"}
 
 func (r StopReason) String() string { return stopReasonNames[r] }
 
@@ -81,8 +84,9 @@ type job struct {
 	runStart  int64 // when all allocations last became placed; -1 otherwise
 	finishGen uint32
 
-	firstStart   int64 // -1 until first fully placed
-	requeuedAt   int64 // -1 unless waiting again after an interruption
+	startGen     uint32 // bumped each time the job is fully placed (StartLatency)
+	firstStart   int64  // -1 until first fully placed
+	requeuedAt   int64  // -1 unless waiting again after an interruption
 	interrupts   int32
 	preemptible  bool
 	lastWritten  int // priority the policy last wrote (0: never)
@@ -141,6 +145,14 @@ type Options struct {
 	Warmup time.Duration
 	// Progress, when set, is called now and then with the fraction done.
 	Progress func(done float64)
+	// StartLatency is how long a placed allocation takes to run (the client
+	// receives it, sets up and starts the task): the GPUs are held from the
+	// placement, the job's work clock and protected window start when its
+	// last allocation runs. Zero: at once.
+	StartLatency time.Duration
+	// Events, when set, receives every event of the run's event log (see
+	// Event); the event is the model's until the call returns.
+	Events func(*Event)
 }
 
 // DefaultOptions are the defaults of `allot sim`.
@@ -203,6 +215,9 @@ type State struct {
 	seq        uint64
 	events     int64
 	reconciles int64
+	// stopFor is the job the stops being made are for (StopAllocsFor), -1
+	// otherwise: the event log's By.
+	stopFor int32
 
 	buf struct {
 		cand, victims, best, ready []int32
@@ -212,7 +227,7 @@ type State struct {
 
 func newState(c ClusterSpec, nLeaves int, leafShares []float64, opts Options) *State {
 	s := &State{opts: opts, rng: rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15)),
-		nodeBy: make(map[string]int32), maxPrio: 255, classGen: 1}
+		nodeBy: make(map[string]int32), maxPrio: 255, classGen: 1, stopFor: -1}
 	for _, p := range c.Pools {
 		for i := 0; i < p.Nodes; i++ {
 			id := p.Name + "-" + itoa(i)
@@ -485,9 +500,30 @@ func (s *State) SetPriority(i int32, p int) {
 		}
 	}
 	j.modifyIndex++
-	if j.placed < len(j.slots) {
+	if s.replaceStarting(i) || j.placed < len(j.slots) {
 		s.enqueue(i)
 	}
+}
+
+// replaceStarting stops, for a job update, the allocations of job i that
+// are placed but not running yet (within Options.StartLatency of their
+// placement): a real Nomad replaces such an allocation when the job's
+// priority changes, where it updates a running one in place (measured by
+// the fidelity harness: "alloc is being updated due to job update"). It
+// reports whether it stopped any.
+func (s *State) replaceStarting(i int32) bool {
+	d := int64(s.opts.StartLatency / time.Second)
+	if d <= 0 {
+		return false
+	}
+	stopped := false
+	for _, a := range s.jobs[i].slots {
+		if a >= 0 && s.now < s.allocs[a].start+d {
+			s.stopAlloc(a, StopJobUpdate, -1)
+			stopped = true
+		}
+	}
+	return stopped
 }
 
 // Evaluate creates a new eval for job i (POST /v1/job/<id>/evaluate): its
@@ -586,6 +622,7 @@ func (s *State) SetEligible(n int32, v bool) {
 	nd.eligible = v
 	s.nodeGen++
 	s.index(n, 1) // only freeOn when the node is now ineligible
+	s.emitNode(n, v)
 	if v {
 		s.wakeClass()
 	}
@@ -620,6 +657,7 @@ func (s *State) setHealth(n int32, gpu int, healthy bool, reason string) {
 	}
 	s.index(n, 1)
 	s.nodeGen++
+	s.emitHealth(n, gpu, healthy, reason)
 	switch {
 	case nd.sick != 0 && nd.sickSince < 0:
 		nd.sickSince, nd.drained = s.now, false
@@ -715,6 +753,7 @@ func (s *State) startAlloc(i int32, slot int, n int32, mask uint64) {
 	nd.held |= mask
 	s.index(n, 1)
 	nd.allocs = append(nd.allocs, a)
+	s.emitPlace(j, a)
 	s.lowOn[n] = min(s.lowOn[n], int32(j.prio))
 	s.addPrioGPUs(j.prio, int64(g))
 	j.slots[slot] = a
@@ -725,7 +764,7 @@ func (s *State) startAlloc(i int32, slot int, n int32, mask uint64) {
 	s.m.held(j, s.now, g)
 	s.changed = true
 	if j.placed == len(j.slots) {
-		s.jobRuns(i)
+		s.placedAll(i)
 	}
 }
 
@@ -738,6 +777,7 @@ func (s *State) stopAlloc(a int32, why StopReason, by int32) {
 		s.interrupt(al.job, why)
 	}
 	al.end, al.endReason, al.preemptedBy = s.now, why, by
+	s.emitStop(a)
 	s.index(al.node, -1)
 	nd.held &^= al.mask
 	s.index(al.node, 1)
@@ -771,6 +811,7 @@ func (s *State) jobRuns(i int32) {
 		s.m.requeueWait(j, j.requeuedAt, s.now)
 	}
 	j.requeuedAt = -1
+	s.emitStart(j)
 	j.finishGen++
 	left := int64(j.spec.Work/time.Second) - j.done
 	s.pushEvent(s.now+max(left, 0), evFinish, i, j.finishGen)
@@ -822,5 +863,30 @@ func (s *State) finishJob(i int32, st JobStatus) {
 	s.jobs[last].activeIdx = k
 	s.active = s.active[:len(s.active)-1]
 	s.m.jobEnded(j, st)
+	s.emitDone(j, st)
+	s.changed = true
+}
+
+// placedAll starts job i's run now that all its allocations are placed: at
+// once, or after Options.StartLatency if it is still fully placed then.
+func (s *State) placedAll(i int32) {
+	d := int64(s.opts.StartLatency / time.Second)
+	if d <= 0 {
+		s.jobRuns(i)
+		return
+	}
+	j := &s.jobs[i]
+	j.startGen++
+	s.pushEvent(s.now+d, evRunning, i, j.startGen)
+}
+
+// running is the StartLatency event of job i: it runs if nothing of it was
+// stopped since it was fully placed.
+func (s *State) running(i int32, gen uint32) {
+	j := &s.jobs[i]
+	if j.startGen != gen || j.placed != len(j.slots) || j.runStart >= 0 || j.status >= StatusDone {
+		return
+	}
+	s.jobRuns(i)
 	s.changed = true
 }

@@ -25,9 +25,9 @@ type Figures struct {
 	// leaf's delivered time counted up to what it is owed), over the owed
 	// time of every leaf (1 when nothing is owed).
 	AllLeaves float64 `json:"all_leaves_ratio"`
-	// Occupancy counts GPU time of jobs making progress or held by free
-	// work; Stalled is GPU time held by jobs placed in part (or otherwise
-	// held without progress), counted apart: both fractions of capacity.
+	// Occupancy counts GPU time of jobs making progress, allocated or free;
+	// Stalled is GPU time held by jobs placed in part (or otherwise held
+	// without progress), counted apart: both fractions of capacity.
 	Occupancy float64 `json:"occupancy"`
 	Stalled   float64 `json:"stalled"`
 	LostHours float64 `json:"lost_gpu_hours"`
@@ -65,11 +65,7 @@ func FiguresOf(r *Result) Figures {
 	if owed > 0 {
 		f.AllLeaves = del / owed
 	}
-	capHours := float64(r.GPUs) * (r.Days*24 - r.WarmupHours)
-	if capHours > 0 {
-		f.Stalled = r.StalledGPUHours / capHours
-	}
-	f.Occupancy = r.Occupancy.Total - f.Stalled
+	f.Stalled, f.Occupancy = r.Occupancy.Stalled, r.Occupancy.Total
 	f.largest(r)
 	return f
 }

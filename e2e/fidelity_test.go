@@ -1,0 +1,692 @@
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/allot-sched/allot/budgets"
+	"github.com/allot-sched/allot/hcl"
+	"github.com/allot-sched/allot/nvplugin/nvml"
+	"github.com/allot-sched/allot/overlay/policy"
+	"github.com/allot-sched/allot/overlay/sim"
+	"github.com/allot-sched/allot/overlay/state"
+)
+
+// The fidelity harness (make fidelity): each trace of examples/sim/fidelity
+// runs on a real Nomad (one server, three clients of eight fake H100s each,
+// allot-nvml in fake mode with its own seed per client) driven by an allot
+// server, and through `allot sim`'s model; both write the event log of
+// sim.Event and sim.Compare measures how alike they are.
+//
+// Time is compressed on the real side only, by one factor K (trace seconds
+// per wall second): submit times, work, min_runtime and every duration of
+// the policy's config are divided by K, and the real side's event times are
+// multiplied back, so both logs are in trace time and the model runs the
+// trace and the default policy config exactly as `allot sim` does. The
+// model's reaction delay is the real server's wall-clock reaction times K.
+//
+// Nomad's randomness (it shuffles nodes and scores a few) is not
+// controlled: placements are compared per job (start order, stops, waits,
+// GPU time per budget), never by node name, and the three clients are alike,
+// as the model's nodes are.
+
+// fidelityScale is K: one trace hour is 3600/K wall seconds.
+const fidelityScale = 120
+
+// fidelityNodes is the clients of the harness: gpu-client-0 to -2 in the
+// model and the trace's health rows, Nomad's gpu-client-1 to -3
+// (startNomadCluster's names), mapped by index.
+const fidelityNodes = 3
+
+// fidelityReaction is taken as allot's wall-clock time from a change to its
+// reaction (the event watch wakes the leader's pass; not measured here):
+// the model's reaction delay is K times it.
+const fidelityReaction = 300 * time.Millisecond
+
+// fidelityTraces are the traces and the horizon each is cut at.
+var fidelityTraces = []struct {
+	name    string
+	horizon time.Duration
+}{
+	{"slicing", 3 * time.Hour},
+	{"reserve", 3 * time.Hour},
+	{"drain", 3 * time.Hour},
+}
+
+func TestFidelity(t *testing.T) {
+	if os.Getenv("ALLOT_FIDELITY") == "" {
+		t.Skip("skip: the fidelity harness runs with make fidelity (ALLOT_FIDELITY=1), ~10 minutes against a real Nomad")
+	}
+	nomadBinary(t)
+	_, here, _, _ := runtime.Caller(0)
+	dir := filepath.Join(filepath.Dir(here), "..", "examples", "sim", "fidelity")
+	tree, err := hcl.LoadDir(filepath.Join(dir, "budgets"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := os.Getenv("ALLOT_FIDELITY_OUT")
+	if out == "" {
+		out = t.TempDir()
+	}
+	spec := fidelityCluster(t, filepath.Join(dir, "cluster.hcl"))
+	// The tasks' progress files: removed after the agents (and their tasks)
+	// are stopped, as cleanups run last registered first.
+	progress := t.TempDir()
+	c := startNomadCluster(t, fidelityNodes)
+	var summary strings.Builder
+	only := os.Getenv("ALLOT_FIDELITY_TRACE") // one trace, for a quicker look
+	for _, ft := range fidelityTraces {
+		if only != "" && only != ft.name {
+			continue
+		}
+		t.Run(ft.name, func(t *testing.T) {
+			tr := readFidelityTrace(t, filepath.Join(dir, ft.name+".csv"))
+			start := time.Now()
+			real := runOnNomad(t, c, tree, tr, ft.horizon, filepath.Join(progress, ft.name))
+			wall := time.Since(start)
+			latency := startLatency(real)
+			model := runOnModel(t, spec, tree, tr, ft.horizon, latency)
+			writeEvents(t, filepath.Join(out, ft.name+".nomad.jsonl"), real)
+			writeEvents(t, filepath.Join(out, ft.name+".sim.jsonl"), model)
+			fd := sim.Compare(real, model, sim.CompareOptions{Horizon: ft.horizon, Tie: fidelityTie})
+			var b bytes.Buffer
+			if err := sim.WriteFidelity(&b, fd, "nomad", "sim"); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s: %d jobs, %s wall on Nomad (K=%d), start latency %s (trace time; the model's)\n%s", ft.name, len(tr.Jobs),
+				wall.Round(time.Second), fidelityScale, latency, b.String())
+			if err := os.WriteFile(filepath.Join(out, ft.name+".compare.txt"), b.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(&summary, "%s\t%d jobs\ttau %.3f\tstops same %.0f%% (%d/%d/%d)\twait p50 %s/%s p90 %s/%s\tworst budget %+.1f%%\twall %s\n",
+				ft.name, len(tr.Jobs), fd.Tau, 100*fd.StopMatch, len(fd.StoppedBoth), len(fd.StoppedOnlyA), len(fd.StoppedOnlyB),
+				fmtTrace(fd.WaitA.P50), fmtTrace(fd.WaitB.P50), fmtTrace(fd.WaitA.P90), fmtTrace(fd.WaitB.P90),
+				100*worstBudget(fd), wall.Round(time.Second))
+			// Floors far below the targets: the harness works (every job
+			// submitted, most started, the start orders positively related).
+			// The targets are measured and reported, not asserted: on this
+			// loaded machine slicing's tau ranged 0.33-0.74 between runs.
+			if fd.Jobs != len(tr.Jobs) || fd.StartedBoth < len(tr.Jobs)/2 || fd.Tau < 0.2 {
+				t.Errorf("%s: %d of %d jobs on both, %d started on both, tau %.3f", ft.name, fd.Jobs, len(tr.Jobs), fd.StartedBoth, fd.Tau)
+			}
+		})
+	}
+	t.Logf("fidelity (nomad/sim), K=%d, logs in %s:\n%s", fidelityScale, out, summary.String())
+}
+
+// startLatency is the median time, in trace time, from an allocation's
+// placement to its task running on the real side (the model's
+// StartLatency): the client's work, which grows with the machine's load.
+// The place events of the log carry the placement; the start events the
+// task's start, so for jobs of one allocation their distance is it.
+func startLatency(evs []sim.Event) time.Duration {
+	placed := map[string]float64{}
+	var ds []float64
+	for _, e := range evs {
+		switch e.Kind {
+		case sim.EventPlace:
+			placed[e.Job] = e.T
+		case sim.EventStart:
+			if p, ok := placed[e.Job]; ok {
+				ds = append(ds, e.T-p)
+			}
+		}
+	}
+	if len(ds) == 0 {
+		return 0
+	}
+	slices.Sort(ds)
+	return time.Duration(ds[len(ds)/2]) * time.Second
+}
+
+// fidelityTie: starts within it are tied in the start order. The real side
+// starts jobs submitted together in the order its own latencies decide
+// (about a second of wall time, two trace minutes at K=120).
+const fidelityTie = time.Minute
+
+func fmtTrace(sec float64) string { return (time.Duration(sec) * time.Second).String() }
+
+func worstBudget(fd *sim.Fidelity) float64 {
+	w := 0.0
+	for _, b := range fd.Budgets {
+		if b.Budget != "" && abs(b.Diff) > abs(w) {
+			w = b.Diff
+		}
+	}
+	return w
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+func readFidelityTrace(t *testing.T, path string) *sim.Trace {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tr, err := sim.ReadCSV(f, sim.ReadOptions{})
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return tr
+}
+
+func writeEvents(t *testing.T, path string, evs []sim.Event) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := sim.NewEventWriter(f)
+	for k := range evs {
+		w.Write(&evs[k])
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// fidelityCluster is the model's cluster, examples/sim/fidelity/cluster.hcl:
+// the harness's clients.
+func fidelityCluster(t *testing.T, path string) sim.ClusterSpec {
+	t.Helper()
+	f, err := hcl.LoadCluster(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var spec sim.ClusterSpec
+	for _, p := range f.Pools {
+		spec.Pools = append(spec.Pools, sim.Pool{Name: p.Name, Nodes: p.Nodes, GPUsPerNode: p.GPUsPerNode, Model: p.Model, NodePool: p.NodePool})
+	}
+	if n := spec.GPUs(); n != 8*fidelityNodes {
+		t.Fatalf("%s: %d GPUs; the harness has %d clients of 8", path, n, fidelityNodes)
+	}
+	return spec
+}
+
+// runOnModel runs the trace through `allot sim`'s model with the default
+// policy config: the real side's durations are the same ones divided by K.
+func runOnModel(t *testing.T, spec sim.ClusterSpec, tree *budgets.Tree, tr *sim.Trace, horizon, latency time.Duration) []sim.Event {
+	t.Helper()
+	p, err := sim.NewAllot(policy.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evs []sim.Event
+	opts := sim.DefaultOptions()
+	opts.Horizon = horizon
+	opts.ReactionDelay = fidelityScale * fidelityReaction
+	opts.StartLatency = latency
+	// The harness's task records its progress when stopped: a resumable job
+	// loses nothing, a job that is not resumable restarts from zero.
+	opts.CheckpointLoss = 0
+	opts.Events = func(e *sim.Event) { evs = append(evs, *e) }
+	if _, err := sim.Run(tr, spec, tree, p, opts); err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
+
+// scaledPolicy is the default policy config with every duration divided by
+// K. Settle (how long an issued stop is taken as under way) is a wall-clock
+// latency of Nomad, not a policy setting: it stays at least 3 s.
+func scaledPolicy(pc *policy.Config) {
+	*pc = policy.DefaultConfig() // startAllot's own test settings do not apply
+	divideDurations(reflect.ValueOf(pc).Elem())
+	pc.Settle = max(pc.Settle, 3*time.Second)
+}
+
+// divideDurations divides every time.Duration in v, a struct, by K, in the
+// structs it holds too (policy.Config groups its settings in embedded ones).
+func divideDurations(v reflect.Value) {
+	durType := reflect.TypeOf(time.Duration(0))
+	for i := 0; i < v.NumField(); i++ {
+		switch f := v.Field(i); {
+		case f.Type() == durType:
+			f.SetInt(f.Int() / fidelityScale)
+		case f.Kind() == reflect.Struct:
+			divideDurations(f)
+		}
+	}
+}
+
+// fidelityTask is the work of one allocation: it sleeps for what is left of
+// the job's work and, when stopped, records the work done so far (the job
+// is resumable) so its replacement sleeps only the rest.
+const fidelityTask = `f=$PROGRESS; done=0
+if [ "$RESUMABLE" = true ] && [ -f "$f" ]; then done=$(cat "$f"); fi
+start=$(date +%s%3N)
+save() { if [ "$RESUMABLE" = true ]; then echo $((done + $(date +%s%3N) - start)) > "$f.tmp" && mv "$f.tmp" "$f"; fi; kill $pid 2>/dev/null; exit 0; }
+trap save INT TERM
+left=$((WORK_MS - done))
+if [ $left -gt 0 ]; then
+  sleep $((left / 1000)).$(printf %03d $((left % 1000))) & pid=$!
+  wait $pid
+fi
+[ "$RESUMABLE" = true ] && echo $WORK_MS > "$f"
+exit 0`
+
+// wallOf is trace duration d on the real side, in milliseconds.
+func wallOf(d time.Duration) time.Duration { return d / fidelityScale }
+
+// fidelityJob is the Nomad job of a trace row: a raw_exec batch job of
+// Count allocations of GPUs each, its contract in meta with min_runtime
+// divided by K.
+func fidelityJob(sp *sim.JobSpec, progressDir string) map[string]any {
+	meta := map[string]string{"resumable": strconv.FormatBool(sp.Resumable), "priority": strconv.Itoa(sp.Priority)}
+	if sp.Budget != "" {
+		meta["budget"] = sp.Budget
+	}
+	if sp.MinRuntime > 0 {
+		meta["min_runtime"] = wallOf(sp.MinRuntime).String()
+	}
+	return map[string]any{"Job": map[string]any{
+		"ID": sp.ID, "Name": sp.ID, "Type": "batch", "Datacenters": []string{"*"}, "Priority": 50, "Meta": meta,
+		"TaskGroups": []any{map[string]any{
+			"Name": "work", "Count": sp.Count,
+			"RestartPolicy":    map[string]any{"Attempts": 0, "Mode": "fail"},
+			"ReschedulePolicy": map[string]any{"Attempts": 0, "Unlimited": false},
+			"Tasks": []any{map[string]any{
+				"Name": "work", "Driver": "raw_exec", "KillTimeout": int64(2 * time.Second),
+				"Config": map[string]any{"command": "/bin/sh", "args": []string{"-c", fidelityTask}},
+				"Env": map[string]string{"PROGRESS": filepath.Join(progressDir, sp.ID), "RESUMABLE": strconv.FormatBool(sp.Resumable),
+					"WORK_MS": strconv.FormatInt(wallOf(sp.Work).Milliseconds(), 10)},
+				"Resources": map[string]any{"CPU": 20, "MemoryMB": 16,
+					"Devices": []any{map[string]any{"Name": "nvidia/gpu", "Count": sp.GPUs}}},
+			}},
+		}},
+	}}
+}
+
+// runOnNomad replays the trace on the cluster with a fresh allot server and
+// returns the event log, in trace time, cut at horizon.
+func runOnNomad(t *testing.T, c *nomadCluster, tree *budgets.Tree, tr *sim.Trace, horizon time.Duration, progress string) []sim.Event {
+	t.Helper()
+	if err := os.MkdirAll(progress, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	al := startAllot(t, &gpuCluster{agent: c.Server}, allotOptions{Policy: scaledPolicy})
+	applyTree(t, al, tree)
+	var (
+		mu  sync.Mutex
+		evs []sim.Event
+	)
+	t0 := time.Now()
+	traceAt := func(w time.Time) float64 { return w.Sub(t0).Seconds() * fidelityScale }
+	add := func(e sim.Event) { mu.Lock(); evs = append(evs, e); mu.Unlock() }
+	stopWatch := watchEligibility(t, c, traceAt, add)
+	budgetOf := map[string]string{}
+	for _, sp := range tr.Jobs {
+		if sp.MinRuntime > 0 {
+			if n, ok := tree.Lookup(sp.Budget); ok && n.IsLeaf() {
+				budgetOf[sp.ID] = sp.Budget
+			}
+		}
+	}
+	// Submissions and health rows in trace order, each at its wall time.
+	type step struct {
+		at  time.Duration
+		job *sim.JobSpec
+		h   *sim.HealthEvent
+	}
+	var steps []step
+	for i := range tr.Jobs {
+		steps = append(steps, step{at: tr.Jobs[i].Submit, job: &tr.Jobs[i]})
+	}
+	for i := range tr.Health {
+		steps = append(steps, step{at: tr.Health[i].At, h: &tr.Health[i]})
+	}
+	sort.SliceStable(steps, func(i, j int) bool { return steps[i].at < steps[j].at })
+	for _, st := range steps {
+		time.Sleep(time.Until(t0.Add(wallOf(st.at))))
+		if st.job != nil {
+			at := time.Now()
+			if err := c.Server.Put("/v1/jobs", fidelityJob(st.job, progress), nil); err != nil {
+				t.Fatalf("register %s: %v", st.job.ID, err)
+			}
+			add(sim.Event{T: traceAt(at), Kind: sim.EventSubmit, Job: st.job.ID, Budget: budgetOf[st.job.ID], GPUs: st.job.TotalGPUs()})
+			continue
+		}
+		h := st.h
+		k, err := strconv.Atoi(strings.TrimPrefix(h.Node, "gpu-client-"))
+		if err != nil || k < 0 || k >= len(c.Clients) {
+			t.Fatalf("health row for %s: the harness's nodes are gpu-client-0 to gpu-client-%d", h.Node, len(c.Clients)-1)
+		}
+		cl := c.Clients[k]
+		var gpus []int
+		if h.GPU >= 0 {
+			gpus = []int{h.GPU}
+		} else {
+			gpus = []int{0, 1, 2, 3, 4, 5, 6, 7}
+		}
+		at := time.Now()
+		for _, g := range gpus {
+			uuid := nvml.FakeUUID(cl.Name, "dgxh100", g)
+			if h.Healthy {
+				c.inject(t, cl, "clear", uuid)
+			} else {
+				c.inject(t, cl, "xid", "79", uuid)
+			}
+		}
+		gpu, healthy := h.GPU, h.Healthy
+		add(sim.Event{T: traceAt(at), Kind: sim.EventHealth, Node: h.Node, GPU: &gpu, Reason: h.Reason, Eligible: &healthy})
+	}
+	// Run on to the horizon, or until every job is done.
+	end := t0.Add(wallOf(horizon))
+	for time.Now().Before(end) && !allDone(t, c, tr) {
+		time.Sleep(500 * time.Millisecond)
+	}
+	stopWatch()
+	cut := time.Now()
+	allocEvents(t, c, al, tr, traceAt, min(traceAt(cut), horizon.Seconds()), add)
+	al.Stop()
+	purgeJobs(t, c, tr)
+	sort.SliceStable(evs, func(i, j int) bool { return evs[i].T < evs[j].T })
+	var kept []sim.Event
+	for _, e := range evs {
+		if e.T <= horizon.Seconds() {
+			kept = append(kept, e)
+		}
+	}
+	return kept
+}
+
+// applyTree replaces the server's budgets with the tree's.
+func applyTree(t *testing.T, al *allot, tree *budgets.Tree) {
+	t.Helper()
+	var specs []budgets.Spec
+	for _, n := range tree.Nodes() {
+		specs = append(specs, budgets.Spec{Path: n.Path, Share: n.Share})
+	}
+	if _, _, err := al.Srv.Apply(state.BudgetsApplyType, state.BudgetsApplyRequest{Revision: "fidelity",
+		Specs: specs, AppliedAt: time.Now().UTC()}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// watchEligibility polls the nodes' scheduling eligibility and records
+// each change (by the model's node name) until the returned stop is called.
+func watchEligibility(t *testing.T, c *nomadCluster, traceAt func(time.Time) float64, add func(sim.Event)) func() {
+	names := map[string]string{}
+	for k, cl := range c.Clients {
+		names[cl.Node] = "gpu-client-" + strconv.Itoa(k)
+	}
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		last := map[string]string{}
+		for {
+			var nodes []struct{ ID, SchedulingEligibility string }
+			at := time.Now()
+			if err := c.Server.Get("/v1/nodes", &nodes); err == nil {
+				for _, n := range nodes {
+					if name, ok := names[n.ID]; ok && last[n.ID] != n.SchedulingEligibility {
+						if last[n.ID] != "" {
+							el := n.SchedulingEligibility == "eligible"
+							add(sim.Event{T: traceAt(at), Kind: sim.EventNode, Node: name, Eligible: &el})
+						}
+						last[n.ID] = n.SchedulingEligibility
+					}
+				}
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}()
+	return func() { close(done); <-stopped }
+}
+
+// fidelityAlloc is what the harness reads of an allocation.
+type fidelityAlloc struct {
+	ID, JobID, NodeID                     string
+	DesiredStatus, ClientStatus           string
+	DesiredDescription, ClientDescription string
+	PreemptedByAllocation                 string
+	CreateTime                            int64
+	AllocatedResources                    struct {
+		Tasks map[string]struct {
+			Devices []struct{ DeviceIDs []string }
+		}
+	}
+	TaskStates map[string]struct {
+		StartedAt, FinishedAt time.Time
+		Events                []struct {
+			Type string
+			Time int64
+		}
+	}
+}
+
+func (a *fidelityAlloc) gpus() int {
+	n := 0
+	for _, task := range a.AllocatedResources.Tasks {
+		for _, d := range task.Devices {
+			n += len(d.DeviceIDs)
+		}
+	}
+	return n
+}
+
+// times are when the allocation's task started (zero: never) and when it
+// left its GPUs (zero: it holds them still): the first Killing event of a
+// stopped allocation (Nomad frees the GPUs when it decides the stop), else
+// when the task finished.
+func (a *fidelityAlloc) times() (started, ended time.Time) {
+	ts, ok := a.TaskStates["work"]
+	if !ok {
+		if a.DesiredStatus != "run" {
+			return time.Time{}, time.Unix(0, a.CreateTime)
+		}
+		return time.Time{}, time.Time{}
+	}
+	started = ts.StartedAt
+	if a.DesiredStatus != "run" {
+		for _, e := range ts.Events {
+			if e.Type == "Killing" {
+				return started, time.Unix(0, e.Time)
+			}
+		}
+	}
+	if !ts.FinishedAt.IsZero() {
+		return started, ts.FinishedAt
+	}
+	if a.DesiredStatus != "run" || a.ClientStatus == "complete" || a.ClientStatus == "failed" {
+		return started, time.Unix(0, a.CreateTime)
+	}
+	return started, time.Time{}
+}
+
+// allocEvents turns Nomad's allocations of the trace's jobs and allot's
+// decision log into place, start, stop and done events.
+func allocEvents(t *testing.T, c *nomadCluster, al *allot, tr *sim.Trace, traceAt func(time.Time) float64, cut float64, add func(sim.Event)) {
+	t.Helper()
+	names := map[string]string{}
+	for k, cl := range c.Clients {
+		names[cl.Node] = "gpu-client-" + strconv.Itoa(k)
+	}
+	why := map[string]string{} // alloc -> the stop reason allot recorded
+	for _, d := range al.Srv.FSM().Read().Decisions(0) {
+		if d.AllocID == "" {
+			continue
+		}
+		switch d.Kind {
+		case "preempt":
+			why[d.AllocID] = sim.StopTimeSlice.String()
+		case "reserve":
+			why[d.AllocID] = sim.StopReserve.String()
+		case "drain":
+			why[d.AllocID] = sim.StopDrain.String()
+		default:
+			why[d.AllocID] = sim.StopOther.String()
+		}
+	}
+	var all []fidelityAlloc
+	if err := c.Server.Get("/v1/allocations?resources=true", &all); err != nil {
+		t.Fatal(err)
+	}
+	jobOf := map[string]string{}
+	for _, a := range all {
+		jobOf[a.ID] = a.JobID
+	}
+	count := map[string]int{}
+	for _, sp := range tr.Jobs {
+		count[sp.ID] = sp.Count
+	}
+	type edge struct {
+		t float64
+		d int
+	}
+	edges := map[string][]edge{}
+	others := 0
+	for i := range all {
+		a := &all[i]
+		if _, ok := count[a.JobID]; !ok {
+			continue
+		}
+		started, ended := a.times()
+		add(sim.Event{T: traceAt(time.Unix(0, a.CreateTime)), Kind: sim.EventPlace, Job: a.JobID, Alloc: a.ID,
+			Node: names[a.NodeID], GPUs: a.gpus()})
+		if !ended.IsZero() {
+			e := sim.Event{T: traceAt(ended), Kind: sim.EventStop, Job: a.JobID, Alloc: a.ID, Node: names[a.NodeID]}
+			switch {
+			case a.PreemptedByAllocation != "":
+				e.Reason, e.By = sim.StopPreempted.String(), jobOf[a.PreemptedByAllocation]
+			case why[a.ID] != "":
+				e.Reason = why[a.ID]
+			case strings.Contains(a.DesiredDescription, "job update"):
+				e.Reason = sim.StopJobUpdate.String()
+			case a.DesiredStatus == "run" && a.ClientStatus == "complete":
+				e.Reason = sim.StopFinished.String()
+				add(sim.Event{T: e.T, Kind: sim.EventDone, Job: a.JobID, Reason: e.Reason})
+			default:
+				e.Reason = sim.StopOther.String()
+				if others++; others <= 3 {
+					t.Logf("stop of %s (%s) counted as other: desired %s (%q), client %s (%q), task %+v", a.ID, a.JobID,
+						a.DesiredStatus, a.DesiredDescription, a.ClientStatus, a.ClientDescription, a.TaskStates["work"])
+				}
+			}
+			add(e)
+		}
+		if !started.IsZero() {
+			edges[a.JobID] = append(edges[a.JobID], edge{traceAt(started), 1})
+			end := cut + 1
+			if !ended.IsZero() {
+				end = traceAt(ended)
+			}
+			edges[a.JobID] = append(edges[a.JobID], edge{end, -1})
+		}
+	}
+	// A job starts (its work clock runs) when all its allocations run.
+	for job, es := range edges {
+		slices.SortStableFunc(es, func(x, y edge) int {
+			if x.t != y.t {
+				if x.t < y.t {
+					return -1
+				}
+				return 1
+			}
+			return x.d - y.d // a stop before a start at the same instant
+		})
+		n := 0
+		for _, e := range es {
+			n += e.d
+			if e.d > 0 && n == count[job] {
+				add(sim.Event{T: e.t, Kind: sim.EventStart, Job: job})
+			}
+		}
+	}
+}
+
+// allDone reports whether every job of the trace has finished.
+func allDone(t *testing.T, c *nomadCluster, tr *sim.Trace) bool {
+	var jobs []struct{ ID, Status string }
+	if err := c.Server.Get("/v1/jobs", &jobs); err != nil {
+		return false
+	}
+	dead := 0
+	for _, j := range jobs {
+		if j.Status == "dead" {
+			dead++
+		}
+	}
+	return len(jobs) >= len(tr.Jobs) && dead == len(jobs)
+}
+
+// purgeJobs deregisters the trace's jobs (purged) and waits until their
+// allocations are gone from the clients' GPUs, so the next trace starts on
+// an empty cluster.
+func purgeJobs(t *testing.T, c *nomadCluster, tr *sim.Trace) {
+	t.Helper()
+	for _, sp := range tr.Jobs {
+		if err := c.Server.do("DELETE", "/v1/job/"+sp.ID+"?purge=true", nil, nil); err != nil && !strings.Contains(err.Error(), "404") {
+			t.Logf("purge %s: %v", sp.ID, err)
+		}
+	}
+	for _, cl := range c.Clients {
+		c.setEligible(t, cl.Node, true)
+		for g := 0; g < 8; g++ {
+			c.inject(t, cl, "clear", nvml.FakeUUID(cl.Name, "dgxh100", g))
+		}
+	}
+	waitFor(t, 60*time.Second, "the cluster to empty", func() (bool, error) {
+		var allocs []struct{ ClientStatus string }
+		if err := c.Server.Get("/v1/allocations", &allocs); err != nil {
+			return false, nil
+		}
+		for _, a := range allocs {
+			if a.ClientStatus == "running" || a.ClientStatus == "pending" {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
+
+// The real side's policy config is the model's divided by K, field by
+// field (Settle, a wall-clock latency, at least 3 s). No Nomad needed.
+func TestFidelityScaledPolicy(t *testing.T) {
+	var pc policy.Config
+	scaledPolicy(&pc)
+	def := policy.DefaultConfig()
+	if pc.Lookback != def.Lookback/fidelityScale || pc.RuntimeCap != def.RuntimeCap/fidelityScale ||
+		pc.ReservationMaxAge != def.ReservationMaxAge/fidelityScale || pc.SliceLossMaxWait != def.SliceLossMaxWait/fidelityScale ||
+		pc.ResumeLoss != def.ResumeLoss/fidelityScale || pc.DrainReturnAfter != def.DrainReturnAfter/fidelityScale {
+		t.Errorf("scaled %+v from %+v", pc, def)
+	}
+	if pc.Settle != 3*time.Second || pc.Hysteresis != def.Hysteresis || pc.Pending != def.Pending {
+		t.Errorf("settle %v, hysteresis %d, pending %v", pc.Settle, pc.Hysteresis, pc.Pending)
+	}
+	if got := wallOf(time.Hour); got != 30*time.Second {
+		t.Errorf("a trace hour is %v of wall time, want 30s at K=120", got)
+	}
+	evs := []sim.Event{{T: 0, Kind: sim.EventPlace, Job: "a"}, {T: 90, Kind: sim.EventStart, Job: "a"},
+		{T: 100, Kind: sim.EventPlace, Job: "b"}, {T: 160, Kind: sim.EventStart, Job: "b"},
+		{T: 200, Kind: sim.EventPlace, Job: "c"}, {T: 400, Kind: sim.EventStart, Job: "c"}}
+	if got := startLatency(evs); got != 90*time.Second {
+		t.Errorf("start latency %v, want the median 90s", got)
+	}
+}
