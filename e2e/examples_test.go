@@ -26,10 +26,10 @@ func repoFile(parts ...string) string {
 }
 
 // exampleJob is a jobspec of examples/jobs and the band allot must give it
-// when the four run together, in this order, on one node of 8 GPUs (the
-// README's walk): the sweep takes 4 GPUs for free, the debug job and the
-// session one each inside their windows, and the two-node training job
-// cannot place and waits.
+// when they run together, in this order, on one node of 8 GPUs (the
+// README's walk): the sweep takes 4 GPUs for free, the debug job, the
+// notebook and the restorable session one each inside their windows, and
+// the two-node training job cannot place and waits.
 type exampleJob struct {
 	File, ID, Band string
 	Lo, Hi         int // the band's Nomad priorities
@@ -40,6 +40,7 @@ var exampleJobs = []exampleJob{
 	{"sweep.nomad.hcl", "lr-sweep", "unallocated", 10, 29, 4},
 	{"debug.nomad.hcl", "debug-tokenizer", "protected", 100, 100, 1},
 	{"interactive.nomad.hcl", "notebook-alice", "protected", 100, 100, 1},
+	{"session.nomad.hcl", "session-bob", "protected", 100, 100, 1},
 	{"train.nomad.hcl", "olmo-7b-pretrain", "pending", 40, 89, 0},
 }
 
@@ -128,7 +129,7 @@ func startAllotProcess(t *testing.T, env []string, args ...string) *lockedBuffer
 
 // The README's walk: a dev agent from examples/nomad/dev.hcl (node pool gpu,
 // allot-nvml's fake DGX H100), `allot server -dev`, the example budgets, and
-// the four example jobs, each validated by Nomad and managed by allot.
+// the example jobs, each validated by Nomad and managed by allot.
 func TestExampleJobsUnderAllot(t *testing.T) {
 	nomadBinary(t)
 	dev, err := os.ReadFile(repoFile("examples", "nomad", "dev.hcl"))

@@ -54,6 +54,7 @@ nomad {
 policy {
   lookback    = "3d"
   runtime_cap = "12h"
+  max_checkpoint_notice = "3m"
   bands {
     protected      = 200
     running        = 150
@@ -95,7 +96,7 @@ func TestParseServerConfigFull(t *testing.T) {
 	// Every key lands in the policy.Config field that declares it, the
 	// runtime cap in the contract's own.
 	want := policy.ConfigForMaxPriority(200)
-	want.Config = contract.Config{RuntimeCap: 12 * time.Hour}
+	want.Config = contract.Config{RuntimeCap: 12 * time.Hour, MaxNotice: 3 * time.Minute}
 	want.Lookback = 72 * time.Hour
 	want.BandsConfig = policy.BandsConfig{Protected: 200, Running: 150, Pending: policy.Range{Low: 50, High: 140},
 		Unallocated: policy.Range{Low: 5, High: 30}, PreemptionGap: 20}
@@ -149,7 +150,7 @@ func TestParseServerConfigErrors(t *testing.T) {
 		{"gap out of range", "policy {\n  bands {\n    preemption_gap = 0\n  }\n}\n", []string{"3:22:", "preemption_gap = 0: want a whole number from 1 to 100"}},
 		{"hysteresis zero", "policy {\n  margins {\n    hysteresis = 0\n  }\n}\n", []string{"3:18:", "hysteresis = 0: want a whole number from 1 to 100"}},
 		{"fractional int", "policy {\n  bounds {\n    max_evaluations = 1.5\n  }\n}\n", []string{"3:23:", "max_evaluations = 1.5: want a whole number"}},
-		{"unknown policy key", "policy {\n  runtimecap = \"12h\"\n}\n", []string{"2:3:", "Unsupported argument", `Did you mean "runtime_cap"?`, "Valid keys here: runtime_cap, lookback."}},
+		{"unknown policy key", "policy {\n  runtimecap = \"12h\"\n}\n", []string{"2:3:", "Unsupported argument", `Did you mean "runtime_cap"?`, "Valid keys here: runtime_cap, max_checkpoint_notice, lookback."}},
 		{"unknown bands key", "policy {\n  bands {\n    gap = 10\n  }\n}\n", []string{"3:5:", "Unsupported argument", "Valid keys here: protected, running, pending, unallocated, preemption_gap."}},
 		{"block where none go", "ports {\n  extra {\n  }\n}\n", []string{"2:3:", "Unsupported block type", "No blocks are valid here."}},
 		{"unknown policy block", "policy {\n  band {\n  }\n}\n", []string{"2:3:", "Unsupported block type", `Did you mean "bands"?`, "Valid blocks here: bands, margins, reservation, bounds, drain."}},

@@ -292,3 +292,43 @@ func TestServerRuntimeCapReachesContract(t *testing.T) {
 		}
 	}
 }
+
+// TestServerNoticeCapReachesContract goes from policy {
+// max_checkpoint_notice = "20m" } to the contract and the policy: a job's
+// 15m notice is kept (the default cap, 10m, would clamp it), a 30m one is
+// clamped to 20m with a warning naming the setting; a cap above the
+// runtime cap is refused.
+func TestServerNoticeCapReachesContract(t *testing.T) {
+	write := func(policy string) string {
+		path := filepath.Join(t.TempDir(), "allot.hcl")
+		cfg := "data_dir = \"" + t.TempDir() + "\"\nnomad {\n  address = \"http://127.0.0.1:4646\"\n}\npolicy {\n" + policy + "}\n"
+		if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	_, ns, err := parseServer(t, "-config", write("  max_checkpoint_notice = \"20m\"\n"))
+	if err != nil {
+		t.Fatalf("allot server -config: %v", err)
+	}
+	rc := reconcilerConfig(ns, hclog.NewNullLogger())
+	if rc.Policy.MaxNotice != 20*time.Minute {
+		t.Fatalf("notice cap %v, want 20m", rc.Policy.MaxNotice)
+	}
+	leaf := func(string) (bool, bool) { return true, true }
+	for _, tc := range []struct {
+		notice string
+		want   time.Duration
+		warns  int
+	}{{"15m", 15 * time.Minute, 0}, {"30m", 20 * time.Minute, 1}} {
+		meta := map[string]string{"budget": "lab/a", "min_runtime": "1h", "checkpoint_signal": "SIGUSR1", "checkpoint_notice": tc.notice}
+		c := contract.Parse("j", meta, rc.Policy.Config, leaf)
+		if c.Notice != tc.want || len(c.Warnings) != tc.warns {
+			t.Errorf("checkpoint_notice %s under a 20m cap: notice %v, warnings %v; want %v and %d warning(s)", tc.notice, c.Notice, c.Warnings, tc.want, tc.warns)
+		}
+	}
+	if _, _, err := parseServer(t, "-config", write("  runtime_cap = \"1h\"\n  max_checkpoint_notice = \"2h\"\n")); err == nil ||
+		!strings.Contains(err.Error(), "max_checkpoint_notice = 2h0m0s: want a positive duration at most runtime_cap (1h0m0s)") {
+		t.Fatalf("a notice cap above the runtime cap: %v, want it refused", err)
+	}
+}

@@ -29,7 +29,7 @@ func TestSimRefusesBadTraces(t *testing.T) {
 		{"a health row for a GPU the node lacks", "gpu.csv", "submit,job,gpus,work,node,health,gpu\n0,a,1,10m,,,\n60,,,,default-1,unhealthy,8\n", nil,
 			`:3: health event for GPU 8 of node "default-1", which has 8 GPUs (0 to 7); give one of them, or -1 (or empty) for the whole node`},
 		{"a JSON key that is not a column", "key.jsonl", "{\"submit\": 0, \"job\": \"a\", \"gpus\": 1, \"work\": 600, \"gpu_count\": 2}\n", nil,
-			`:1:51: unknown key "gpu_count"; valid keys: submit, job, budget, class, count, gpus, work, min_runtime, resumable, priority, baseline, pool, model, node, health, gpu, reason, and "at" for "submit"`},
+			`:1:51: unknown key "gpu_count"; valid keys: submit, job, budget, class, count, gpus, work, min_runtime, resumable, priority, baseline, pool, model, checkpoint_signal, checkpoint_notice, node, health, gpu, reason, and "at" for "submit"`},
 		{"no gpus column", "nogpus.csv", "submit,job,work\n0,a,10m\n", nil,
 			":1: the header has no gpus column; every job row needs submit, job, gpus, work"},
 		{"an empty file", "empty.csv", "", nil,
@@ -115,7 +115,7 @@ func TestSimRefusesBadScenarios(t *testing.T) {
 			[]string{`:1:12: pools[0] has no gpus_per_node; a pool needs name, nodes and gpus_per_node (model defaults to "h100")`}},
 		{"unknown top-level and generate keys", "{\"cluter\": \"c.hcl\",\n \"generate\": {\"dayz\": 2}}", []string{
 			`:1:2: unknown key "cluter" (did you mean "cluster"?); valid keys: budgets, trace, cluster, config, pools, nodes, gpus_per_node, generate`,
-			`:2:15: unknown key "dayz" in generate (did you mean "days"?); valid keys: seed, days, gpus, demand, allocated, team_spread, debug_per_day, interactive_per_day, resumable, high_inflation, debug_priority, train_priority, train_sizes, train_weights, train_work_min, train_work_max, train_cap, failures, nodes, repair_min, repair_max`,
+			`:2:15: unknown key "dayz" in generate (did you mean "days"?); valid keys: seed, days, gpus, demand, allocated, team_spread, debug_per_day, interactive_per_day, resumable, high_inflation, debug_priority, train_priority, train_sizes, train_weights, train_work_min, train_work_max, train_cap, failures, nodes, repair_min, repair_max, train_notice, interactive_notice`,
 		}},
 		{"the generator's gpus", `{"generate": {"gpus": 64}}`,
 			[]string{`:1:15: generate.gpus: the generator takes the cluster's GPUs from the scenario's cluster, pools or nodes and gpus_per_node (or the flags); leave it out`}},

@@ -9,7 +9,8 @@
 namespace "*" {
   # list-jobs and read-job: jobs, allocations and the event stream;
   # submit-job: re-register a job with a new priority, and evaluate it;
-  # alloc-lifecycle: stop an allocation (a migration).
+  # alloc-lifecycle: stop an allocation (a migration), and signal its tasks
+  # (a checkpoint notice before a stop).
   capabilities = ["list-jobs", "read-job", "submit-job", "alloc-lifecycle"]
 }
 

@@ -53,6 +53,8 @@ nomad {
 policy {
   lookback    = "7d" # fair-share window
   runtime_cap = "8h" # longest protected window a job may ask for
+  # longest checkpoint_notice a job may ask for (its signal that long before a stop)
+  max_checkpoint_notice = "10m"
 
   bands {
     protected      = 100 # allocated jobs inside their protected window

@@ -13,6 +13,11 @@ const (
 	KeyMinRuntime = "min_runtime"
 	KeyResumable  = "resumable"
 	KeyPriority   = "priority"
+	// The checkpoint notice (docs/design.md, "Notice before a stop").
+	KeyCheckpointSignal = "checkpoint_signal"
+	KeyCheckpointNotice = "checkpoint_notice"
+	// KeyClass = "session" marks a restorable interactive session.
+	KeyClass = "class"
 )
 
 // Defaults of the contract. DefaultRuntimeCap is the default cap on the
@@ -23,6 +28,10 @@ const (
 	DefaultPriority   = 50
 	MinPriority       = 0
 	MaxPriority       = 100
+	// DefaultMaxNotice is the default cap on checkpoint_notice.
+	DefaultMaxNotice = 10 * time.Minute
+	// ClassSession is the class value of a restorable session.
+	ClassSession = "session"
 )
 
 // Config holds the operator's knobs that shape a contract. The `hcl` tag is
@@ -32,6 +41,17 @@ type Config struct {
 	// RuntimeCap bounds the protected window; a larger min_runtime is clamped
 	// with a warning. Zero means DefaultRuntimeCap.
 	RuntimeCap time.Duration `hcl:"runtime_cap,optional"`
+	// MaxNotice bounds checkpoint_notice (policy { max_checkpoint_notice
+	// }); a longer notice is clamped with a warning. Zero means
+	// DefaultMaxNotice.
+	MaxNotice time.Duration `hcl:"max_checkpoint_notice,optional"`
+}
+
+func (c Config) maxNotice() time.Duration {
+	if c.MaxNotice <= 0 {
+		return DefaultMaxNotice
+	}
+	return c.MaxNotice
 }
 
 func (c Config) runtimeCap() time.Duration {
@@ -79,6 +99,17 @@ type Contract struct {
 	Resumable bool
 	// Priority orders jobs of the same budget leaf only (0-100, default 50).
 	Priority int
+	// Signal and Notice are the checkpoint notice: before allot stops the
+	// job (time slicing, a reservation, a drain) it sends Signal to every
+	// task of the stopped allocations and waits Notice (at most
+	// Config.MaxNotice). Both are set or neither: Notice is 0 and Signal ""
+	// when the job declares no usable notice.
+	Signal string
+	Notice time.Duration
+	// Session marks a restorable session (meta class = "session"): when
+	// stopped past its window it waits ahead of its own budget's other
+	// pending work. Only a job with a notice is a session.
+	Session bool
 	// Warnings explain every meta value that was ignored, clamped or invalid.
 	Warnings []Warning
 }
@@ -124,6 +155,8 @@ func ParseIn(job string, meta map[string]string, cfg Config, b Budgets) Contract
 	}
 	c.Resumable = parseResumable(meta, warn)
 	c.Priority = parsePriority(meta, warn)
+	c.Signal, c.Notice = parseNotice(meta, cfg.maxNotice(), warn)
+	c.Session = parseClass(meta, c.Notice > 0, warn)
 	return c
 }
 

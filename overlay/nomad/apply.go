@@ -25,9 +25,10 @@ const (
 	OpStop                      // stop allocations as migrations (requeued)
 	OpEvaluate                  // POST /v1/job/<id>/evaluate
 	OpEligibility               // node scheduling eligibility
+	OpSignal                    // signal every task of allocations: a checkpoint notice
 )
 
-var opNames = [...]string{"set-priority", "stop", "evaluate", "eligibility"}
+var opNames = [...]string{"set-priority", "stop", "evaluate", "eligibility", "signal"}
 
 func (k OpKind) String() string {
 	if int(k) < len(opNames) {
@@ -44,7 +45,8 @@ type Op struct {
 	// JobModifyIndex still equals ModifyIndex.
 	Priority    int
 	ModifyIndex uint64
-	Allocs      []string // OpStop
+	Allocs      []string // OpStop, OpSignal
+	Signal      string   // OpSignal: the signal name, e.g. "SIGUSR1"
 	Node        string   // OpEligibility
 	Eligible    bool     // OpEligibility
 	Reason      string   // for logs; the decision log keeps the full reason
@@ -215,7 +217,7 @@ func (a *Applier) applyOne(ctx context.Context, b *batch, op Op) Outcome {
 	if ctx.Err() != nil {
 		return Outcome{Op: op, Err: ctx.Err(), At: time.Now()}
 	}
-	if op.Kind != OpEligibility && b.hasFailed(op.Job) {
+	if op.Kind != OpEligibility && op.Kind != OpSignal && b.hasFailed(op.Job) {
 		return Outcome{Op: op, Err: ErrSkipped, At: time.Now()}
 	}
 	if err := a.bucket.wait(ctx); err != nil {
@@ -261,8 +263,10 @@ func (a *Applier) apply(ctx context.Context, b *batch, op Op) Outcome {
 		o.Err = a.Evaluate(ctx, op.Job)
 	case OpEligibility:
 		o.Err = a.SetEligibility(ctx, op.Node, op.Eligible)
+	case OpSignal:
+		o.Err = a.SignalAllocs(ctx, op.Job, op.Allocs, op.Signal)
 	default:
-		o.Err = fmt.Errorf("unknown op kind %d (valid: set-priority, stop, evaluate, eligibility)", op.Kind)
+		o.Err = fmt.Errorf("unknown op kind %d (valid: set-priority, stop, evaluate, eligibility, signal)", op.Kind)
 	}
 	o.At = time.Now()
 	return o
@@ -355,6 +359,23 @@ func (a *Applier) StopAllocs(ctx context.Context, key JobKey, allocs []string) e
 	for _, id := range allocs {
 		if _, err := a.client.Allocations().Stop(&api.Allocation{ID: id}, q); err != nil && !isNotFound(err) {
 			errs = append(errs, fmt.Errorf("stop allocation %s of job %s: %w", id, key, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// SignalAllocs sends signal to every task of each allocation (Nomad's
+// allocation signal API with no task named signals them all): a
+// checkpoint notice before allot stops them. An allocation already gone is
+// no error. A signal that fails is logged by Apply; the notice still runs,
+// so the job is stopped at its deadline all the same (a failed signal must
+// not keep a job from being stopped).
+func (a *Applier) SignalAllocs(ctx context.Context, key JobKey, allocs []string, signal string) error {
+	q := (&api.QueryOptions{Namespace: key.Namespace}).WithContext(ctx)
+	var errs []error
+	for _, id := range allocs {
+		if err := a.client.Allocations().Signal(&api.Allocation{ID: id}, q, "", signal); err != nil && !isNotFound(err) {
+			errs = append(errs, fmt.Errorf("signal %s to allocation %s of job %s: %w", signal, id, key, err))
 		}
 	}
 	return errors.Join(errs...)

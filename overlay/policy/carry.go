@@ -1,6 +1,9 @@
 package policy
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Carry is the policy's memory between decisions, which its caller (the
 // server's reconcile pass, the simulator) keeps and hands back in each
@@ -23,6 +26,10 @@ type Carry struct {
 	// decision, less what the caller did not carry out (Remember).
 	Victims []Victim
 	Issued  []Issued
+	// Notices: Plan.Notices of the previous decision, the checkpoint
+	// notices running (notice.go). A notice is kept even where its signal
+	// failed, so a failed signal never keeps a job running past its stop.
+	Notices []Notice
 	// LastDecision: the Now of the previous decision.
 	LastDecision time.Time
 
@@ -56,6 +63,11 @@ type Failed struct {
 func (c *Carry) Remember(p *Plan, failed Failed) {
 	c.LastDecision = p.Now
 	c.Reservations = append(c.Reservations[:0], p.Reservations...)
+	c.Notices = c.Notices[:0]
+	for _, n := range p.Notices { // the plan's allocation lists are the decider's, reused by its next decision
+		n.Allocs = slices.Clone(n.Allocs)
+		c.Notices = append(c.Notices, n)
+	}
 	if len(failed.Stops) == 0 && len(failed.Evaluations) == 0 {
 		c.Victims = append(c.Victims[:0], p.Victims...)
 		c.Issued = append(c.Issued[:0], p.Issued...)
@@ -110,11 +122,11 @@ func (c *Carry) Remember(p *Plan, failed Failed) {
 	}
 }
 
-// Fill puts the memory in s (its Reservations, Victims, Issued and
-// LastDecision), shared: Decide never modifies a Snapshot, and the next
+// Fill puts the memory in s (its Reservations, Victims, Issued, Notices
+// and LastDecision), shared: Decide never modifies a Snapshot, and the next
 // Remember replaces the lists' contents, so s is for one decision.
 func (c *Carry) Fill(s *Snapshot) {
-	s.Reservations, s.Victims, s.Issued, s.LastDecision = c.Reservations, c.Victims, c.Issued, c.LastDecision
+	s.Reservations, s.Victims, s.Issued, s.Notices, s.LastDecision = c.Reservations, c.Victims, c.Issued, c.Notices, c.LastDecision
 }
 
 // Health records whether node is healthy now (every GPU healthy) and

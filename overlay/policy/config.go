@@ -142,7 +142,7 @@ func DefaultConfig() Config { return ConfigForMaxPriority(100) }
 // pending band widened up to just under running, unallocated at 10-29.
 func ConfigForMaxPriority(max int) Config {
 	return Config{
-		Config:   contract.Config{RuntimeCap: contract.DefaultRuntimeCap},
+		Config:   contract.Config{RuntimeCap: contract.DefaultRuntimeCap, MaxNotice: contract.DefaultMaxNotice},
 		Lookback: 7 * 24 * time.Hour,
 		BandsConfig: BandsConfig{
 			Protected:     max,
@@ -209,6 +209,9 @@ func (c Config) Problems() []FieldError {
 	f := func(names ...string) []string { return names }
 	if c.RuntimeCap <= 0 {
 		bad(f("RuntimeCap"), "runtime_cap = %v: want a positive duration such as \"8h\"", c.RuntimeCap)
+	}
+	if c.MaxNotice <= 0 || c.MaxNotice > c.RuntimeCap {
+		bad(f("MaxNotice"), "max_checkpoint_notice = %v: want a positive duration at most runtime_cap (%v), such as \"10m\"", c.MaxNotice, c.RuntimeCap)
 	}
 	if c.Lookback <= 0 {
 		bad(f("Lookback"), "lookback = %v: want a positive duration such as \"7d\"", c.Lookback)

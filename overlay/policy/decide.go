@@ -83,7 +83,12 @@ type Decider struct {
 	unobserved []bool           // by Snapshot.Issued: a stop the snapshot does not show yet
 	taken      []int32          // allocations settle takes as stopping
 	allocBuf   []Alloc          // their copies, read as stopping
-	lv         levelScratch
+	// Notices (notice.go): by job, its Snapshot.Notices entry in force and
+	// its Plan.Notices entry (-1 when none); jobs notices were sent for.
+	noticeOf, inNotice []int32
+	awaiting           []int32
+	stopAt             []time.Time // by job: a drain stop's known time, when noticeAhead plans it early
+	lv                 levelScratch
 	// tl is what an Incremental left out of snap (nil for a full Decide).
 	tl *tail
 	// bufs keeps the plan's slices from one Incremental decision to the
@@ -113,6 +118,7 @@ func (d *Decider) Decide(snap *Snapshot, tree *budgets.Tree, fs *budgets.FairSha
 
 	d.index()             // index.go: who runs where, each job's state
 	d.keepVictims()       // memory.go: victims held below the job they made room for
+	d.keepNotices()       // notice.go: checkpoint notices in force, or done early
 	d.drain()             // drain.go: unhealthy nodes, Nomad drains, returns (rules 9, 10)
 	d.indexVictims()      // victims.go: who time slicing may stop, by node
 	d.keepReservations()  // reserve.go: hold, release or finish reservations (rule 7)
@@ -120,6 +126,7 @@ func (d *Decider) Decide(snap *Snapshot, tree *budgets.Tree, fs *budgets.FairSha
 	d.placeReady()        // reserve.go: jobs whose reservation is done go first
 	d.orderPending()      // order.go: fair-share order of pending jobs (rules 3, 8)
 	d.place()             // victims.go: fit, time slicing, new reservations (rules 5-7)
+	d.notify()            // notice.go: stops of jobs with a notice wait for it
 	d.evaluateHeld()      // memory.go: rule 6 when a victim's replacement took GPUs
 	d.evaluateRecovered() // explain.go: rule 6 after recoveries
 	d.tier()              // tier.go: bands and priorities (rules 1-4), hysteresis
@@ -152,13 +159,16 @@ func (d *Decider) pointAt(snap *Snapshot) {
 func (p *Plan) reuse(b *Plan) {
 	p.SetPriorities, p.Stops, p.NodeActions = b.SetPriorities[:0], b.Stops[:0], b.NodeActions[:0]
 	p.Evaluations, p.Reservations, p.Victims, p.Issued = b.Evaluations[:0], b.Reservations[:0], b.Victims[:0], b.Issued[:0]
+	p.Signals, p.Notices = b.Signals[:0], b.Notices[:0]
 }
 
 // keep stores the plan's lists in b for the next reuse and sets the empty
 // ones to nil, as a plan built from nothing has them.
 func (p *Plan) keep(b *Plan) {
 	*b = Plan{SetPriorities: p.SetPriorities, Stops: p.Stops, NodeActions: p.NodeActions, Evaluations: p.Evaluations,
-		Reservations: p.Reservations, Victims: p.Victims, Issued: p.Issued}
+		Reservations: p.Reservations, Victims: p.Victims, Issued: p.Issued, Signals: p.Signals, Notices: p.Notices}
+	p.Signals = nilIfEmpty(p.Signals)
+	p.Notices = nilIfEmpty(p.Notices)
 	p.SetPriorities = nilIfEmpty(p.SetPriorities)
 	p.Stops = nilIfEmpty(p.Stops)
 	p.NodeActions = nilIfEmpty(p.NodeActions)

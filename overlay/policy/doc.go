@@ -6,7 +6,7 @@
 // It is pure: it imports only budgets and overlay/contract, does no I/O,
 // reads no clock (time comes in as now), starts no goroutines and keeps no
 // globals. Its memory across decisions (node drain states, reservations,
-// held victims, issued actions, the previous decision's time, when each node
+// held victims, issued actions, checkpoint notices, the previous decision's time, when each node
 // turned healthy) travels in the Snapshot, filled by the caller from the
 // previous Plan, so every decision replays from its inputs. Carry is that
 // memory as one value, which the server's reconcile pass and the simulator
@@ -229,7 +229,20 @@
 // (0: only an operator returns it). Evaluations (rule 6) follow victims,
 // released reservations and recovered nodes, at most MaxEvaluations.
 //
+// Notices (rule 13, notice.go): a stop of a job whose contract has a
+// checkpoint notice (Signal, Notice <= MaxNotice), from rules 5, 7, 9 or
+// 10, is planned as a SignalJob and a Notice{SentAt: now, Deadline: now +
+// Notice} instead; the decision at or after the deadline plans the stop
+// itself. Meanwhile the job keeps its band (no victim level, no hold), is a
+// victim for no other job, and the job it makes room for (rule 5) credits
+// its GPUs, waits (WaitNotice, FreeAt = Deadline) and is not evaluated; it
+// keeps that choice unless it fits without it. A notice whose allocations
+// have all exited ends early (ReasonNoticeDone evaluates that job); one
+// whose stop is no longer planned lapses. lost(V) = 0 for a job with a
+// notice. A requeued session (contract.Session) sorts first in its leaf.
+//
 // NextWake (rule 12) is the earliest of: protected windows ending, planned
 // drain stops, reservations expiring or freeing, drained nodes returning,
-// holds running out, unseen stops and repeated evaluations settling.
+// holds running out, unseen stops and repeated evaluations settling, and
+// notices' deadlines.
 package policy

@@ -119,8 +119,7 @@ func (d *Decider) moveOff(i int32) {
 		if at.IsZero() {
 			continue
 		}
-		if at.After(d.now) {
-			d.wakeAt(at)
+		if at.After(d.now) && !d.noticeAhead(j, at) { // notice.go: signalled its notice before at
 			continue
 		}
 		info.moving = true

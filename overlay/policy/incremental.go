@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/allot-sched/allot/budgets"
-	"github.com/allot-sched/allot/overlay/contract"
 )
 
 // Incremental is the policy's incremental form, for callers that decide
@@ -315,7 +314,7 @@ func (x *Incremental) countAlloc(job string, d int32) {
 // Alloc contents (slices in them) with the Incremental.
 func (x *Incremental) Snapshot() *Snapshot {
 	s := &Snapshot{Nodes: slices.Clone(x.nodes), Reservations: slices.Clone(x.Reservations),
-		Victims: slices.Clone(x.Victims), Issued: slices.Clone(x.Issued), LastDecision: x.LastDecision}
+		Victims: slices.Clone(x.Victims), Issued: slices.Clone(x.Issued), Notices: slices.Clone(x.Notices), LastDecision: x.LastDecision}
 	for i := range x.jobs {
 		if x.jobs[i].live {
 			s.Jobs = append(s.Jobs, x.jobs[i].Job)
@@ -458,8 +457,7 @@ func (x *Incremental) compareQueued(a, b int32) int {
 
 // compareQueued orders two jobs of one leaf as compareKeys does.
 func compareQueued(ja, jb *Job) int {
-	pa := uint32(contract.MaxPriority - ja.Contract.Priority)
-	pb := uint32(contract.MaxPriority - jb.Contract.Priority)
+	pa, pb := queueRank(ja), queueRank(jb)
 	if pa != pb {
 		if pa < pb {
 			return -1

@@ -118,6 +118,10 @@ func (x *Incremental) read(h int) {
 	for _, is := range x.Issued {
 		addID(is.Job)
 	}
+	for _, n := range x.Notices {
+		addID(n.Job)
+		addID(n.For)
+	}
 	asks := x.askScratch()
 	n := 0
 	top := x.top[:0]

@@ -168,6 +168,12 @@ func (w *incWorld) delta() {
 			meta["budget"] = w.tree.Leaves()[r.Intn(len(w.tree.Leaves()))].Path
 			meta["min_runtime"] = fmt.Sprintf("%dm", r.Intn(120))
 			meta["priority"] = fmt.Sprint(r.Intn(101))
+			if r.Intn(3) == 0 { // a checkpoint notice (notice.go), some of them sessions
+				meta["checkpoint_signal"], meta["checkpoint_notice"] = "SIGUSR1", fmt.Sprintf("%ds", 1+r.Intn(600))
+				if r.Intn(2) == 0 {
+					meta["class"] = "session"
+				}
+			}
 		}
 		leaf := func(p string) (bool, bool) { n, ok := w.tree.Lookup(p); return ok, ok && n.IsLeaf() }
 		id := fmt.Sprintf("s%d", w.seq)
@@ -253,6 +259,7 @@ func (w *incWorld) delta() {
 			w.inc.Issued = nil
 		case 1:
 			w.inc.Victims = nil
+			w.inc.Notices = nil
 		default:
 			w.inc.Reservations = nil
 		}

@@ -3,8 +3,6 @@ package policy
 import (
 	"slices"
 	"strings"
-
-	"github.com/allot-sched/allot/overlay/contract"
 )
 
 // pendingKey sorts waiting allocated jobs: partially placed jobs first
@@ -15,7 +13,7 @@ import (
 // The first three are packed into rank so that most comparisons are one
 // integer comparison.
 type pendingKey struct {
-	rank   uint64 // !partial<<63 | leafPos<<32 | (MaxPriority - priority)
+	rank   uint64 // !partial<<63 | leafPos<<32 | queueRank
 	submit int64
 	job    int32
 }
@@ -40,7 +38,7 @@ func (d *Decider) compareKeys(a, b pendingKey) int {
 
 func (d *Decider) keyOf(j int32, partial bool) pendingKey {
 	job := d.jp[j]
-	rank := uint64(d.leafPos[d.jobs[j].leaf])<<32 | uint64(uint32(contract.MaxPriority-job.Contract.Priority))
+	rank := uint64(d.leafPos[d.jobs[j].leaf])<<32 | uint64(queueRank(job))
 	if !partial {
 		rank |= 1 << 63
 	}

@@ -14,8 +14,11 @@ type Plan struct {
 	Now           time.Time
 	SetPriorities []SetPriority
 	Stops         []StopJob
-	NodeActions   []NodeAction
-	Evaluations   []Evaluate
+	// Signals are checkpoint notices sent before stops (notice.go); the
+	// adapter applies them with the stops.
+	Signals     []SignalJob
+	NodeActions []NodeAction
+	Evaluations []Evaluate
 	// Reservations are the reservations in force after this plan, including
 	// expired ones remembered; the caller passes them back in the next
 	// Snapshot.Reservations.
@@ -27,6 +30,9 @@ type Plan struct {
 	// still settling; the caller passes them back in Snapshot.Issued, less
 	// any it failed to apply.
 	Issued []Issued
+	// Notices are the checkpoint notices running after this plan; the
+	// caller passes them back in Snapshot.Notices (notice.go).
+	Notices []Notice
 	// Explanations has one entry per managed job, in Snapshot.Jobs order.
 	Explanations []Explanation
 	// NextWake is the earliest time after Now at which the plan would change
@@ -149,13 +155,15 @@ const (
 	WaitWork                  // its only victims would throw away more work than Config.MaxSliceLoss allows, until FreeAt (SliceLossMaxWait)
 	WaitOrder                 // the GPUs are held past their windows by its own budget's jobs of the same or a higher meta priority
 	WaitPool                  // no node at all is in its node pool with its GPU model: it never places until one joins (or its node_pool changes)
+	WaitNotice                // the jobs stopped for it were sent their checkpoint notice; they stop at FreeAt (or when they exit)
 )
 
 var waitNames = [...]string{"nothing", "placement", "queue", "victims", "protected windows",
 	"reservation", "fair share", "a node with enough healthy GPUs", "rest of its allocations",
 	"the job it made room for", "running jobs that would lose too much work",
 	"its own budget's jobs of the same or a higher meta priority",
-	"a node of its node pool and GPU model, and there is none: no node of the job's node pool (\"default\" when the job names none) has GPUs of the model it asks; check the job's node_pool and device constraint"}
+	"a node of its node pool and GPU model, and there is none: no node of the job's node pool (\"default\" when the job names none) has GPUs of the model it asks; check the job's node_pool and device constraint",
+	"the checkpoint notice of the jobs stopped for it"}
 
 func (w Wait) String() string {
 	if int(w) < len(waitNames) {

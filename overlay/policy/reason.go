@@ -57,6 +57,9 @@ const (
 	ReasonVictimPartial    // Job: the beneficiary, also placed in part and before it in the order, Node, N: GPUs asked
 	ReasonPartialRelease   // N: allocations still missing, Detail: the rule they wait for, Job: the job it keeps (or "")
 	ReasonPendingRestart   // N: place in the pending queue; the job is not resumable
+	// Checkpoint notices (notice.go).
+	ReasonNoticeSent // At: the stop (deadline), N: the notice in seconds, Job: the job it makes room for, or Node: the draining node
+	ReasonNoticeDone // Job: the job whose notice ended early (an Evaluate)
 )
 
 // Reason is a ReasonCode with its operands.
@@ -158,6 +161,17 @@ func (r Reason) Format(at func(time.Time) string) string {
 			by = " (" + r.Job + ")"
 		}
 		return fmt.Sprintf("placed in part, and its %d missing allocation(s) wait for %s%s, which its own stall does not change: its allocations are stopped (requeued; it never ran, so nothing is lost) so the GPUs work meanwhile; it waits in the pending queue", r.N, r.Detail, by)
+	case ReasonNoticeSent:
+		sent := "notice sent at " + at(r.At.Add(-time.Duration(r.N)*time.Second)) + "; stop at " + at(r.At)
+		switch {
+		case r.Job != "":
+			return sent + " for job " + r.Job
+		case r.Node != "":
+			return sent + " (node " + r.Node + " is being drained)"
+		}
+		return sent
+	case ReasonNoticeDone:
+		return r.Job + " exited during its checkpoint notice: its GPUs are free"
 	case ReasonNodeReturned:
 		how := "allot nodes return"
 		if r.Detail != "" {

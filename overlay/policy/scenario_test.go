@@ -133,6 +133,8 @@ func (w *world) do(c *ddCase) (string, error) {
 		return "", nil
 	case "finish":
 		return "", w.finish(pos)
+	case "exit":
+		return "", w.exit(pos)
 	case "advance":
 		d, err := time.ParseDuration(strings.Join(pos, ""))
 		if err != nil {
@@ -197,6 +199,11 @@ func (w *world) do(c *ddCase) (string, error) {
 	case "catchup":
 		w.catchup()
 		return "", nil
+	case "forget":
+		// A new leader: the policy's memory of its own actions is gone (the
+		// replicated state keeps reservations and node states, not these).
+		w.snap.Victims, w.snap.Issued, w.snap.Notices = nil, nil, nil
+		return "", nil
 	}
 	return "", fmt.Errorf("unknown command %q", c.cmd)
 }
@@ -228,6 +235,8 @@ func (w *world) config(m map[string]string) error {
 			w.cfg.DrainLead = d()
 		case "runtime-cap":
 			w.cfg.RuntimeCap = d()
+		case "max-notice":
+			w.cfg.MaxNotice = d()
 		case "victim-hold":
 			w.cfg.VictimHold = d()
 		case "settle":
@@ -335,7 +344,8 @@ func (w *world) submit(pos []string, m map[string]string) (string, error) {
 		return "", fmt.Errorf("usage: submit ID [budget=..] [min_runtime=..] [resumable=..] [priority=..] gpus=N count=N [model=M] [pool=P] [ns=NS] [type=T] [nomad-priority=N]")
 	}
 	meta := map[string]string{}
-	for _, k := range []string{contract.KeyBudget, contract.KeyMinRuntime, contract.KeyResumable, contract.KeyPriority} {
+	for _, k := range []string{contract.KeyBudget, contract.KeyMinRuntime, contract.KeyResumable, contract.KeyPriority,
+		contract.KeyCheckpointSignal, contract.KeyCheckpointNotice, contract.KeyClass} {
 		if v, ok := m[k]; ok {
 			meta[k] = v
 		}
@@ -358,7 +368,7 @@ func (w *world) submit(pos []string, m map[string]string) (string, error) {
 		n, ok := w.tree.Lookup(p)
 		return ok, ok && n.IsLeaf()
 	}
-	c := contract.Parse(pos[0], meta, contract.Config{RuntimeCap: w.cfg.RuntimeCap}, leaf)
+	c := contract.Parse(pos[0], meta, contract.Config{RuntimeCap: w.cfg.RuntimeCap, MaxNotice: w.cfg.MaxNotice}, leaf)
 	w.snap.Jobs = append(w.snap.Jobs, Job{ID: pos[0], Namespace: ns, Type: typ, Contract: c, Pool: m["pool"],
 		SubmitTime: w.now, Priority: prio, ModifyIndex: 1,
 		Groups: []TaskGroup{{Name: "g", Count: count, GPUs: gpus, Model: m["model"]}}})
@@ -492,6 +502,20 @@ func (w *world) finish(pos []string) error {
 	return nil
 }
 
+// exit is a job's tasks exiting on their own (its allocations complete),
+// as a job that saved its state on a checkpoint signal may.
+func (w *world) exit(pos []string) error {
+	if _, err := w.findJob(pos); err != nil {
+		return err
+	}
+	for i := range w.snap.Allocs {
+		if w.snap.Allocs[i].Job == pos[0] {
+			w.snap.Allocs[i].ClientStatus = ClientComplete
+		}
+	}
+	return nil
+}
+
 // advance moves the clock, charging running allocated jobs to their leaf.
 func (w *world) advance(d time.Duration) {
 	for _, a := range w.snap.Allocs {
@@ -530,6 +554,9 @@ func (w *world) printPlan(p *Plan) string {
 	for _, s := range p.Stops {
 		fmt.Fprintf(&b, "stop %s %v: %s\n", s.Job, s.Allocs, rs(s.Reason))
 	}
+	for _, s := range p.Signals {
+		fmt.Fprintf(&b, "signal %s %v %s: %s\n", s.Job, s.Allocs, s.Signal, rs(s.Reason))
+	}
 	for _, a := range p.NodeActions {
 		fmt.Fprintf(&b, "node %s %s: %s\n", a.Node, a.Kind, rs(a.Reason))
 	}
@@ -548,6 +575,9 @@ func (w *world) printPlan(p *Plan) string {
 	}
 	for _, v := range p.Victims {
 		fmt.Fprintf(&b, "victim %s held below %s since %s\n", v.Job, v.For, w.at(v.Since))
+	}
+	for _, n := range p.Notices {
+		fmt.Fprintf(&b, "notice %s for %q sent %s, stop %s\n", n.Job, n.For, w.at(n.SentAt), w.at(n.Deadline))
 	}
 	for _, e := range p.Explanations {
 		fmt.Fprintf(&b, "  %s %s %d", e.Job, e.Band, e.Priority)
@@ -619,5 +649,6 @@ func (w *world) remember(p *Plan) {
 	w.snap.Reservations = slices.Clone(p.Reservations)
 	w.snap.Victims = slices.Clone(p.Victims)
 	w.snap.Issued = slices.Clone(p.Issued)
+	w.snap.Notices = slices.Clone(p.Notices)
 	w.snap.LastDecision = w.now
 }

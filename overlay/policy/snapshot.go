@@ -31,6 +31,9 @@ type Snapshot struct {
 	// caller failed to apply (so that it is issued again at once): stops
 	// and evaluations the view may not show yet.
 	Issued []Issued
+	// Notices are Plan.Notices of the previous decision: checkpoint
+	// notices sent, whose stops wait for their deadlines (notice.go).
+	Notices []Notice
 	// LastDecision is the now of the previous decision (zero for the first).
 	// A node that turned healthy after it is news: pending jobs are evaluated.
 	LastDecision time.Time

@@ -100,6 +100,9 @@ func (d *Decider) target(j int32) {
 	if info.released >= 0 {
 		info.reason = Reason{Code: ReasonVictimReleased, Job: d.jp[info.released].ID, At: info.heldSince}
 	}
+	if r, ok := d.noticeReason(j); ok {
+		info.reason = r // notice.go: signalled, stopped at the deadline
+	}
 }
 
 // write plans the SetPriority for job j if its priority must change, and

@@ -51,6 +51,9 @@ func (d *Decider) place() {
 				d.checkTailRoom()
 			}
 		}
+		if d.keepNoticed(j, d.asks) { // notice.go: notices sent for it are not re-decided
+			continue
+		}
 		mark := d.cap.mark()
 		if d.fitAll(job, d.asks) {
 			info.fits, info.wait = true, WaitPlacement
@@ -233,6 +236,9 @@ func (d *Decider) lostWork(v int32) int64 {
 	if job.Contract.Resumable {
 		ran = min(ran, d.cfg.ResumeLoss)
 	}
+	if job.Contract.Notice > 0 {
+		ran = 0 // it saves its work when signalled (notice.go)
+	}
 	info.lost, info.lostSet = int64(info.held)*int64(ran/time.Second), true
 	return info.lost
 }
@@ -354,7 +360,7 @@ func (d *Decider) victimOK(v, j int32) (ok, marginOnly bool) {
 	if vi.state == jsPartial && vi.victimFor < 0 && vi.heldFor < 0 && !vi.moving && !vi.givenBack {
 		return d.partialBefore(j, v), false
 	}
-	if vi.state != jsRunning || vi.victimFor >= 0 || vi.heldFor >= 0 || vi.moving {
+	if vi.state != jsRunning || vi.victimFor >= 0 || vi.heldFor >= 0 || vi.moving || !d.noticeAllows(v, j) {
 		return false, false
 	}
 	return d.mayStop(v, j)

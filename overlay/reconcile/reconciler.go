@@ -368,7 +368,7 @@ func failedOf(plan *policy.Plan, results []nomad.Outcome) policy.Failed {
 			f.Stops = append(f.Stops, i)
 		}
 	}
-	first += len(plan.Stops) + len(plan.NodeActions)
+	first += len(plan.Stops) + len(plan.Signals) + len(plan.NodeActions) // OpsFromPlan's order
 	for i := range plan.Evaluations {
 		if !ok(first + i) {
 			f.Evaluations = append(f.Evaluations, i)

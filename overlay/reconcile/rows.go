@@ -305,7 +305,7 @@ func writeRows(in rowsInput) ([]state.Priority, []state.Decision) {
 		if op.Kind != nomad.OpEligibility {
 			d.JobID = PolicyJobID(op.Job)
 		}
-		if op.Kind == nomad.OpStop {
+		if op.Kind == nomad.OpStop || op.Kind == nomad.OpSignal {
 			for _, a := range op.Allocs {
 				d.AllocID = a
 				decs = append(decs, d)
@@ -332,6 +332,9 @@ func opKinds(p *policy.Plan) []string {
 		default:
 			out = append(out, "drain")
 		}
+	}
+	for range p.Signals {
+		out = append(out, "notice") // a checkpoint signal before a stop (issue 16)
 	}
 	for _, na := range p.NodeActions {
 		switch na.Kind {

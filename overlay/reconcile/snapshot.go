@@ -228,6 +228,10 @@ func OpsFromPlan(p *policy.Plan) []nomad.Op {
 		ops = append(ops, nomad.Op{Kind: nomad.OpStop, Job: jobKeyOf(st.Namespace, st.Job), Allocs: st.Allocs,
 			Reason: st.Reason.String()})
 	}
+	for _, sg := range p.Signals {
+		ops = append(ops, nomad.Op{Kind: nomad.OpSignal, Job: jobKeyOf(sg.Namespace, sg.Job), Allocs: sg.Allocs, Signal: sg.Signal,
+			Reason: sg.Reason.String()})
+	}
 	for _, na := range p.NodeActions {
 		ops = append(ops, nomad.Op{Kind: nomad.OpEligibility, Node: na.Node, Eligible: na.Kind.Eligible(), Reason: na.Reason.String()})
 	}

@@ -78,7 +78,7 @@ func (a *Allot) Init(s *State, tree *budgets.Tree) error {
 	a.jobIndex = make(map[string]int32, s.NumJobs())
 	a.contracts = make([]contract.Contract, s.NumJobs())
 	a.groups = make([]policy.TaskGroup, s.NumJobs())
-	ccfg := contract.Config{RuntimeCap: a.cfg.RuntimeCap}
+	ccfg := a.cfg.Config
 	leaf := func(p string) (bool, bool) {
 		n, ok := tree.Lookup(p)
 		return ok, ok && n.IsLeaf()
@@ -90,13 +90,16 @@ func (a *Allot) Init(s *State, tree *budgets.Tree) error {
 		resumable  bool
 		priority   int
 		budget     string
+		signal     string
+		notice     time.Duration
+		session    bool
 	}
 	parsed := make(map[metaKey]contract.Contract)
 	for i := range s.jobs {
 		sp := s.jobs[i].spec
 		a.jobIndex[sp.ID] = int32(i)
 		a.groups[i] = policy.TaskGroup{Name: "main", Count: sp.Count, GPUs: sp.GPUs, Model: sp.Model}
-		k := metaKey{sp.MinRuntime, sp.Resumable, sp.Priority, sp.Budget}
+		k := metaKey{sp.MinRuntime, sp.Resumable, sp.Priority, sp.Budget, sp.Signal, sp.Notice, sp.Class == ClassInteractive}
 		if c, ok := parsed[k]; ok {
 			a.contracts[i] = c
 			continue
@@ -215,13 +218,12 @@ func (a *Allot) apply(s *State, p *policy.Plan) {
 		}
 	}
 	var ids []int32
+	for _, sg := range p.Signals {
+		ids = allocIndexes(ids[:0], sg.Allocs)
+		s.Signal(ids)
+	}
 	for _, st := range p.Stops {
-		ids = ids[:0]
-		for _, id := range st.Allocs {
-			if n, err := strconv.Atoi(id[1:]); err == nil {
-				ids = append(ids, int32(n))
-			}
-		}
+		ids = allocIndexes(ids[:0], st.Allocs)
 		why := stopReason(st.Reason.Code)
 		forJob, ok := a.jobIndex[st.Reason.Job]
 		if !ok || why != StopTimeSlice && why != StopReserve {

@@ -33,6 +33,8 @@ type genConfigJSON struct {
 	Nodes             int       `json:"nodes"`
 	RepairMin         string    `json:"repair_min"`
 	RepairMax         string    `json:"repair_max"`
+	TrainNotice       string    `json:"train_notice"`       // "0s": none
+	InteractiveNotice string    `json:"interactive_notice"` // "0s": none
 }
 
 // MarshalJSON writes the configuration with snake_case keys and durations
@@ -43,7 +45,8 @@ func (g GenConfig) MarshalJSON() ([]byte, error) {
 		Resumable: g.Resumable, HighInflation: g.HighInflation,
 		DebugPriority: g.DebugPriority[:], TrainPriority: g.TrainPriority[:], TrainSizes: g.TrainSizes,
 		TrainWeights: g.TrainWeights, TrainWorkMin: g.TrainWorkMin.String(), TrainWorkMax: g.TrainWorkMax.String(), TrainCap: g.TrainCap,
-		Failures: g.Failures, Nodes: g.Nodes, RepairMin: g.RepairMin.String(), RepairMax: g.RepairMax.String()})
+		Failures: g.Failures, Nodes: g.Nodes, RepairMin: g.RepairMin.String(), RepairMax: g.RepairMax.String(),
+		TrainNotice: g.TrainNotice.String(), InteractiveNotice: g.InteractiveNotice.String()})
 }
 
 // UnmarshalJSON reads a configuration written by MarshalJSON or by hand.
@@ -56,17 +59,18 @@ func (g *GenConfig) UnmarshalJSON(b []byte) error {
 		Resumable: g.Resumable, HighInflation: g.HighInflation, DebugPriority: g.DebugPriority[:],
 		TrainPriority: g.TrainPriority[:], TrainSizes: g.TrainSizes, TrainWeights: g.TrainWeights,
 		TrainWorkMin: g.TrainWorkMin.String(), TrainWorkMax: g.TrainWorkMax.String(), TrainCap: g.TrainCap, Failures: g.Failures,
-		Nodes: g.Nodes, RepairMin: g.RepairMin.String(), RepairMax: g.RepairMax.String()}
+		Nodes: g.Nodes, RepairMin: g.RepairMin.String(), RepairMax: g.RepairMax.String(),
+		TrainNotice: g.TrainNotice.String(), InteractiveNotice: g.InteractiveNotice.String()}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&cur); err != nil {
 		return fmt.Errorf("generate: %w (keys are snake_case, e.g. \"demand\", \"allocated\", \"train_work_min\"; \"demand\" counts all work, allocated and unallocated, and \"allocated\" the allocated part, both as multiples of capacity)", err)
 	}
-	durs := [4]time.Duration{}
-	for k, s := range []string{cur.TrainWorkMin, cur.TrainWorkMax, cur.RepairMin, cur.RepairMax} {
+	durs := [6]time.Duration{}
+	for k, s := range []string{cur.TrainWorkMin, cur.TrainWorkMax, cur.RepairMin, cur.RepairMax, cur.TrainNotice, cur.InteractiveNotice} {
 		d, err := time.ParseDuration(s)
-		if err != nil {
-			name := [...]string{"train_work_min", "train_work_max", "repair_min", "repair_max"}[k]
+		if err != nil || d < 0 {
+			name := [...]string{"train_work_min", "train_work_max", "repair_min", "repair_max", "train_notice", "interactive_notice"}[k]
 			return &GenConfigKeyError{name, fmt.Errorf("%q is not a duration; write it like \"2h\", \"90m\" or \"3d\" as \"72h\"", s)}
 		}
 		durs[k] = d
@@ -84,7 +88,7 @@ func (g *GenConfig) UnmarshalJSON(b []byte) error {
 		Resumable: cur.Resumable, HighInflation: cur.HighInflation, DebugPriority: ranges[0],
 		TrainPriority: ranges[1], TrainSizes: cur.TrainSizes, TrainWeights: cur.TrainWeights,
 		TrainWorkMin: durs[0], TrainWorkMax: durs[1], TrainCap: cur.TrainCap, Failures: cur.Failures, Nodes: cur.Nodes,
-		RepairMin: durs[2], RepairMax: durs[3], GPUsPerNode: g.GPUsPerNode}
+		RepairMin: durs[2], RepairMax: durs[3], TrainNotice: durs[4], InteractiveNotice: durs[5], GPUsPerNode: g.GPUsPerNode}
 	return nil
 }
 

@@ -46,6 +46,10 @@ type GenConfig struct {
 	InteractivePerDay float64
 	// Resumable is the fraction of training jobs that may be requeued.
 	Resumable float64
+	// TrainNotice and InteractiveNotice are the checkpoint notices (with
+	// SIGUSR1) the resumable training jobs and the interactive sessions
+	// declare; filler and debug jobs declare none. 0: none.
+	TrainNotice, InteractiveNotice time.Duration
 	// HighInflation is the fraction of jobs that say HIGH under the baseline
 	// (the rest split between NORMAL and LOW).
 	HighInflation float64
@@ -78,7 +82,7 @@ type GenConfig struct {
 // DefaultGenConfig is the scenario of examples/sim: 1,024 GPUs, 30 days.
 func DefaultGenConfig() GenConfig {
 	return GenConfig{Seed: 1, Days: 30, GPUs: 1024, Demand: 2.5, Allocated: 0.78, TeamSpread: 0.9, DebugPerDay: 2000,
-		InteractivePerDay: 40, Resumable: 0.85, HighInflation: 0.7,
+		InteractivePerDay: 40, Resumable: 0.85, HighInflation: 0.7, TrainNotice: 5 * time.Minute, InteractiveNotice: 2 * time.Minute,
 		DebugPriority: [2]int{80, 100}, TrainPriority: [2]int{20, 79},
 		TrainSizes: []int{8, 16, 32, 64, 128, 256}, TrainWeights: []float64{30, 22, 20, 14, 9, 5},
 		TrainWorkMin: 2 * time.Hour, TrainWorkMax: 72 * time.Hour, TrainCap: 1,
@@ -230,6 +234,15 @@ func (g *generator) interactive(leaf *budgets.Node, n float64) {
 			Class: ClassInteractive, Count: 1, GPUs: g.fit(1 + g.rng.IntN(2)),
 			Work: g.logUniform(interactiveWorkMin, interactiveWorkMax), MinRuntime: time.Hour, Priority: g.priority(g.cfg.DebugPriority),
 			Baseline: g.level()})
+		g.notice(&g.tr.Jobs[len(g.tr.Jobs)-1], g.cfg.InteractiveNotice)
+	}
+}
+
+// notice gives job j a checkpoint notice of d with SIGUSR1 (none for 0).
+// It draws nothing: the rest of the trace is the same with or without.
+func (g *generator) notice(j *JobSpec, d time.Duration) {
+	if d > 0 {
+		j.Signal, j.Notice = "SIGUSR1", d
 	}
 }
 
@@ -266,6 +279,9 @@ func (g *generator) train(leaf *budgets.Node, gpuHours float64) {
 			Class: ClassTrain, Count: count, GPUs: per, Work: work,
 			MinRuntime: time.Duration(1+g.rng.IntN(8)) * time.Hour, Resumable: g.rng.Float64() < g.cfg.Resumable,
 			Priority: g.priority(g.cfg.TrainPriority), Baseline: g.level()})
+		if j := &g.tr.Jobs[len(g.tr.Jobs)-1]; j.Resumable {
+			g.notice(j, g.cfg.TrainNotice)
+		}
 		left -= float64(size) * work.Hours()
 	}
 }

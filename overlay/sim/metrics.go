@@ -37,7 +37,8 @@ type metrics struct {
 	delivered [][]int64
 	demand    [][]int64
 
-	drain drainMetrics
+	drain  drainMetrics
+	notice noticeMetrics
 }
 
 // drainMetrics follows each unhealthy episode of a node from its first

@@ -118,6 +118,16 @@ func WriteSummary(w io.Writer, rs []*Result) error {
 		})
 	}
 	row("lost GPU hours (work redone)", func(r *Result) string { return fmt.Sprintf("%.0f", r.LostGPUHours) })
+	row("notices: allocations signalled / stops that lost nothing", func(r *Result) string {
+		return fmt.Sprintf("%d / %d", r.Notices.Signalled, r.Notices.Saved)
+	})
+	row("waits added by notices p50 / p90 (hours)", func(r *Result) string {
+		n := r.Notices
+		return fmtWait(n.WaitP50) + " / " + fmtWait(n.WaitP90) + fmt.Sprintf(" (%.0f)", n.WaitHours)
+	})
+	row("session stops / sessions that lost state", func(r *Result) string {
+		return fmt.Sprintf("%d / %d", r.Notices.Sessions, r.Notices.SessionsLost)
+	})
 	row("stalled GPU hours (held without progress)", func(r *Result) string { return fmt.Sprintf("%.0f", r.StalledGPUHours) })
 	row("occupancy allocated / unallocated / stalled / idle", func(r *Result) string {
 		o := r.Occupancy

@@ -46,6 +46,7 @@ type Result struct {
 	WorstBudget  string         `json:"worst_budget"`
 	WorstRatio   float64        `json:"worst_ratio"`
 	Drains       DrainResult    `json:"drains"`
+	Notices      NoticeResult   `json:"notices"`
 	allocRecords []alloc
 	jobRecords   []job
 	leafHours    [][2][]int64
@@ -197,6 +198,7 @@ func (s *State) result(name string, tr *Trace, horizon int64) *Result {
 			LostGPUHours: float64(m.stopLost[k]) / 3600})
 	}
 	r.LostGPUHours = float64(m.lostSec) / 3600
+	r.Notices = m.noticeResult()
 	// GPU time held without progress (a job placed in part, or its tasks not
 	// running yet) is stalled, for allocated and unallocated work alike. Work
 	// lost later was progress while it ran: it stays occupied time.

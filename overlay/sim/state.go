@@ -95,6 +95,10 @@ type job struct {
 	modifyIndex  uint64
 	lostWorkSec  int64 // work seconds discarded
 	usefulGPUSec int64
+	// signalled is 1 + when the policy last sent the job its checkpoint
+	// signal; 0 when not since it last ran (notice.go).
+	signalled int64
+	stateLost bool // a session that lost work at a stop (counted once)
 }
 
 // alloc is one placed allocation.
@@ -830,9 +834,10 @@ func (s *State) interrupt(i int32, why StopReason) {
 	} else {
 		lost = j.done
 	}
-	if why == StopEnd {
+	if why == StopEnd || s.savedAtStop(j, why) {
 		lost = 0
 	}
+	s.sessionStopped(j, why, lost)
 	j.done -= lost
 	j.lostWorkSec += lost
 	s.m.lost(lost*int64(j.spec.TotalGPUs()), s.now)

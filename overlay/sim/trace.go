@@ -91,6 +91,12 @@ type JobSpec struct {
 	// Model is the GPU model its device ask is constrained to ("" for any),
 	// as a job's `constraint { attribute = "${device.model}" }` does.
 	Model string
+	// Signal and Notice are the job's checkpoint_signal and
+	// checkpoint_notice ("" and 0: none): the notice it needs to save all
+	// its work before a stop allot plans (a notice the policy caps shorter
+	// saves nothing).
+	Signal string
+	Notice time.Duration
 	// Line is the trace file's line the job was read from (0 for a job not
 	// read from a file), for messages that point at it.
 	Line int
@@ -116,6 +122,12 @@ func (j *JobSpec) Validate() error {
 		return fmt.Errorf("job %s: min_runtime %s must be 0 (unallocated) or positive", quote(j.ID), j.MinRuntime)
 	case j.Priority < 0 || j.Priority > 100:
 		return fmt.Errorf("job %s: priority %d must be between 0 and 100", quote(j.ID), j.Priority)
+	case j.Notice < 0:
+		return fmt.Errorf("job %s: checkpoint_notice %s must be positive (or absent: no notice)", quote(j.ID), j.Notice)
+	case j.Signal != "" && j.Notice == 0:
+		return fmt.Errorf("job %s: checkpoint_signal %s without checkpoint_notice; give both (e.g. 5m) or neither", quote(j.ID), j.Signal)
+	case j.Signal == "" && j.Notice > 0:
+		return fmt.Errorf("job %s: checkpoint_notice %s without checkpoint_signal; give both (e.g. SIGUSR1) or neither", quote(j.ID), j.Notice)
 	case j.Class >= numClasses:
 		return fmt.Errorf("job %s: unknown class %d", quote(j.ID), j.Class)
 	case j.Baseline >= numLevels:

@@ -266,11 +266,14 @@ func (tr *Trace) contractWarnings(tree *budgets.Tree, cfg contract.Config) []Tra
 		resumable  bool
 		priority   int
 		budget     string
+		signal     string
+		notice     time.Duration
+		session    bool
 	}
 	parsed := map[metaKey][]contract.Warning{}
 	for k := range tr.Jobs {
 		j := &tr.Jobs[k]
-		key := metaKey{j.MinRuntime, j.Resumable, j.Priority, j.Budget}
+		key := metaKey{j.MinRuntime, j.Resumable, j.Priority, j.Budget, j.Signal, j.Notice, j.Class == ClassInteractive}
 		ws, ok := parsed[key]
 		if !ok {
 			ws = contract.ParseIn(j.ID, jobMeta(j), cfg, known).Warnings
@@ -304,6 +307,12 @@ func jobMeta(j *JobSpec) map[string]string {
 	}
 	if j.Budget != "" {
 		meta[contract.KeyBudget] = j.Budget
+	}
+	if j.Signal != "" || j.Notice > 0 {
+		meta[contract.KeyCheckpointSignal], meta[contract.KeyCheckpointNotice] = j.Signal, j.Notice.String()
+		if j.Class == ClassInteractive {
+			meta[contract.KeyClass] = contract.ClassSession // an interactive job with a notice is a restorable session
+		}
 	}
 	return meta
 }

@@ -15,12 +15,13 @@ import (
 	"unicode/utf8"
 
 	"github.com/allot-sched/allot/budgets"
+	"github.com/allot-sched/allot/overlay/contract"
 )
 
 // Trace file columns (CSV header names, JSONL keys). A row with a node is a
 // health event (time in submit or at); any other row is a job.
 var traceColumns = []string{"submit", "job", "budget", "class", "count", "gpus", "work", "min_runtime",
-	"resumable", "priority", "baseline", "pool", "model", "node", "health", "gpu", "reason"}
+	"resumable", "priority", "baseline", "pool", "model", "checkpoint_signal", "checkpoint_notice", "node", "health", "gpu", "reason"}
 
 // jobColumns are the columns a job row must give (count, min_runtime and the
 // rest have defaults); healthColumns are those of a health row only.
@@ -407,6 +408,17 @@ func (tr *Trace) addRow(line int, get func(string) string) error {
 		}
 	}
 	j.Pool, j.Model = get("pool"), get("model")
+	if sig := get("checkpoint_signal"); sig != "" {
+		var ok bool
+		if j.Signal, ok = contract.ParseSignal(sig); !ok {
+			return fmt.Errorf("job %s: checkpoint_signal %s: want one of %s", quote(j.ID), quote(sig), strings.Join(contract.Signals, ", "))
+		}
+	}
+	if n := get("checkpoint_notice"); n != "" {
+		if j.Notice, err = parseDur("checkpoint_notice", n); err != nil {
+			return err
+		}
+	}
 	if err := j.Validate(); err != nil {
 		return err
 	}
@@ -451,6 +463,14 @@ func (tr *Trace) addHealth(line int, node string, get func(string) string) error
 
 func fmtDur(d time.Duration) string { return strconv.FormatInt(int64(d/time.Second), 10) }
 
+// fmtNotice is a notice in seconds, "" for none.
+func fmtNotice(d time.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	return fmtDur(d)
+}
+
 // WriteCSV writes the trace as CSV, jobs then health events, times in seconds.
 func WriteCSV(w io.Writer, tr *Trace) error {
 	cw := csv.NewWriter(w)
@@ -462,7 +482,7 @@ func WriteCSV(w io.Writer, tr *Trace) error {
 		j := &tr.Jobs[k]
 		row = append(row[:0], fmtDur(j.Submit), j.ID, j.Budget, j.Class.String(), strconv.Itoa(j.Count),
 			strconv.Itoa(j.GPUs), fmtDur(j.Work), fmtDur(j.MinRuntime), strconv.FormatBool(j.Resumable),
-			strconv.Itoa(j.Priority), j.Baseline.String(), j.Pool, j.Model, "", "", "", "")
+			strconv.Itoa(j.Priority), j.Baseline.String(), j.Pool, j.Model, j.Signal, fmtNotice(j.Notice), "", "", "", "")
 		if err := cw.Write(row); err != nil {
 			return err
 		}
@@ -472,7 +492,7 @@ func WriteCSV(w io.Writer, tr *Trace) error {
 		if h.Healthy {
 			health = "healthy"
 		}
-		row = append(row[:0], fmtDur(h.At), "", "", "", "", "", "", "", "", "", "", "", "", h.Node, health,
+		row = append(row[:0], fmtDur(h.At), "", "", "", "", "", "", "", "", "", "", "", "", "", "", h.Node, health,
 			strconv.Itoa(h.GPU), h.Reason)
 		if err := cw.Write(row); err != nil {
 			return err
@@ -500,6 +520,8 @@ func WriteJSONL(w io.Writer, tr *Trace) error {
 		Baseline   string `json:"baseline"`
 		Pool       string `json:"pool,omitempty"`
 		Model      string `json:"model,omitempty"`
+		Signal     string `json:"checkpoint_signal,omitempty"`
+		Notice     int64  `json:"checkpoint_notice,omitempty"`
 	}
 	type healthLine struct {
 		At     int64  `json:"at"`
@@ -512,7 +534,7 @@ func WriteJSONL(w io.Writer, tr *Trace) error {
 		j := &tr.Jobs[k]
 		if err := enc.Encode(jobLine{int64(j.Submit / time.Second), j.ID, j.Budget, j.Class.String(), j.Count,
 			j.GPUs, int64(j.Work / time.Second), int64(j.MinRuntime / time.Second), j.Resumable, j.Priority,
-			j.Baseline.String(), j.Pool, j.Model}); err != nil {
+			j.Baseline.String(), j.Pool, j.Model, j.Signal, int64(j.Notice / time.Second)}); err != nil {
 			return err
 		}
 	}

@@ -15,9 +15,18 @@ func TestTraceRoundTrip(t *testing.T) {
 	tr, err := Generate(exampleTree(t), GenConfig{Seed: 3, Days: 1, GPUs: 64, Demand: 2.2, Allocated: 2, DebugPerDay: 50,
 		InteractivePerDay: 5, Resumable: .8, HighInflation: .7, TrainSizes: []int{8, 16},
 		TrainWeights: []float64{1, 1}, TrainWorkMin: 3600e9, TrainWorkMax: 7200e9, Failures: 2, Nodes: 8,
-		RepairMin: 3600e9, RepairMax: 7200e9})
+		RepairMin: 3600e9, RepairMax: 7200e9, TrainNotice: 5 * time.Minute, InteractiveNotice: 90 * time.Second})
 	if err != nil {
 		t.Fatal(err)
+	}
+	noticed := 0
+	for _, j := range tr.Jobs {
+		if j.Notice > 0 {
+			noticed++
+		}
+	}
+	if noticed == 0 {
+		t.Fatal("the generated trace has no job with a checkpoint notice")
 	}
 	for name, rw := range map[string]struct {
 		write     func(*bytes.Buffer, *Trace) error

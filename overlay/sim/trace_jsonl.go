@@ -65,6 +65,8 @@ type jsonlRow struct {
 	Baseline   jsonlValue `json:"baseline"`
 	Pool       jsonlValue `json:"pool"`
 	Model      jsonlValue `json:"model"`
+	Signal     jsonlValue `json:"checkpoint_signal"`
+	Notice     jsonlValue `json:"checkpoint_notice"`
 	Node       jsonlValue `json:"node"`
 	Health     jsonlValue `json:"health"`
 	GPU        jsonlValue `json:"gpu"`
@@ -102,6 +104,10 @@ func (r *jsonlRow) get(name string) string {
 		return r.Pool.v
 	case "model":
 		return r.Model.v
+	case "checkpoint_signal":
+		return r.Signal.v
+	case "checkpoint_notice":
+		return r.Notice.v
 	case "node":
 		return r.Node.v
 	case "health":

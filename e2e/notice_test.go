@@ -1,0 +1,171 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// noticeScript is a raw_exec task that keeps a step counter in $STATE_DIR:
+// on start it restores the counter saved there (and records what it read in
+// restored-<alloc>), on SIGUSR1 it saves the counter (a checkpoint) and
+// records when the signal came (signal-<alloc>), and it goes on counting
+// until it is stopped. It waits on its sleep so that a trap runs at once
+// (a signal interrupts wait, not a foreground sleep).
+const noticeScript = `
+dir="$STATE_DIR"
+n=0
+if [ -f "$dir/ckpt" ]; then
+  n=$(cat "$dir/ckpt")
+  echo "$n" > "$dir/restored-$NOMAD_ALLOC_ID"
+fi
+trap 'date +%s.%N > "$dir/signal-$NOMAD_ALLOC_ID"; echo "$n" > "$dir/ckpt.tmp"; mv "$dir/ckpt.tmp" "$dir/ckpt"' USR1
+trap 'exit 0' INT TERM
+while :; do
+  n=$((n + 1))
+  sleep 0.2 &
+  wait $!
+done
+`
+
+// noticeJob is a job whose task runs noticeScript, with a checkpoint notice.
+func noticeJob(id, budget, minRuntime, notice, class, dir string, gpus int) map[string]any {
+	body := jobBody(gpuJob{ID: id, Budget: budget, MinRuntime: minRuntime, GPUs: gpus})
+	job := body["Job"].(map[string]any)
+	meta := job["Meta"].(map[string]string)
+	meta["checkpoint_signal"], meta["checkpoint_notice"] = "SIGUSR1", notice
+	if class != "" {
+		meta["class"] = class
+	}
+	task := job["TaskGroups"].([]any)[0].(map[string]any)["Tasks"].([]any)[0].(map[string]any)
+	task["Config"] = map[string]any{"command": "/bin/sh", "args": []string{"-c", noticeScript}}
+	task["Env"] = map[string]string{"STATE_DIR": dir}
+	return body
+}
+
+// readUnix reads a `date +%s.%N` file.
+func readUnix(t *testing.T, path string) (time.Time, bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return time.Time{}, false
+	}
+	f, err := strconv.ParseFloat(strings.TrimSpace(string(b)), 64)
+	if err != nil {
+		t.Fatalf("%s: %q is not a time", path, b)
+	}
+	return time.Unix(0, int64(f*1e9)), true
+}
+
+// runNoticeStop runs a job with a notice on the 8 GPUs, past its window, and
+// a less served budget's job that time slicing stops it for. It checks that
+// the signal came at least the notice before the stop, that the job it was
+// stopped for started within notice + 5 s of the signal, and that the
+// replacement restored the checkpoint saved on the signal; it returns the
+// step saved and the step restored.
+func runNoticeStop(t *testing.T, class string) (saved, restored int) {
+	c := startGPUCluster(t)
+	al := startAllot(t, c, allotOptions{})
+	now := time.Now()
+	al.seedUsage("lab/a", 8, now.Add(-2*time.Hour), now.Add(-time.Hour))
+	dir := t.TempDir()
+	const notice = 10 * time.Second
+	if err := c.Put("/v1/jobs", noticeJob("saver", "lab/a", "10s", notice.String(), class, dir, 8), nil); err != nil {
+		t.Fatal(err)
+	}
+	v := c.waitRunning(t, "saver", 1, 60*time.Second)[0]
+	c.waitPriority(t, "saver", func(p int) bool { return p == 100 }, "= 100 (protected)", 10*time.Second)
+	c.register(t, gpuJob{ID: "pending", Budget: "lab/b", MinRuntime: "30s", GPUs: 8, Sleep: 6})
+
+	sigFile := filepath.Join(dir, "signal-"+v.ID)
+	var sigAt time.Time
+	waitFor(t, 60*time.Second, "the checkpoint signal", func() (bool, error) {
+		var ok bool
+		sigAt, ok = readUnix(t, sigFile)
+		return ok, nil
+	})
+	t.Logf("signal %s after the window's end", sigAt.Sub(v.started().Add(10*time.Second)).Round(time.Millisecond))
+	// While the notice runs the job keeps its GPUs and its running
+	// priority, and allot explain says when it stops and for whom.
+	if rs := c.running(t, "saver"); len(rs) != 1 || rs[0].ID != v.ID {
+		t.Fatalf("saver moved at its signal: running %+v", rs)
+	}
+	waitFor(t, 5*time.Second, "the notice in saver's explanation", func() (bool, error) {
+		q := al.Srv.FSM().Read().QueueEntry("default/saver")
+		return q != nil && strings.Contains(q.Explanation, "notice sent at ") && strings.Contains(q.Explanation, "for job default/pending") &&
+			q.Band == "running", nil
+	})
+	if p := c.job(t, "saver").Priority; p != 90 {
+		t.Fatalf("saver at priority %d during its notice, want the running band's 90", p)
+	}
+	p := c.waitRunning(t, "pending", 1, notice+30*time.Second)[0]
+	old := c.alloc(t, "saver", v.ID)
+	stop := old.killedAt()
+	if stop.IsZero() {
+		t.Fatalf("saver's allocation %s was never killed (desired %s %q)", v.ID, old.DesiredStatus, old.DesiredDescription)
+	}
+	t.Logf("signal -> stop %s (notice %s); signal -> beneficiary started %s; desired %s %q", stop.Sub(sigAt).Round(time.Millisecond),
+		notice, p.started().Sub(sigAt).Round(time.Millisecond), old.DesiredStatus, old.DesiredDescription)
+	// The stop is issued at the deadline, which counts from the pass that
+	// sent the signal; the signal itself lands a few ms after that.
+	if got := stop.Sub(sigAt); got < notice-250*time.Millisecond {
+		t.Fatalf("stopped %s after the signal, want at least the notice %s", got, notice)
+	}
+	if got := p.started().Sub(sigAt); got > notice+5*time.Second {
+		t.Fatalf("the job the stop made room for started %s after the signal, want within notice + 5s (%s)", got, notice+5*time.Second)
+	}
+	if j := c.job(t, "saver"); j.Status == "dead" {
+		t.Fatalf("saver is dead; want it requeued")
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "ckpt"))
+	if err != nil {
+		t.Fatalf("no checkpoint saved on the signal: %v", err)
+	}
+	saved, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+	// pending finishes (sleep 6); the replacement runs and restores.
+	again := c.waitRunning(t, "saver", 1, 90*time.Second)[0]
+	if again.ID == v.ID {
+		t.Fatalf("saver running again as the same allocation %s", v.ID)
+	}
+	waitFor(t, 20*time.Second, "the replacement to restore the checkpoint", func() (bool, error) {
+		b, err := os.ReadFile(filepath.Join(dir, "restored-"+again.ID))
+		if err != nil {
+			return false, nil
+		}
+		restored, err = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil, err
+	})
+	// allot told the job's history: a notice, then the stop.
+	var kinds []string
+	for _, d := range al.Srv.FSM().Read().Decisions(0) {
+		if d.JobID == "default/saver" && (d.Kind == "notice" || d.Kind == "preempt") {
+			kinds = append(kinds, d.Kind)
+		}
+	}
+	if len(kinds) < 2 || kinds[0] != "notice" {
+		t.Fatalf("saver's decisions %v, want a notice before the stop", kinds)
+	}
+	return saved, restored
+}
+
+// A raw_exec job that traps its checkpoint_signal is stopped for time
+// slicing only its checkpoint_notice after the signal, and its replacement
+// reads the checkpoint it wrote.
+func TestNoticeBeforeTimeSlicingStop(t *testing.T) {
+	saved, restored := runNoticeStop(t, "")
+	if restored != saved || saved == 0 {
+		t.Fatalf("replacement restored step %d, the signal saved %d", restored, saved)
+	}
+}
+
+// A restorable session (class = "session") loses no state across a stop:
+// its next placement finds exactly what it saved on the signal.
+func TestNoticeSessionKeepsState(t *testing.T) {
+	saved, restored := runNoticeStop(t, "session")
+	if restored != saved || saved == 0 {
+		t.Fatalf("session restored step %d, it saved %d: state lost", restored, saved)
+	}
+	t.Logf("session saved step %d and restored it", saved)
+}
