@@ -95,6 +95,9 @@ type Ledger struct {
 	// changes counts the writes and prunes, so that Rewind knows whether
 	// only Advance moved the ledger since a Mark.
 	changes uint64
+	// spanSums is WriteSpans' scratch (cleared at each call): a ledger is
+	// written by one goroutine at a time, as every write mutates it.
+	spanSums map[spanBucket]int64
 }
 
 type leafSeries struct {

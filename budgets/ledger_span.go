@@ -48,14 +48,13 @@ type Span struct {
 // returns the first error without writing anything. It is the one way
 // charges and demand spread over time reach a ledger.
 func (l *Ledger) WriteSpans(spans []Span) error {
-	type key struct {
-		leaf   string
-		demand bool
-		j      int64
-	}
-	var sums map[key]int64
+	var sums map[spanBucket]int64
 	if len(spans) > 1 {
-		sums = map[key]int64{}
+		if l.spanSums == nil {
+			l.spanSums = map[spanBucket]int64{}
+		}
+		sums = l.spanSums
+		clear(sums) // reused: a batch's sums, kept between calls only to save the allocation
 	}
 	for i := range spans {
 		sp := &spans[i]
@@ -70,7 +69,7 @@ func (l *Ledger) WriteSpans(spans []Span) error {
 		for j := w.keepFrom; j <= w.last; j++ {
 			v := w.amount(j)
 			if sums != nil {
-				k := key{sp.Leaf, sp.Demand, j}
+				k := spanBucket{sp.Leaf, sp.Demand, j}
 				sums[k] += v
 				v = sums[k]
 			}
@@ -88,6 +87,14 @@ func (l *Ledger) WriteSpans(spans []Span) error {
 		l.writePlanned(&spans[i], w)
 	}
 	return nil
+}
+
+// spanBucket names one bucket of one leaf's charge or demand series, for
+// WriteSpans' sum of a batch's spans per bucket.
+type spanBucket struct {
+	leaf   string
+	demand bool
+	j      int64
 }
 
 func (sp *Span) what() string {
