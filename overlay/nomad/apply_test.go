@@ -56,13 +56,7 @@ func (f *evalNomad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // in-place update is in flight.
 func TestApplyStopWaitsForRegistrationEval(t *testing.T) {
 	fake := &evalNomad{evalReads: 2}
-	srv := httptest.NewServer(fake)
-	defer srv.Close()
-	cl, err := api.NewClient(&api.Config{Address: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := NewApplier(cl, ApplyConfig{}, nil)
+	a := fakeApplier(t, fake, ApplyConfig{})
 	key := JobKey{Namespace: "default", ID: "victim"}
 	out := a.Apply(context.Background(), []Op{
 		{Kind: OpSetPriority, Job: key, Priority: 79, ModifyIndex: 7},
@@ -126,13 +120,7 @@ func (f *slowNomad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // them (evaluations) starts only once every one of them is done.
 func TestApplyWritesInParallelStepByStep(t *testing.T) {
 	fake := &slowNomad{}
-	srv := httptest.NewServer(fake)
-	defer srv.Close()
-	cl, err := api.NewClient(&api.Config{Address: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := NewApplier(cl, ApplyConfig{Parallel: 4}, nil)
+	a := fakeApplier(t, fake, ApplyConfig{Parallel: 4})
 	var ops []Op
 	for i := 0; i < 12; i++ {
 		ops = append(ops, Op{Kind: OpSetPriority, Job: JobKey{"default", fmt.Sprintf("j%02d", i)}, Priority: 89, ModifyIndex: 7})
@@ -150,4 +138,17 @@ func TestApplyWritesInParallelStepByStep(t *testing.T) {
 	if n := len(fake.log); n != 13 || fake.log[n-1] != "evaluate j00" {
 		t.Errorf("Nomad saw %v, want 12 registrations then the evaluation", fake.log)
 	}
+}
+
+// fakeApplier is an Applier writing to a fake Nomad served by h, closed
+// when the test ends.
+func fakeApplier(t *testing.T, h http.Handler, cfg ApplyConfig) *Applier {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	cl, err := api.NewClient(&api.Config{Address: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return NewApplier(cl, cfg, nil)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"sync"
 	"testing"
@@ -42,13 +41,7 @@ func (f *signalNomad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // each allocation; one already gone is no error.
 func TestApplySignal(t *testing.T) {
 	fake := &signalNomad{gone: map[string]bool{"a2": true}}
-	srv := httptest.NewServer(fake)
-	defer srv.Close()
-	cl, err := api.NewClient(&api.Config{Address: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := NewApplier(cl, ApplyConfig{}, nil)
+	a := fakeApplier(t, fake, ApplyConfig{})
 	key := JobKey{Namespace: "default", ID: "train"}
 	out := a.Apply(context.Background(), []Op{{Kind: OpSignal, Job: key, Allocs: []string{"a1", "a2", "a3"}, Signal: "SIGUSR1"}})
 	if len(out) != 1 || out[0].Err != nil {
