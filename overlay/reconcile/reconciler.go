@@ -360,17 +360,34 @@ func (r *Reconciler) remember(plan *policy.Plan, results []nomad.Outcome, snap *
 // of OpsFromPlan(plan), in order; fewer results than ops mean the rest were
 // not tried.
 func failedOf(plan *policy.Plan, results []nomad.Outcome) policy.Failed {
+	// OpsFromPlan keeps each kind's ops in the plan's order, so the k-th
+	// stop op is plan.Stops[k] and the k-th evaluation plan.Evaluations[k],
+	// wherever the other kinds stand.
+	stopOK := make([]bool, len(plan.Stops))
+	evalOK := make([]bool, len(plan.Evaluations))
+	var stops, evals int
+	for _, o := range results {
+		switch o.Op.Kind {
+		case nomad.OpStop:
+			if stops < len(stopOK) {
+				stopOK[stops] = o.Err == nil
+			}
+			stops++
+		case nomad.OpEvaluate:
+			if evals < len(evalOK) {
+				evalOK[evals] = o.Err == nil
+			}
+			evals++
+		}
+	}
 	var f policy.Failed
-	ok := func(i int) bool { return i < len(results) && results[i].Err == nil }
-	first := len(plan.SetPriorities)
-	for i := range plan.Stops {
-		if !ok(first + i) {
+	for i, ok := range stopOK {
+		if !ok {
 			f.Stops = append(f.Stops, i)
 		}
 	}
-	first += len(plan.Stops) + len(plan.Signals) + len(plan.NodeActions) // OpsFromPlan's order
-	for i := range plan.Evaluations {
-		if !ok(first + i) {
+	for i, ok := range evalOK {
+		if !ok {
 			f.Evaluations = append(f.Evaluations, i)
 		}
 	}
