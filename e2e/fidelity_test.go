@@ -272,11 +272,13 @@ func divideDurations(v reflect.Value) {
 
 // fidelityTask is the work of one allocation: it sleeps for what is left of
 // the job's work and, when stopped, records the work done so far (the job
-// is resumable) so its replacement sleeps only the rest.
+// is resumable) so its replacement sleeps only the rest, then runs out its
+// kill_timeout until Nomad kills it, as the model takes a stopped task to
+// (overlay/sim/killtimeout.go).
 const fidelityTask = `f=$PROGRESS; done=0
 if [ "$RESUMABLE" = true ] && [ -f "$f" ]; then done=$(cat "$f"); fi
 start=$(date +%s%3N)
-save() { if [ "$RESUMABLE" = true ]; then echo $((done + $(date +%s%3N) - start)) > "$f.tmp" && mv "$f.tmp" "$f"; fi; kill $pid 2>/dev/null; exit 0; }
+save() { if [ "$RESUMABLE" = true ]; then echo $((done + $(date +%s%3N) - start)) > "$f.tmp" && mv "$f.tmp" "$f"; fi; kill $pid 2>/dev/null; while :; do sleep 1; done; }
 trap save INT TERM
 left=$((WORK_MS - done))
 if [ $left -gt 0 ]; then
@@ -285,6 +287,15 @@ if [ $left -gt 0 ]; then
 fi
 [ "$RESUMABLE" = true ] && echo $WORK_MS > "$f"
 exit 0`
+
+// killTimeout is the job's kill_timeout in trace time: its row's, or
+// Nomad's default.
+func killTimeout(sp *sim.JobSpec) time.Duration {
+	if sp.KillTimeout > 0 {
+		return sp.KillTimeout
+	}
+	return sim.DefaultKillTimeout
+}
 
 // wallOf is trace duration d on the real side, in milliseconds.
 func wallOf(d time.Duration) time.Duration { return d / fidelityScale }
@@ -307,7 +318,7 @@ func fidelityJob(sp *sim.JobSpec, progressDir string) map[string]any {
 			"RestartPolicy":    map[string]any{"Attempts": 0, "Mode": "fail"},
 			"ReschedulePolicy": map[string]any{"Attempts": 0, "Unlimited": false},
 			"Tasks": []any{map[string]any{
-				"Name": "work", "Driver": "raw_exec", "KillTimeout": int64(2 * time.Second),
+				"Name": "work", "Driver": "raw_exec", "KillTimeout": int64(wallOf(killTimeout(sp))),
 				"Config": map[string]any{"command": "/bin/sh", "args": []string{"-c", fidelityTask}},
 				"Env": map[string]string{"PROGRESS": filepath.Join(progressDir, sp.ID), "RESUMABLE": strconv.FormatBool(sp.Resumable),
 					"WORK_MS": strconv.FormatInt(wallOf(sp.Work).Milliseconds(), 10)},

@@ -1,0 +1,64 @@
+package sim
+
+import "time"
+
+// The model of a stopped task's exit (docs/nomad-facts.md i). Nomad stops an
+// allocation's task with its kill_signal (SIGINT) and kills it kill_timeout
+// later; the scheduler counts the GPUs free at once, but the client starts a
+// task placed on them only after the task that held them has exited ("the
+// preempting allocation starts only after its victims' tasks have
+// terminated"). The model takes every stopped task to run its whole
+// kill_timeout (a task that checkpoints on the signal uses it; one that
+// exits at once only starts its successor a few seconds sooner, 5 s with
+// Nomad's default), so:
+//   - an allocation placed on GPUs a stopped task still holds runs no sooner
+//     than that task's exit (State.placedAll), whatever Options.StartLatency
+//     says;
+//   - such an allocation is the one a priority write replaces while it is
+//     not running yet (State.replaceStarting): measured by the fidelity
+//     harness, a real Nomad updated a pending allocation in place when it
+//     was placed on free GPUs and replaced it ("alloc is being updated due to
+//     job update") when it was placed on GPUs a stop had just freed;
+//   - a job whose trace row declares a kill_timeout saves on the signal: a
+//     stop costs it kill_timeout less work than it would lose without one
+//     (State.interrupt), none once kill_timeout covers it. A job that
+//     declares none loses what it loses today.
+
+// DefaultKillTimeout is Nomad's kill_timeout for a task that sets none.
+const DefaultKillTimeout = 5 * time.Second
+
+// killSec is job j's kill_timeout in seconds.
+func killSec(j *job) int64 {
+	if j.spec.KillTimeout > 0 {
+		return int64(j.spec.KillTimeout / time.Second)
+	}
+	return int64(DefaultKillTimeout / time.Second)
+}
+
+// exiting records that the task of allocation a, stopped now, holds its
+// GPUs until it exits, kill_timeout from now.
+func (s *State) exiting(a int32) {
+	al := &s.allocs[a]
+	nd := &s.nodes[al.node]
+	if nd.exitBy <= s.now {
+		nd.exitMask = 0
+	}
+	nd.exitMask |= al.mask
+	nd.exitBy = max(nd.exitBy, s.now+killSec(&s.jobs[al.job]))
+}
+
+// onExiting reports when the stopped tasks still holding any of GPUs mask
+// of node n exit; 0 when none does.
+func (s *State) onExiting(n int32, mask uint64) int64 {
+	nd := &s.nodes[n]
+	if nd.exitBy > s.now && nd.exitMask&mask != 0 {
+		return nd.exitBy
+	}
+	return 0
+}
+
+// killSaved is the work (seconds) job j saves of lost at a stop by
+// checkpointing within its declared kill_timeout.
+func killSaved(j *job, lost int64) int64 {
+	return min(lost, int64(j.spec.KillTimeout/time.Second))
+}
