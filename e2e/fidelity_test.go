@@ -95,8 +95,8 @@ func TestFidelity(t *testing.T) {
 			start := time.Now()
 			real := runOnNomad(t, c, tree, tr, ft.horizon, filepath.Join(progress, ft.name))
 			wall := time.Since(start)
-			latency := startLatency(real)
-			model := runOnModel(t, spec, tree, tr, ft.horizon, latency)
+			latency, stopLatency := latencies(real)
+			model := runOnModel(t, spec, tree, tr, ft.horizon, latency, stopLatency)
 			writeEvents(t, filepath.Join(out, ft.name+".nomad.jsonl"), real)
 			writeEvents(t, filepath.Join(out, ft.name+".sim.jsonl"), model)
 			fd := sim.Compare(real, model, sim.CompareOptions{Horizon: ft.horizon, Tie: fidelityTie})
@@ -104,8 +104,8 @@ func TestFidelity(t *testing.T) {
 			if err := sim.WriteFidelity(&b, fd, "nomad", "sim"); err != nil {
 				t.Fatal(err)
 			}
-			t.Logf("%s: %d jobs, %s wall on Nomad (K=%d), start latency %s (trace time; the model's)\n%s", ft.name, len(tr.Jobs),
-				wall.Round(time.Second), fidelityScale, latency, b.String())
+			t.Logf("%s: %d jobs, %s wall on Nomad (K=%d), start latency %s, stop latency %s (trace time; the model's)\n%s", ft.name, len(tr.Jobs),
+				wall.Round(time.Second), fidelityScale, latency, stopLatency, b.String())
 			if err := os.WriteFile(filepath.Join(out, ft.name+".compare.txt"), b.Bytes(), 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -125,30 +125,69 @@ func TestFidelity(t *testing.T) {
 	t.Logf("fidelity (nomad/sim), K=%d, logs in %s:\n%s", fidelityScale, out, summary.String())
 }
 
-// startLatency is the median time, in trace time, from an allocation's
-// placement to its task running on the real side (the model's
-// StartLatency): the client's work, which grows with the machine's load.
-// The place events of the log carry the placement; the start events the
-// task's start, so for jobs of one allocation their distance is it.
-func startLatency(evs []sim.Event) time.Duration {
-	placed := map[string]float64{}
-	var ds []float64
+// latencies are the real side's client latencies in trace time, the
+// model's Options.StartLatency and StopLatency. start is the median time
+// from an allocation's placement on free GPUs to its task running (the
+// client's work, which grows with the machine's load). An allocation
+// placed on GPUs a stop had just freed (another job's allocation on the
+// node stopped within afterStopWithin of the placement: the log's stop is
+// the task's Killing event, which lags the decision) runs only once that
+// task has exited: stop is its median placement-to-running time less start
+// and the kill_timeout, the client's delay in signalling a stopped task and
+// reporting it done. The place events of the log carry the placement, the
+// start events the task's start, so for jobs of one allocation their
+// distance is it.
+func latencies(evs []sim.Event) (start, stop time.Duration) {
+	type place struct {
+		t         float64
+		node      string
+		afterStop bool
+	}
+	placed := map[string]place{}
+	var stops []sim.Event
+	for _, e := range evs {
+		if e.Kind == sim.EventStop && e.Reason != sim.StopFinished.String() {
+			stops = append(stops, e)
+		}
+	}
+	near := func(e sim.Event) bool {
+		for _, s := range stops {
+			if s.Node == e.Node && s.Job != e.Job && s.T-e.T > -afterStopWithin && s.T-e.T < afterStopWithin {
+				return true
+			}
+		}
+		return false
+	}
+	var fresh, after []float64
 	for _, e := range evs {
 		switch e.Kind {
 		case sim.EventPlace:
-			placed[e.Job] = e.T
+			placed[e.Job] = place{e.T, e.Node, near(e)}
 		case sim.EventStart:
-			if p, ok := placed[e.Job]; ok {
-				ds = append(ds, e.T-p)
+			if p, ok := placed[e.Job]; ok && p.afterStop {
+				after = append(after, e.T-p.t)
+			} else if ok {
+				fresh = append(fresh, e.T-p.t)
 			}
 		}
 	}
-	if len(ds) == 0 {
-		return 0
+	median := func(ds []float64) float64 {
+		if len(ds) == 0 {
+			return 0
+		}
+		slices.Sort(ds)
+		return ds[len(ds)/2]
 	}
-	slices.Sort(ds)
-	return time.Duration(ds[len(ds)/2]) * time.Second
+	start = time.Duration(median(fresh)) * time.Second
+	if len(after) > 0 {
+		stop = max(time.Duration(median(after))*time.Second-start-sim.DefaultKillTimeout, 0)
+	}
+	return start, stop
 }
+
+// afterStopWithin (trace seconds): a placement this close to another job's
+// stop on its node is taken as placed on the GPUs the stop freed.
+const afterStopWithin = 15
 
 // fidelityTie: starts within it are tied in the start order. The real side
 // starts jobs submitted together in the order its own latencies decide
@@ -226,7 +265,7 @@ func fidelityCluster(t *testing.T, path string) sim.ClusterSpec {
 
 // runOnModel runs the trace through `allot sim`'s model with the default
 // policy config: the real side's durations are the same ones divided by K.
-func runOnModel(t *testing.T, spec sim.ClusterSpec, tree *budgets.Tree, tr *sim.Trace, horizon, latency time.Duration) []sim.Event {
+func runOnModel(t *testing.T, spec sim.ClusterSpec, tree *budgets.Tree, tr *sim.Trace, horizon, latency, stopLatency time.Duration) []sim.Event {
 	t.Helper()
 	p, err := sim.NewAllot(policy.DefaultConfig())
 	if err != nil {
@@ -237,6 +276,7 @@ func runOnModel(t *testing.T, spec sim.ClusterSpec, tree *budgets.Tree, tr *sim.
 	opts.Horizon = horizon
 	opts.ReactionDelay = fidelityScale * fidelityReaction
 	opts.StartLatency = latency
+	opts.StopLatency = stopLatency
 	// The harness's task records its progress when stopped: a resumable job
 	// loses nothing, a job that is not resumable restarts from zero.
 	opts.CheckpointLoss = 0
@@ -694,10 +734,13 @@ func TestFidelityScaledPolicy(t *testing.T) {
 	if got := wallOf(time.Hour); got != 30*time.Second {
 		t.Errorf("a trace hour is %v of wall time, want 30s at K=120", got)
 	}
-	evs := []sim.Event{{T: 0, Kind: sim.EventPlace, Job: "a"}, {T: 90, Kind: sim.EventStart, Job: "a"},
-		{T: 100, Kind: sim.EventPlace, Job: "b"}, {T: 160, Kind: sim.EventStart, Job: "b"},
-		{T: 200, Kind: sim.EventPlace, Job: "c"}, {T: 400, Kind: sim.EventStart, Job: "c"}}
-	if got := startLatency(evs); got != 90*time.Second {
-		t.Errorf("start latency %v, want the median 90s", got)
+	evs := []sim.Event{{T: 0, Kind: sim.EventPlace, Job: "a", Node: "n0"}, {T: 90, Kind: sim.EventStart, Job: "a"},
+		{T: 100, Kind: sim.EventPlace, Job: "b", Node: "n1"}, {T: 160, Kind: sim.EventStart, Job: "b"},
+		{T: 200, Kind: sim.EventPlace, Job: "c", Node: "n1"}, {T: 400, Kind: sim.EventStart, Job: "c"},
+		// d is placed on the GPUs of b's stop (its Killing event 10 s later)
+		{T: 500, Kind: sim.EventPlace, Job: "d", Node: "n1"}, {T: 510, Kind: sim.EventStop, Job: "b", Node: "n1", Reason: "time-slice"},
+		{T: 700, Kind: sim.EventStart, Job: "d"}}
+	if start, stop := latencies(evs); start != 90*time.Second || stop != 200*time.Second-90*time.Second-sim.DefaultKillTimeout {
+		t.Errorf("latencies %v and %v, want the median 90s and 200s-90s-5s", start, stop)
 	}
 }

@@ -11,14 +11,16 @@ import "time"
 // kill_timeout (a task that checkpoints on the signal uses it; one that
 // exits at once only starts its successor a few seconds sooner, 5 s with
 // Nomad's default), so:
-//   - an allocation placed on GPUs a stopped task still holds runs no sooner
-//     than that task's exit (State.placedAll), whatever Options.StartLatency
-//     says;
-//   - such an allocation is the one a priority write replaces while it is
-//     not running yet (State.replaceStarting): measured by the fidelity
-//     harness, a real Nomad updated a pending allocation in place when it
-//     was placed on free GPUs and replaced it ("alloc is being updated due to
-//     job update") when it was placed on GPUs a stop had just freed;
+//   - a stopped task exits Options.StopLatency (its client hearing of the
+//     stop) plus its kill_timeout after the stop;
+//   - an allocation placed on GPUs a stopped task still holds starts its own
+//     Options.StartLatency only once that task has exited (State.placedAll);
+//   - such an allocation is the one a priority write replaces while the
+//     stopped task has not exited (State.replaceStarting): measured by the
+//     fidelity harness, a real Nomad updated a pending allocation in place
+//     when it was placed on free GPUs and replaced it ("alloc is being
+//     updated due to job update") when it was placed on GPUs a stop had just
+//     freed;
 //   - a job whose trace row declares a kill_timeout saves on the signal: a
 //     stop costs it kill_timeout less work than it would lose without one
 //     (State.interrupt), none once kill_timeout covers it. A job that
@@ -36,7 +38,7 @@ func killSec(j *job) int64 {
 }
 
 // exiting records that the task of allocation a, stopped now, holds its
-// GPUs until it exits, kill_timeout from now.
+// GPUs until it exits: Options.StopLatency and its kill_timeout from now.
 func (s *State) exiting(a int32) {
 	al := &s.allocs[a]
 	nd := &s.nodes[al.node]
@@ -44,7 +46,7 @@ func (s *State) exiting(a int32) {
 		nd.exitMask = 0
 	}
 	nd.exitMask |= al.mask
-	nd.exitBy = max(nd.exitBy, s.now+killSec(&s.jobs[al.job]))
+	nd.exitBy = max(nd.exitBy, s.now+int64(s.opts.StopLatency/time.Second)+killSec(&s.jobs[al.job]))
 }
 
 // onExiting reports when the stopped tasks still holding any of GPUs mask

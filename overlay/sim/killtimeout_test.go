@@ -71,9 +71,9 @@ func TestKillTimeout_PreemptorRunsAfterVictimExits(t *testing.T) {
 		high := h.submit("high", 60, 1, 4)
 		h.wantPlaced(high, 1)
 		a := &h.s.allocs[h.s.jobs[high].slots[0]]
-		if h.s.jobs[high].runStart >= 0 || !a.afterStop || a.runsAt != tc.want {
-			t.Errorf("kill_timeout %v: high runs from %d (runs at %d, after a stop %v); want not yet, at %d",
-				tc.kill, h.s.jobs[high].runStart, a.runsAt, a.afterStop, tc.want)
+		if h.s.jobs[high].runStart >= 0 || a.exitAt != tc.want || a.runsAt != tc.want {
+			t.Errorf("kill_timeout %v: high runs from %d (runs at %d, the victim exits at %d); want not yet, at %d",
+				tc.kill, h.s.jobs[high].runStart, a.runsAt, a.exitAt, tc.want)
 		}
 		if e := h.s.heap[0]; e.kind != evRunning || e.job != high || e.t != tc.want {
 			t.Errorf("kill_timeout %v: events %+v; want high's run at %d", tc.kill, h.s.heap, tc.want)
@@ -101,31 +101,31 @@ func TestKillTimeout_DeclaredSavesWork(t *testing.T) {
 }
 
 // A priority write to an allocation placed and not running yet replaces it
-// only when it was placed on GPUs a stopped task still held; one placed on
-// free GPUs is updated in place, as a running one is.
+// only while the stopped task whose GPUs it was placed on has not exited;
+// one placed on free GPUs is updated in place, as a running one is.
 func TestJobUpdate_ReplacesOnlyAllocationsAfterAStop(t *testing.T) {
-	h := newHarness(t, 4, 4)
-	h.s.opts.StartLatency = time.Minute
-	fresh := h.submit("fresh", 20, 1, 4)
-	first := h.s.jobs[fresh].slots[0]
-	h.s.now = 10
-	h.s.SetPriority(fresh, 25)
-	if got := h.s.jobs[fresh].slots[0]; got != first || h.s.m.stops[StopJobUpdate] != 0 {
-		t.Fatalf("a pending allocation on free GPUs was replaced (%d -> %d)", first, got)
+	for _, tc := range []struct {
+		at      int64
+		replace bool
+	}{{203, true}, {210, false}} { // the victim's task exits at 205
+		h := newHarness(t, 4)
+		h.s.opts.StartLatency = time.Minute
+		low := h.submit("low", 20, 1, 4)
+		first := h.s.jobs[low].slots[0]
+		h.s.now = 10
+		h.s.SetPriority(low, 25)
+		if got := h.s.jobs[low].slots[0]; got != first || h.s.m.stops[StopJobUpdate] != 0 {
+			t.Fatalf("a pending allocation on free GPUs was replaced (%d -> %d)", first, got)
+		}
+		h.s.now = 200
+		high := h.submit("high", 60, 1, 4) // preempts low
+		placed := h.s.jobs[high].slots[0]
+		h.s.now = tc.at
+		h.s.SetPriority(high, 100)
+		h.s.schedule()
+		if got := h.s.allocs[placed].endReason == StopJobUpdate && h.s.allocs[placed].end == tc.at; got != tc.replace {
+			t.Errorf("priority written at %d: replaced %v (job-update stops %d), want %v", tc.at, got, h.s.m.stops[StopJobUpdate], tc.replace)
+		}
+		h.wantPlaced(high, 1)
 	}
-	h.s.now = 100
-	h.submit("other", 20, 1, 4) // the second node
-	h.s.now = 200
-	high := h.submit("high", 60, 1, 4) // preempts one of the two
-	if h.s.m.stops[StopPreempted] != 1 {
-		t.Fatalf("%d preemptions, want 1", h.s.m.stops[StopPreempted])
-	}
-	placed := h.s.jobs[high].slots[0]
-	h.s.now = 210
-	h.s.SetPriority(high, 100)
-	h.s.schedule()
-	if h.s.m.stops[StopJobUpdate] != 1 || h.s.allocs[placed].endReason != StopJobUpdate {
-		t.Fatalf("job-update stops %d (alloc %d ended %s): want high's allocation replaced", h.s.m.stops[StopJobUpdate], placed, h.s.allocs[placed].endReason)
-	}
-	h.wantPlaced(high, 1)
 }
