@@ -95,8 +95,8 @@ func TestFidelity(t *testing.T) {
 			start := time.Now()
 			real := runOnNomad(t, c, tree, tr, ft.horizon, filepath.Join(progress, ft.name))
 			wall := time.Since(start)
-			latency, stopLatency := latencies(real)
-			model := runOnModel(t, spec, tree, tr, ft.horizon, latency, stopLatency)
+			latency, spacing, stopLatency := latencies(real)
+			model := runOnModel(t, spec, tree, tr, ft.horizon, latency, spacing, stopLatency)
 			writeEvents(t, filepath.Join(out, ft.name+".nomad.jsonl"), real)
 			writeEvents(t, filepath.Join(out, ft.name+".sim.jsonl"), model)
 			fd := sim.Compare(real, model, sim.CompareOptions{Horizon: ft.horizon, Tie: fidelityTie})
@@ -104,8 +104,8 @@ func TestFidelity(t *testing.T) {
 			if err := sim.WriteFidelity(&b, fd, "nomad", "sim"); err != nil {
 				t.Fatal(err)
 			}
-			t.Logf("%s: %d jobs, %s wall on Nomad (K=%d), start latency %s, stop latency %s (trace time; the model's)\n%s", ft.name, len(tr.Jobs),
-				wall.Round(time.Second), fidelityScale, latency, stopLatency, b.String())
+			t.Logf("%s: %d jobs, %s wall on Nomad (K=%d), start latency %s, start spacing %s, stop latency %s (trace time; the model's)\n%s", ft.name, len(tr.Jobs),
+				wall.Round(time.Second), fidelityScale, latency, spacing, stopLatency, b.String())
 			if err := os.WriteFile(filepath.Join(out, ft.name+".compare.txt"), b.Bytes(), 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -126,28 +126,35 @@ func TestFidelity(t *testing.T) {
 }
 
 // latencies are the real side's client latencies in trace time, the
-// model's Options.StartLatency and StopLatency. start is the median time
-// from an allocation's placement on free GPUs to its task running (the
-// client's work, which grows with the machine's load). An allocation
-// placed on GPUs a stop had just freed (another job's allocation on the
-// node stopped within afterStopWithin of the placement: the log's stop is
-// the task's Killing event, which lags the decision) runs only once that
-// task has exited: stop is its median placement-to-running time less start
-// and the kill_timeout, the client's delay in signalling a stopped task and
-// reporting it done. The place events of the log carry the placement, the
-// start events the task's start, so for jobs of one allocation their
-// distance is it.
-func latencies(evs []sim.Event) (start, stop time.Duration) {
+// model's Options.StartLatency, StartSpacing and StopLatency. A task placed
+// on free GPUs runs some time after its placement (the client's work),
+// longer when other placements came just before it: the three clients
+// share this machine's two cores, and their starts queue. start and
+// spacing are the intercept and the slope of a least-squares line of that
+// time over the placements made in the afterStartWithin before it (spacing
+// 0 when it does not rise). An allocation placed on GPUs a stop had just
+// freed (another job's allocation on the node stopped within
+// afterStopWithin of the placement: the log's stop is the task's Killing
+// event, which lags the decision) runs only once that task has exited:
+// stop is its median placement-to-running time less that of placements on
+// free GPUs and the kill_timeout, the client's delay in signalling a
+// stopped task and reporting it done. The place events of the log carry
+// the placement, the start events the task's start, so for jobs of one
+// allocation their distance is it.
+func latencies(evs []sim.Event) (start, spacing, stop time.Duration) {
 	type place struct {
 		t         float64
-		node      string
 		afterStop bool
+		busy      float64 // placements in the afterStartWithin before it
 	}
 	placed := map[string]place{}
-	var stops []sim.Event
+	var stops, places []sim.Event
 	for _, e := range evs {
-		if e.Kind == sim.EventStop && e.Reason != sim.StopFinished.String() {
+		switch {
+		case e.Kind == sim.EventStop && e.Reason != sim.StopFinished.String():
 			stops = append(stops, e)
+		case e.Kind == sim.EventPlace:
+			places = append(places, e)
 		}
 	}
 	near := func(e sim.Event) bool {
@@ -158,16 +165,25 @@ func latencies(evs []sim.Event) (start, stop time.Duration) {
 		}
 		return false
 	}
-	var fresh, after []float64
+	busy := func(e sim.Event) float64 {
+		n := 0.0
+		for _, p := range places {
+			if d := e.T - p.T; d > 0 && d < afterStartWithin {
+				n++
+			}
+		}
+		return n
+	}
+	var xs, fresh, after []float64
 	for _, e := range evs {
 		switch e.Kind {
 		case sim.EventPlace:
-			placed[e.Job] = place{e.T, e.Node, near(e)}
+			placed[e.Job] = place{e.T, near(e), busy(e)}
 		case sim.EventStart:
 			if p, ok := placed[e.Job]; ok && p.afterStop {
 				after = append(after, e.T-p.t)
 			} else if ok {
-				fresh = append(fresh, e.T-p.t)
+				xs, fresh = append(xs, p.busy), append(fresh, e.T-p.t)
 			}
 		}
 	}
@@ -175,15 +191,31 @@ func latencies(evs []sim.Event) (start, stop time.Duration) {
 		if len(ds) == 0 {
 			return 0
 		}
+		ds = slices.Clone(ds)
 		slices.Sort(ds)
 		return ds[len(ds)/2]
 	}
-	start = time.Duration(median(fresh)) * time.Second
-	if len(after) > 0 {
-		stop = max(time.Duration(median(after))*time.Second-start-sim.DefaultKillTimeout, 0)
+	b, a := median(fresh), 0.0
+	if n := float64(len(xs)); n >= 2 {
+		var sx, sy, sxx, sxy float64
+		for k := range xs {
+			sx, sy, sxx, sxy = sx+xs[k], sy+fresh[k], sxx+xs[k]*xs[k], sxy+xs[k]*fresh[k]
+		}
+		if d := n*sxx - sx*sx; d > 0 {
+			a = max((n*sxy-sx*sy)/d, 0)
+			b = max((sy-a*sx)/n, 0)
+		}
 	}
-	return start, stop
+	start, spacing = time.Duration(b)*time.Second, time.Duration(a)*time.Second
+	if len(after) > 0 {
+		stop = max(time.Duration(median(after)-median(fresh))*time.Second-sim.DefaultKillTimeout, 0)
+	}
+	return start, spacing, stop
 }
+
+// afterStartWithin (trace seconds): placements this close before a
+// placement are starting with it (a second of wall time at K=120).
+const afterStartWithin = 120
 
 // afterStopWithin (trace seconds): a placement this close to another job's
 // stop on its node is taken as placed on the GPUs the stop freed.
@@ -265,7 +297,7 @@ func fidelityCluster(t *testing.T, path string) sim.ClusterSpec {
 
 // runOnModel runs the trace through `allot sim`'s model with the default
 // policy config: the real side's durations are the same ones divided by K.
-func runOnModel(t *testing.T, spec sim.ClusterSpec, tree *budgets.Tree, tr *sim.Trace, horizon, latency, stopLatency time.Duration) []sim.Event {
+func runOnModel(t *testing.T, spec sim.ClusterSpec, tree *budgets.Tree, tr *sim.Trace, horizon, latency, spacing, stopLatency time.Duration) []sim.Event {
 	t.Helper()
 	p, err := sim.NewAllot(policy.DefaultConfig())
 	if err != nil {
@@ -276,6 +308,7 @@ func runOnModel(t *testing.T, spec sim.ClusterSpec, tree *budgets.Tree, tr *sim.
 	opts.Horizon = horizon
 	opts.ReactionDelay = fidelityScale * fidelityReaction
 	opts.StartLatency = latency
+	opts.StartSpacing = spacing
 	opts.StopLatency = stopLatency
 	// The harness's task records its progress when stopped: a resumable job
 	// loses nothing, a job that is not resumable restarts from zero.
@@ -734,13 +767,18 @@ func TestFidelityScaledPolicy(t *testing.T) {
 	if got := wallOf(time.Hour); got != 30*time.Second {
 		t.Errorf("a trace hour is %v of wall time, want 30s at K=120", got)
 	}
-	evs := []sim.Event{{T: 0, Kind: sim.EventPlace, Job: "a", Node: "n0"}, {T: 90, Kind: sim.EventStart, Job: "a"},
-		{T: 100, Kind: sim.EventPlace, Job: "b", Node: "n1"}, {T: 160, Kind: sim.EventStart, Job: "b"},
-		{T: 200, Kind: sim.EventPlace, Job: "c", Node: "n1"}, {T: 400, Kind: sim.EventStart, Job: "c"},
-		// d is placed on the GPUs of b's stop (its Killing event 10 s later)
-		{T: 500, Kind: sim.EventPlace, Job: "d", Node: "n1"}, {T: 510, Kind: sim.EventStop, Job: "b", Node: "n1", Reason: "time-slice"},
-		{T: 700, Kind: sim.EventStart, Job: "d"}}
-	if start, stop := latencies(evs); start != 90*time.Second || stop != 200*time.Second-90*time.Second-sim.DefaultKillTimeout {
-		t.Errorf("latencies %v and %v, want the median 90s and 200s-90s-5s", start, stop)
+	// a alone (60 s), b and c 10 s apart (60 s and 80 s: spacing 20 s), e
+	// and f alone (60 s); d placed on the GPUs of e's stop (its Killing
+	// event 10 s later) runs 200 s after its placement.
+	evs := []sim.Event{{T: 0, Kind: sim.EventPlace, Job: "a", Node: "n0"}, {T: 60, Kind: sim.EventStart, Job: "a"},
+		{T: 1000, Kind: sim.EventPlace, Job: "b", Node: "n1"}, {T: 1010, Kind: sim.EventPlace, Job: "c", Node: "n2"},
+		{T: 1060, Kind: sim.EventStart, Job: "b"}, {T: 1090, Kind: sim.EventStart, Job: "c"},
+		{T: 2000, Kind: sim.EventPlace, Job: "e", Node: "n1"}, {T: 2060, Kind: sim.EventStart, Job: "e"},
+		{T: 3000, Kind: sim.EventPlace, Job: "f", Node: "n2"}, {T: 3060, Kind: sim.EventStart, Job: "f"},
+		{T: 4000, Kind: sim.EventPlace, Job: "d", Node: "n1"}, {T: 4010, Kind: sim.EventStop, Job: "e", Node: "n1", Reason: "time-slice"},
+		{T: 4200, Kind: sim.EventStart, Job: "d"}}
+	start, spacing, stop := latencies(evs)
+	if start != 60*time.Second || spacing != 20*time.Second || stop != 200*time.Second-60*time.Second-sim.DefaultKillTimeout {
+		t.Errorf("latencies %v, %v and %v; want 60s, 20s and 200s-60s-5s", start, spacing, stop)
 	}
 }

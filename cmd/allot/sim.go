@@ -43,6 +43,7 @@ func simFlags() []cli.Flag {
 		&cli.Uint64Flag{Name: "seed", Local: true, Value: 1, Usage: "seed of the model's random choices and of a generated trace"},
 		&cli.DurationFlag{Name: "reaction-delay", Local: true, Value: sim.DefaultOptions().ReactionDelay, Usage: "time from a change to the policy's reconcile (0 or more)"},
 		&cli.DurationFlag{Name: "start-latency", Local: true, Usage: "time from a placement to the task running (the GPUs are held, the work clock waits); 0: at once"},
+		&cli.DurationFlag{Name: "start-spacing", Local: true, Usage: "time the clients take per task start when starts come together: a start waits this long after the one before it began; 0: starts never queue"},
 		&cli.DurationFlag{Name: "stop-latency", Local: true, Usage: "time from a stop to the client signalling the task, which then exits after its kill_timeout; a task placed on its GPUs starts after that; 0: at once"},
 		&cli.DurationFlag{Name: "checkpoint-loss", Local: true, Value: sim.DefaultOptions().CheckpointLoss, Usage: "work a resumable job loses when preempted (0 or more)"},
 		&cli.DurationFlag{Name: "horizon", Local: true, DefaultText: "the trace's end", Usage: "simulated time to run"},
@@ -122,6 +123,7 @@ func checkSimFlags(c *cli.Command) error {
 		{"checkpoint-loss", "0: a preempted job loses nothing"},
 		{"start-latency", "0: a placed task runs at once"},
 		{"stop-latency", "0: a stopped task is signalled at once"},
+		{"start-spacing", "0: starts never queue"},
 		{"horizon", "0: to the trace's end"},
 		{"warmup", "0: measure from the start"},
 	} {
@@ -178,6 +180,7 @@ func simInputsFrom(c *cli.Command) (*simInputs, error) {
 	in.opts.CheckpointLoss = c.Duration("checkpoint-loss")
 	in.opts.StartLatency = c.Duration("start-latency")
 	in.opts.StopLatency = c.Duration("stop-latency")
+	in.opts.StartSpacing = c.Duration("start-spacing")
 	in.opts.Horizon = c.Duration("horizon")
 	in.opts.Warmup = c.Duration("warmup")
 	if c.Bool("best-fit") {

@@ -64,3 +64,16 @@ func (s *State) onExiting(n int32, mask uint64) int64 {
 func killSaved(j *job, lost int64) int64 {
 	return min(lost, int64(j.spec.KillTimeout/time.Second))
 }
+
+// startsAt is when a task placed now runs: StartLatency after the exit of
+// the stopped tasks on its GPUs (exit, 0 for none) or now, and, with
+// Options.StartSpacing, no sooner than StartSpacing after the task start
+// before it began.
+func (s *State) startsAt(exit int64) int64 {
+	begin := max(s.now, exit)
+	if sp := int64(s.opts.StartSpacing / time.Second); sp > 0 {
+		begin = max(begin, s.startNext)
+		s.startNext = begin + sp
+	}
+	return begin + int64(s.opts.StartLatency/time.Second)
+}

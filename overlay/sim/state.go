@@ -156,6 +156,11 @@ type Options struct {
 	// placement, the job's work clock and protected window start when its
 	// last allocation runs. Zero: at once.
 	StartLatency time.Duration
+	// StartSpacing is how long the clients take per task start when
+	// starts come together: a task placed while others are starting begins
+	// its StartLatency this long after the one before it began (the
+	// harness's clients share one machine). Zero: starts never queue.
+	StartSpacing time.Duration
 	// StopLatency is how long a stopped allocation's client takes to signal
 	// its task (it hears of the stop, and later reports the task done): the
 	// task exits StopLatency plus its kill_timeout after the stop, and an
@@ -227,6 +232,8 @@ type State struct {
 	seq        uint64
 	events     int64
 	reconciles int64
+	// startNext is when the next task start may begin (Options.StartSpacing).
+	startNext int64
 	// stopFor is the job the stops being made are for (StopAllocsFor), -1
 	// otherwise: the event log's By.
 	stopFor int32
@@ -763,8 +770,7 @@ func (s *State) startAlloc(i int32, slot int, n int32, mask uint64) {
 	}
 	exit := s.onExiting(n, mask)
 	s.allocs = append(s.allocs, alloc{job: i, node: n, slot: int32(slot), gpus: int16(g), mask: mask,
-		start: s.now, end: -1, preemptAt: pa, preemptedBy: -1, exitAt: exit,
-		runsAt: max(s.now, exit) + int64(s.opts.StartLatency/time.Second)})
+		start: s.now, end: -1, preemptAt: pa, preemptedBy: -1, exitAt: exit, runsAt: s.startsAt(exit)})
 	s.index(n, -1)
 	nd.held |= mask
 	s.index(n, 1)
