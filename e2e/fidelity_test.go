@@ -309,6 +309,10 @@ func runOnModel(t *testing.T, spec sim.ClusterSpec, tree *budgets.Tree, tr *sim.
 	opts.ReactionDelay = fidelityScale * fidelityReaction
 	opts.StartLatency = latency
 	opts.StartSpacing = spacing
+	// Nomad's eval order and stopped tasks' exit (off in `allot sim` by
+	// default): measured here, they bring the model's nomad-preemption and
+	// job-update stops to the real side's counts.
+	opts.EvalOrder, opts.KillTimeout = true, true
 	opts.StopLatency = stopLatency
 	// The harness's task records its progress when stopped: a resumable job
 	// loses nothing, a job that is not resumable restarts from zero.

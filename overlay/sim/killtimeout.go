@@ -2,7 +2,8 @@ package sim
 
 import "time"
 
-// The model of a stopped task's exit (docs/nomad-facts.md i). Nomad stops an
+// The model of a stopped task's exit (docs/nomad-facts.md i), with
+// Options.KillTimeout. Nomad stops an
 // allocation's task with its kill_signal (SIGINT) and kills it kill_timeout
 // later; the scheduler counts the GPUs free at once, but the client starts a
 // task placed on them only after the task that held them has exited ("the
@@ -40,6 +41,9 @@ func killSec(j *job) int64 {
 // exiting records that the task of allocation a, stopped now, holds its
 // GPUs until it exits: Options.StopLatency and its kill_timeout from now.
 func (s *State) exiting(a int32) {
+	if !s.opts.KillTimeout {
+		return
+	}
 	al := &s.allocs[a]
 	nd := &s.nodes[al.node]
 	if nd.exitBy <= s.now {
@@ -76,4 +80,16 @@ func (s *State) startsAt(exit int64) int64 {
 		s.startNext = begin + sp
 	}
 	return begin + int64(s.opts.StartLatency/time.Second)
+}
+
+// replaced reports whether a priority write now replaces allocation a (not
+// running yet): with Options.KillTimeout, while the stopped task whose GPUs
+// it was placed on has not exited; without, within StartLatency of its
+// placement.
+func (s *State) replaced(a int32) bool {
+	al := &s.allocs[a]
+	if s.opts.KillTimeout {
+		return s.now < al.exitAt
+	}
+	return s.now < al.start+int64(s.opts.StartLatency/time.Second)
 }

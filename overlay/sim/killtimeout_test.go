@@ -6,15 +6,23 @@ import (
 )
 
 // The tests of this file pin what the model does with the eval a lever
-// creates (evalOrder: runNew) and with a stopped task's exit
-// (killtimeout.go), each measured on a real Nomad by the fidelity harness.
+// creates (Options.EvalOrder: runNew) and with a stopped task's exit
+// (Options.KillTimeout: killtimeout.go), each measured on a real Nomad by
+// the fidelity harness.
+
+// nomadHarness is newHarness with the fidelity harness's options on.
+func nomadHarness(t *testing.T, nodes ...int) *harness {
+	h := newHarness(t, nodes...)
+	h.s.opts.EvalOrder, h.s.opts.KillTimeout = true, true
+	return h
+}
 
 // allot stops a running victim for a pending job (its priority held a
 // preemption gap below it), then evaluates the pending job. Nomad processes
 // the victim's replacement eval first: the replacement takes the GPUs its
 // stop freed back, and the pending job's evaluate then preempts it.
 func TestEvalOrder_VictimReplacementPlacedFirst(t *testing.T) {
-	h := newHarness(t, 4)
+	h := nomadHarness(t, 4)
 	victim := h.submit("victim", 90, 1, 4)
 	waiting := h.submit("waiting", 70, 1, 4)
 	h.wantPlaced(waiting, 0)
@@ -44,7 +52,7 @@ func TestEvalOrder_VictimReplacementPlacedFirst(t *testing.T) {
 // the freed capacity wakes: a blocked job of a higher priority than the
 // stopped one's replacement does not take the GPUs in that instant.
 func TestEvalOrder_BlockedEvalsWaitForTheInstantsEnd(t *testing.T) {
-	h := newHarness(t, 4)
+	h := nomadHarness(t, 4)
 	victim := h.submit("victim", 90, 1, 4)
 	blocked := h.submit("blocked", 80, 1, 4)
 	h.wantPlaced(blocked, 0)
@@ -64,7 +72,7 @@ func TestKillTimeout_PreemptorRunsAfterVictimExits(t *testing.T) {
 		kill time.Duration
 		want int64
 	}{{0, 100 + 5}, {90 * time.Second, 100 + 90}} {
-		h := newHarness(t, 4)
+		h := nomadHarness(t, 4)
 		low := h.submit("low", 20, 1, 4)
 		h.s.jobs[low].spec.KillTimeout = tc.kill
 		h.s.now = 100
@@ -89,7 +97,7 @@ func TestKillTimeout_DeclaredSavesWork(t *testing.T) {
 		kill time.Duration
 		lost int64
 	}{{0, 900}, {10 * time.Minute, 300}, {20 * time.Minute, 0}} {
-		h := newHarness(t, 4)
+		h := nomadHarness(t, 4)
 		low := h.submit("low", 20, 1, 4)
 		h.s.jobs[low].spec.KillTimeout = tc.kill
 		h.s.now = 3600
@@ -108,7 +116,7 @@ func TestJobUpdate_ReplacesOnlyAllocationsAfterAStop(t *testing.T) {
 		at      int64
 		replace bool
 	}{{203, true}, {210, false}} { // the victim's task exits at 205
-		h := newHarness(t, 4)
+		h := nomadHarness(t, 4)
 		h.s.opts.StartLatency = time.Minute
 		low := h.submit("low", 20, 1, 4)
 		first := h.s.jobs[low].slots[0]

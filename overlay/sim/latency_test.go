@@ -36,37 +36,34 @@ func TestStartLatency(t *testing.T) {
 		}
 	}
 	// free is placed at 0, runs at 60 and is preempted by paid at 120 (free
-	// is not resumable: its 60 s are lost); free's task exits at 125
-	// (Nomad's default kill_timeout), paid runs 60 s later, at 185, and is
-	// done at 1985; free is placed again then and runs at 2045.
-	if got := starts["paid"]; len(got) != 1 || got[0] != 185 || done["paid"] != 185+1800 {
-		t.Errorf("paid starts %v, done at %v; want [185], 1985", got, done["paid"])
+	// is not resumable: its 60 s are lost); paid runs at 180 and is done at
+	// 1980; free is placed again then and runs at 2040.
+	if got := starts["paid"]; len(got) != 1 || got[0] != 180 || done["paid"] != 180+1800 {
+		t.Errorf("paid starts %v, done at %v; want [180], 1980", got, done["paid"])
 	}
-	if got := starts["free"]; len(got) != 2 || got[0] != 60 || got[1] != 2045 {
-		t.Errorf("free starts %v; want [60 2045]", got)
+	if got := starts["free"]; len(got) != 2 || got[0] != 60 || got[1] != 2040 {
+		t.Errorf("free starts %v; want [60 2040]", got)
 	}
-	// Stalled: three latencies of 60 s and free's exit (5 s) on 8 GPUs;
-	// lost: free's 60 s on 8.
-	if want := (3*60 + 5) * 8 / 3600.0; math.Abs(r.StalledGPUHours-want) > 1e-9 || math.Abs(r.LostGPUHours-480/3600.0) > 1e-9 {
+	// Stalled: three latencies of 60 s on 8 GPUs; lost: free's 60 s on 8.
+	if want := 3 * 60 * 8 / 3600.0; math.Abs(r.StalledGPUHours-want) > 1e-9 || math.Abs(r.LostGPUHours-480/3600.0) > 1e-9 {
 		t.Errorf("stalled %.4f GPU h, lost %.4f; want %.4f and %.4f", r.StalledGPUHours, r.LostGPUHours, want, 480/3600.0)
 	}
 	// allot writes each job's priority while its allocation is placed and
 	// not running yet (free to the unallocated band at 0, paid to the
-	// protected band at 120): Nomad updates free's in place (placed on free
-	// GPUs) and replaces paid's (placed on the GPUs of free's stopped task),
-	// in the same instant. Placed again at 1980, free keeps its priority.
+	// protected band at 120): Nomad replaces the allocation each time, in
+	// the same instant. Placed again at 1980, free keeps its priority.
 	updates := map[string]int{}
 	for _, e := range evs {
 		if e.Kind == EventStop && e.Reason == StopJobUpdate.String() {
 			updates[e.Job]++
 		}
 	}
-	if len(updates) != 1 || updates["paid"] != 1 {
-		t.Errorf("job-update stops %v, want one of paid", updates)
+	if len(updates) != 2 || updates["free"] != 1 || updates["paid"] != 1 {
+		t.Errorf("job-update stops %v, want one of free and one of paid", updates)
 	}
 	o := r.Occupancy
-	if math.Abs(o.Allocated+o.Unallocated+o.Stalled+o.Idle-1) > 1e-9 || math.Abs(o.Stalled*8*3*3600-185*8) > 1e-6 {
-		t.Errorf("occupancy %+v: the parts must add up to 1, stalled 1480 GPU-s of 3h × 8", o)
+	if math.Abs(o.Allocated+o.Unallocated+o.Stalled+o.Idle-1) > 1e-9 || math.Abs(o.Stalled*8*3*3600-3*60*8) > 1e-6 {
+		t.Errorf("occupancy %+v: the parts must add up to 1, stalled 1440 GPU-s of 3h × 8", o)
 	}
 }
 

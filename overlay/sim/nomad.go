@@ -32,7 +32,8 @@ func (s *State) schedule() {
 	}
 }
 
-// runNew processes the evals created since the last pass, and only them:
+// runNew (with Options.EvalOrder) processes the evals created since the
+// last pass, and only them:
 // what Nomad does with the eval a lever creates (a stopped allocation's
 // replacement, a re-registered job's, an evaluate). Its eval broker hands an
 // eval to an idle scheduler as soon as it is created, and allot's adapter
@@ -45,6 +46,9 @@ func (s *State) schedule() {
 // wakes them at the end of the instant (schedule), as the blocked-evals
 // tracker does once the clients report the stopped tasks done.
 func (s *State) runNew() {
+	if !s.opts.EvalOrder {
+		return // the evals wait for the instant's end (schedule), by priority
+	}
 	wake := s.wakeAll
 	for round := 0; len(s.readyQ) > 0 && round <= 1000; round++ {
 		s.wakeAll = false

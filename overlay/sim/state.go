@@ -161,6 +161,22 @@ type Options struct {
 	// its StartLatency this long after the one before it began (the
 	// harness's clients share one machine). Zero: starts never queue.
 	StartSpacing time.Duration
+	// EvalOrder processes the eval a lever (a stop, a priority write, an
+	// evaluate) creates before the lever returns, as Nomad's eval broker
+	// does with allot's one-after-another calls (State.runNew); off, the
+	// evals a decision creates wait for the end of the instant and run by
+	// priority with the blocked ones. On in the fidelity harness; off by
+	// default, since it moves every published figure (README, "How
+	// faithful is the simulator").
+	EvalOrder bool
+	// KillTimeout models stopped tasks' exit (killtimeout.go): a task exits
+	// StopLatency plus its kill_timeout after its stop, a task placed on
+	// its GPUs starts only then, and a priority write replaces a pending
+	// allocation only while such a task has not exited. Off, GPUs a stop
+	// frees are free at once and a priority write replaces every
+	// allocation within StartLatency of its placement. On in the fidelity
+	// harness; off by default, as EvalOrder.
+	KillTimeout bool
 	// StopLatency is how long a stopped allocation's client takes to signal
 	// its task (it hears of the stop, and later reports the task done): the
 	// task exits StopLatency plus its kill_timeout after the stop, and an
@@ -536,7 +552,7 @@ func (s *State) SetPriority(i int32, p int) {
 func (s *State) replaceStarting(i int32) bool {
 	stopped := false
 	for _, a := range s.jobs[i].slots {
-		if a >= 0 && s.now < s.allocs[a].exitAt {
+		if a >= 0 && s.replaced(a) {
 			s.stopAlloc(a, StopJobUpdate, -1)
 			stopped = true
 		}
@@ -799,7 +815,7 @@ func (s *State) stopAlloc(a int32, why StopReason, by int32) {
 		s.interrupt(al.job, why)
 	}
 	if why != StopFinished && why != StopEnd {
-		s.exiting(a)
+		s.exiting(a) // with Options.KillTimeout
 	}
 	al.end, al.endReason, al.preemptedBy = s.now, why, by
 	s.emitStop(a)
