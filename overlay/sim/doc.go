@@ -39,22 +39,26 @@
 //     machine: 58-104 trace s alone, 125-226 s with four placements in the
 //     second before).
 //   - StopJobUpdate: a priority change to a job whose allocation is placed
-//     on GPUs a stopped task still holds (it has not exited yet) replaces
-//     that allocation (Nomad: "alloc is being updated due to job update"); a
-//     running one, or a pending one placed on free GPUs, is updated in place
-//     (facts a; measured: 17 of 23 replacements were of the first kind, 5 of
-//     189 pending placements on free GPUs were replaced).
-//   - The eval order of a lever (State.runNew): the eval a stop, a priority
-//     write or an evaluate creates is processed before the next one is
-//     made, as Nomad's broker hands each eval to an idle scheduler at once
+//     and not running yet replaces that allocation (Nomad: "alloc is being
+//     updated due to job update"); a running one is updated in place (facts
+//     a). With Options.KillTimeout only an allocation placed on GPUs a
+//     stopped task still holds is replaced, and a pending one placed on
+//     free GPUs is updated in place (measured: 17 of 23 replacements were
+//     of the first kind, 5 of 189 pending placements on free GPUs were
+//     replaced).
+//   - The eval order of a lever (Options.EvalOrder, State.runNew; on in the
+//     harness, off by default): the eval a stop, a priority write or an
+//     evaluate creates is processed before the next one is made, as
+//     Nomad's broker hands each eval to an idle scheduler at once
 //     and allot's adapter makes one call after another. A time-slice or
 //     reservation victim's replacement so takes back the GPUs its stop freed,
 //     and the evaluate of the job it was stopped for then preempts it (or
 //     other work a gap below): a stop of allot's is followed by a
 //     nomad-preemption stop, as on the real side. The blocked evals the
 //     freed capacity wakes are retried after the plan's calls.
-//   - Stopped tasks exit late (killtimeout.go): Options.StopLatency (the
-//     client hearing of the stop; measured per run by the harness) plus the
+//   - Stopped tasks exit late (Options.KillTimeout, killtimeout.go; on in
+//     the harness, off by default): Options.StopLatency (the client
+//     hearing of the stop; measured per run by the harness) plus the
 //     job's kill_timeout (the trace's kill_timeout column, Nomad's default
 //     5 s) after the stop; an allocation placed on their GPUs (a preemptor,
 //     a replacement, a beneficiary) starts its own StartLatency only then
