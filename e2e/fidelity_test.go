@@ -95,8 +95,8 @@ func TestFidelity(t *testing.T) {
 			start := time.Now()
 			real := runOnNomad(t, c, tree, tr, ft.horizon, filepath.Join(progress, ft.name))
 			wall := time.Since(start)
-			latency := startLatency(real)
-			model := runOnModel(t, spec, tree, tr, ft.horizon, latency)
+			latency, spacing, stopLatency := latencies(real)
+			model := runOnModel(t, spec, tree, tr, ft.horizon, latency, spacing, stopLatency)
 			writeEvents(t, filepath.Join(out, ft.name+".nomad.jsonl"), real)
 			writeEvents(t, filepath.Join(out, ft.name+".sim.jsonl"), model)
 			fd := sim.Compare(real, model, sim.CompareOptions{Horizon: ft.horizon, Tie: fidelityTie})
@@ -104,8 +104,8 @@ func TestFidelity(t *testing.T) {
 			if err := sim.WriteFidelity(&b, fd, "nomad", "sim"); err != nil {
 				t.Fatal(err)
 			}
-			t.Logf("%s: %d jobs, %s wall on Nomad (K=%d), start latency %s (trace time; the model's)\n%s", ft.name, len(tr.Jobs),
-				wall.Round(time.Second), fidelityScale, latency, b.String())
+			t.Logf("%s: %d jobs, %s wall on Nomad (K=%d), start latency %s, start spacing %s, stop latency %s (trace time; the model's)\n%s", ft.name, len(tr.Jobs),
+				wall.Round(time.Second), fidelityScale, latency, spacing, stopLatency, b.String())
 			if err := os.WriteFile(filepath.Join(out, ft.name+".compare.txt"), b.Bytes(), 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -125,30 +125,101 @@ func TestFidelity(t *testing.T) {
 	t.Logf("fidelity (nomad/sim), K=%d, logs in %s:\n%s", fidelityScale, out, summary.String())
 }
 
-// startLatency is the median time, in trace time, from an allocation's
-// placement to its task running on the real side (the model's
-// StartLatency): the client's work, which grows with the machine's load.
-// The place events of the log carry the placement; the start events the
-// task's start, so for jobs of one allocation their distance is it.
-func startLatency(evs []sim.Event) time.Duration {
-	placed := map[string]float64{}
-	var ds []float64
+// latencies are the real side's client latencies in trace time, the
+// model's Options.StartLatency, StartSpacing and StopLatency. A task placed
+// on free GPUs runs some time after its placement (the client's work),
+// longer when other placements came just before it: the three clients
+// share this machine's two cores, and their starts queue. start and
+// spacing are the intercept and the slope of a least-squares line of that
+// time over the placements made in the afterStartWithin before it (spacing
+// 0 when it does not rise). An allocation placed on GPUs a stop had just
+// freed (another job's allocation on the node stopped within
+// afterStopWithin of the placement: the log's stop is the task's Killing
+// event, which lags the decision) runs only once that task has exited:
+// stop is its median placement-to-running time less that of placements on
+// free GPUs and the kill_timeout, the client's delay in signalling a
+// stopped task and reporting it done. The place events of the log carry
+// the placement, the start events the task's start, so for jobs of one
+// allocation their distance is it.
+func latencies(evs []sim.Event) (start, spacing, stop time.Duration) {
+	type place struct {
+		t         float64
+		afterStop bool
+		busy      float64 // placements in the afterStartWithin before it
+	}
+	placed := map[string]place{}
+	var stops, places []sim.Event
+	for _, e := range evs {
+		switch {
+		case e.Kind == sim.EventStop && e.Reason != sim.StopFinished.String():
+			stops = append(stops, e)
+		case e.Kind == sim.EventPlace:
+			places = append(places, e)
+		}
+	}
+	near := func(e sim.Event) bool {
+		for _, s := range stops {
+			if s.Node == e.Node && s.Job != e.Job && s.T-e.T > -afterStopWithin && s.T-e.T < afterStopWithin {
+				return true
+			}
+		}
+		return false
+	}
+	busy := func(e sim.Event) float64 {
+		n := 0.0
+		for _, p := range places {
+			if d := e.T - p.T; d > 0 && d < afterStartWithin {
+				n++
+			}
+		}
+		return n
+	}
+	var xs, fresh, after []float64
 	for _, e := range evs {
 		switch e.Kind {
 		case sim.EventPlace:
-			placed[e.Job] = e.T
+			placed[e.Job] = place{e.T, near(e), busy(e)}
 		case sim.EventStart:
-			if p, ok := placed[e.Job]; ok {
-				ds = append(ds, e.T-p)
+			if p, ok := placed[e.Job]; ok && p.afterStop {
+				after = append(after, e.T-p.t)
+			} else if ok {
+				xs, fresh = append(xs, p.busy), append(fresh, e.T-p.t)
 			}
 		}
 	}
-	if len(ds) == 0 {
-		return 0
+	median := func(ds []float64) float64 {
+		if len(ds) == 0 {
+			return 0
+		}
+		ds = slices.Clone(ds)
+		slices.Sort(ds)
+		return ds[len(ds)/2]
 	}
-	slices.Sort(ds)
-	return time.Duration(ds[len(ds)/2]) * time.Second
+	b, a := median(fresh), 0.0
+	if n := float64(len(xs)); n >= 2 {
+		var sx, sy, sxx, sxy float64
+		for k := range xs {
+			sx, sy, sxx, sxy = sx+xs[k], sy+fresh[k], sxx+xs[k]*xs[k], sxy+xs[k]*fresh[k]
+		}
+		if d := n*sxx - sx*sx; d > 0 {
+			a = max((n*sxy-sx*sy)/d, 0)
+			b = max((sy-a*sx)/n, 0)
+		}
+	}
+	start, spacing = time.Duration(b)*time.Second, time.Duration(a)*time.Second
+	if len(after) > 0 {
+		stop = max(time.Duration(median(after)-median(fresh))*time.Second-sim.DefaultKillTimeout, 0)
+	}
+	return start, spacing, stop
 }
+
+// afterStartWithin (trace seconds): placements this close before a
+// placement are starting with it (a second of wall time at K=120).
+const afterStartWithin = 120
+
+// afterStopWithin (trace seconds): a placement this close to another job's
+// stop on its node is taken as placed on the GPUs the stop freed.
+const afterStopWithin = 15
 
 // fidelityTie: starts within it are tied in the start order. The real side
 // starts jobs submitted together in the order its own latencies decide
@@ -226,7 +297,7 @@ func fidelityCluster(t *testing.T, path string) sim.ClusterSpec {
 
 // runOnModel runs the trace through `allot sim`'s model with the default
 // policy config: the real side's durations are the same ones divided by K.
-func runOnModel(t *testing.T, spec sim.ClusterSpec, tree *budgets.Tree, tr *sim.Trace, horizon, latency time.Duration) []sim.Event {
+func runOnModel(t *testing.T, spec sim.ClusterSpec, tree *budgets.Tree, tr *sim.Trace, horizon, latency, spacing, stopLatency time.Duration) []sim.Event {
 	t.Helper()
 	p, err := sim.NewAllot(policy.DefaultConfig())
 	if err != nil {
@@ -237,6 +308,12 @@ func runOnModel(t *testing.T, spec sim.ClusterSpec, tree *budgets.Tree, tr *sim.
 	opts.Horizon = horizon
 	opts.ReactionDelay = fidelityScale * fidelityReaction
 	opts.StartLatency = latency
+	opts.StartSpacing = spacing
+	// Nomad's eval order and stopped tasks' exit (off in `allot sim` by
+	// default): measured here, they bring the model's nomad-preemption and
+	// job-update stops to the real side's counts.
+	opts.EvalOrder, opts.KillTimeout = true, true
+	opts.StopLatency = stopLatency
 	// The harness's task records its progress when stopped: a resumable job
 	// loses nothing, a job that is not resumable restarts from zero.
 	opts.CheckpointLoss = 0
@@ -272,11 +349,13 @@ func divideDurations(v reflect.Value) {
 
 // fidelityTask is the work of one allocation: it sleeps for what is left of
 // the job's work and, when stopped, records the work done so far (the job
-// is resumable) so its replacement sleeps only the rest.
+// is resumable) so its replacement sleeps only the rest, then runs out its
+// kill_timeout until Nomad kills it, as the model takes a stopped task to
+// (overlay/sim/killtimeout.go).
 const fidelityTask = `f=$PROGRESS; done=0
 if [ "$RESUMABLE" = true ] && [ -f "$f" ]; then done=$(cat "$f"); fi
 start=$(date +%s%3N)
-save() { if [ "$RESUMABLE" = true ]; then echo $((done + $(date +%s%3N) - start)) > "$f.tmp" && mv "$f.tmp" "$f"; fi; kill $pid 2>/dev/null; exit 0; }
+save() { if [ "$RESUMABLE" = true ]; then echo $((done + $(date +%s%3N) - start)) > "$f.tmp" && mv "$f.tmp" "$f"; fi; kill $pid 2>/dev/null; while :; do sleep 1; done; }
 trap save INT TERM
 left=$((WORK_MS - done))
 if [ $left -gt 0 ]; then
@@ -285,6 +364,15 @@ if [ $left -gt 0 ]; then
 fi
 [ "$RESUMABLE" = true ] && echo $WORK_MS > "$f"
 exit 0`
+
+// killTimeout is the job's kill_timeout in trace time: its row's, or
+// Nomad's default.
+func killTimeout(sp *sim.JobSpec) time.Duration {
+	if sp.KillTimeout > 0 {
+		return sp.KillTimeout
+	}
+	return sim.DefaultKillTimeout
+}
 
 // wallOf is trace duration d on the real side, in milliseconds.
 func wallOf(d time.Duration) time.Duration { return d / fidelityScale }
@@ -307,7 +395,7 @@ func fidelityJob(sp *sim.JobSpec, progressDir string) map[string]any {
 			"RestartPolicy":    map[string]any{"Attempts": 0, "Mode": "fail"},
 			"ReschedulePolicy": map[string]any{"Attempts": 0, "Unlimited": false},
 			"Tasks": []any{map[string]any{
-				"Name": "work", "Driver": "raw_exec", "KillTimeout": int64(2 * time.Second),
+				"Name": "work", "Driver": "raw_exec", "KillTimeout": int64(wallOf(killTimeout(sp))),
 				"Config": map[string]any{"command": "/bin/sh", "args": []string{"-c", fidelityTask}},
 				"Env": map[string]string{"PROGRESS": filepath.Join(progressDir, sp.ID), "RESUMABLE": strconv.FormatBool(sp.Resumable),
 					"WORK_MS": strconv.FormatInt(wallOf(sp.Work).Milliseconds(), 10)},
@@ -683,10 +771,18 @@ func TestFidelityScaledPolicy(t *testing.T) {
 	if got := wallOf(time.Hour); got != 30*time.Second {
 		t.Errorf("a trace hour is %v of wall time, want 30s at K=120", got)
 	}
-	evs := []sim.Event{{T: 0, Kind: sim.EventPlace, Job: "a"}, {T: 90, Kind: sim.EventStart, Job: "a"},
-		{T: 100, Kind: sim.EventPlace, Job: "b"}, {T: 160, Kind: sim.EventStart, Job: "b"},
-		{T: 200, Kind: sim.EventPlace, Job: "c"}, {T: 400, Kind: sim.EventStart, Job: "c"}}
-	if got := startLatency(evs); got != 90*time.Second {
-		t.Errorf("start latency %v, want the median 90s", got)
+	// a alone (60 s), b and c 10 s apart (60 s and 80 s: spacing 20 s), e
+	// and f alone (60 s); d placed on the GPUs of e's stop (its Killing
+	// event 10 s later) runs 200 s after its placement.
+	evs := []sim.Event{{T: 0, Kind: sim.EventPlace, Job: "a", Node: "n0"}, {T: 60, Kind: sim.EventStart, Job: "a"},
+		{T: 1000, Kind: sim.EventPlace, Job: "b", Node: "n1"}, {T: 1010, Kind: sim.EventPlace, Job: "c", Node: "n2"},
+		{T: 1060, Kind: sim.EventStart, Job: "b"}, {T: 1090, Kind: sim.EventStart, Job: "c"},
+		{T: 2000, Kind: sim.EventPlace, Job: "e", Node: "n1"}, {T: 2060, Kind: sim.EventStart, Job: "e"},
+		{T: 3000, Kind: sim.EventPlace, Job: "f", Node: "n2"}, {T: 3060, Kind: sim.EventStart, Job: "f"},
+		{T: 4000, Kind: sim.EventPlace, Job: "d", Node: "n1"}, {T: 4010, Kind: sim.EventStop, Job: "e", Node: "n1", Reason: "time-slice"},
+		{T: 4200, Kind: sim.EventStart, Job: "d"}}
+	start, spacing, stop := latencies(evs)
+	if start != 60*time.Second || spacing != 20*time.Second || stop != 200*time.Second-60*time.Second-sim.DefaultKillTimeout {
+		t.Errorf("latencies %v, %v and %v; want 60s, 20s and 200s-60s-5s", start, spacing, stop)
 	}
 }

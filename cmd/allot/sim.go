@@ -43,6 +43,10 @@ func simFlags() []cli.Flag {
 		&cli.Uint64Flag{Name: "seed", Local: true, Value: 1, Usage: "seed of the model's random choices and of a generated trace"},
 		&cli.DurationFlag{Name: "reaction-delay", Local: true, Value: sim.DefaultOptions().ReactionDelay, Usage: "time from a change to the policy's reconcile (0 or more)"},
 		&cli.DurationFlag{Name: "start-latency", Local: true, Usage: "time from a placement to the task running (the GPUs are held, the work clock waits); 0: at once"},
+		&cli.BoolFlag{Name: "eval-order", Local: true, Usage: "process the eval each of the policy's calls creates before its next call, as Nomad's broker does (a stopped victim's replacement takes its GPUs back and the job it was stopped for preempts it); off: by priority at the end of the instant"},
+		&cli.BoolFlag{Name: "kill-timeout", Local: true, Usage: "model stopped tasks' exit: a task exits -stop-latency plus its kill_timeout (the trace's column, Nomad's default 5s) after its stop, and one placed on its GPUs starts then"},
+		&cli.DurationFlag{Name: "start-spacing", Local: true, Usage: "time the clients take per task start when starts come together: a start waits this long after the one before it began; 0: starts never queue"},
+		&cli.DurationFlag{Name: "stop-latency", Local: true, Usage: "time from a stop to the client signalling the task, which then exits after its kill_timeout; a task placed on its GPUs starts after that; 0: at once"},
 		&cli.DurationFlag{Name: "checkpoint-loss", Local: true, Value: sim.DefaultOptions().CheckpointLoss, Usage: "work a resumable job loses when preempted (0 or more)"},
 		&cli.DurationFlag{Name: "horizon", Local: true, DefaultText: "the trace's end", Usage: "simulated time to run"},
 		&cli.DurationFlag{Name: "warmup", Local: true, Value: defaultWarmup, Usage: "start of the run left out of the measurements (the cluster starts empty); the default is dropped for runs not longer than twice it"},
@@ -120,6 +124,8 @@ func checkSimFlags(c *cli.Command) error {
 		{"reaction-delay", "0: the policy reacts at once"},
 		{"checkpoint-loss", "0: a preempted job loses nothing"},
 		{"start-latency", "0: a placed task runs at once"},
+		{"stop-latency", "0: a stopped task is signalled at once"},
+		{"start-spacing", "0: starts never queue"},
 		{"horizon", "0: to the trace's end"},
 		{"warmup", "0: measure from the start"},
 	} {
@@ -175,6 +181,10 @@ func simInputsFrom(c *cli.Command) (*simInputs, error) {
 	in.opts.ReactionDelay = c.Duration("reaction-delay")
 	in.opts.CheckpointLoss = c.Duration("checkpoint-loss")
 	in.opts.StartLatency = c.Duration("start-latency")
+	in.opts.StopLatency = c.Duration("stop-latency")
+	in.opts.StartSpacing = c.Duration("start-spacing")
+	in.opts.EvalOrder = c.Bool("eval-order")
+	in.opts.KillTimeout = c.Bool("kill-timeout")
 	in.opts.Horizon = c.Duration("horizon")
 	in.opts.Warmup = c.Duration("warmup")
 	if c.Bool("best-fit") {

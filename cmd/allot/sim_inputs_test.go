@@ -29,7 +29,7 @@ func TestSimRefusesBadTraces(t *testing.T) {
 		{"a health row for a GPU the node lacks", "gpu.csv", "submit,job,gpus,work,node,health,gpu\n0,a,1,10m,,,\n60,,,,default-1,unhealthy,8\n", nil,
 			`:3: health event for GPU 8 of node "default-1", which has 8 GPUs (0 to 7); give one of them, or -1 (or empty) for the whole node`},
 		{"a JSON key that is not a column", "key.jsonl", "{\"submit\": 0, \"job\": \"a\", \"gpus\": 1, \"work\": 600, \"gpu_count\": 2}\n", nil,
-			`:1:51: unknown key "gpu_count"; valid keys: submit, job, budget, class, count, gpus, work, min_runtime, resumable, priority, baseline, pool, model, checkpoint_signal, checkpoint_notice, node, health, gpu, reason, and "at" for "submit"`},
+			`:1:51: unknown key "gpu_count"; valid keys: submit, job, budget, class, count, gpus, work, min_runtime, resumable, priority, baseline, pool, model, checkpoint_signal, checkpoint_notice, kill_timeout, node, health, gpu, reason, and "at" for "submit"`},
 		{"no gpus column", "nogpus.csv", "submit,job,work\n0,a,10m\n", nil,
 			":1: the header has no gpus column; every job row needs submit, job, gpus, work"},
 		{"an empty file", "empty.csv", "", nil,

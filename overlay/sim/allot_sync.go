@@ -84,7 +84,7 @@ func (a *Allot) syncModel(s *State, now time.Time) {
 // it. It reports whether the allocation is still pending.
 func (a *Allot) putAlloc(s *State, al int32) bool {
 	r := &s.allocs[al]
-	runs := r.start + int64(s.opts.StartLatency/time.Second)
+	runs := r.runsAt
 	pa := policy.Alloc{ID: a.allocID(al), Job: s.jobs[r.job].spec.ID, Node: s.nodes[r.node].id,
 		Group: "main", GPUs: int(r.gpus), StartedAt: at(runs), ClientStatus: policy.ClientRunning,
 		DesiredStatus: policy.DesiredRun}

@@ -103,6 +103,10 @@ type node struct {
 	// drainedAt records the first time it was then empty and ineligible.
 	sickSince int64
 	drained   bool
+	// exitMask are the GPUs whose stopped tasks have not exited yet, and
+	// exitBy when the last of them exits (killtimeout.go).
+	exitMask uint64
+	exitBy   int64
 }
 
 // noAllocPrio is State.lowOn of a node without allocations: above every

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"math"
+	"slices"
 	"testing"
 	"time"
 )
@@ -63,5 +64,24 @@ func TestStartLatency(t *testing.T) {
 	o := r.Occupancy
 	if math.Abs(o.Allocated+o.Unallocated+o.Stalled+o.Idle-1) > 1e-9 || math.Abs(o.Stalled*8*3*3600-3*60*8) > 1e-6 {
 		t.Errorf("occupancy %+v: the parts must add up to 1, stalled 1440 GPU-s of 3h × 8", o)
+	}
+}
+
+// With a start spacing, tasks placed together queue for the clients: each
+// begins its start latency that long after the one before it began.
+func TestStartSpacing(t *testing.T) {
+	h := newHarness(t, 8)
+	h.s.opts.StartLatency = time.Minute
+	h.s.opts.StartSpacing = 20 * time.Second
+	var at []int64
+	for _, id := range []string{"a", "b", "c"} {
+		j := h.submit(id, 50, 1, 2)
+		at = append(at, h.s.allocs[h.s.jobs[j].slots[0]].runsAt)
+	}
+	h.s.now = 500 // long after: no queue
+	j := h.submit("d", 50, 1, 2)
+	at = append(at, h.s.allocs[h.s.jobs[j].slots[0]].runsAt)
+	if want := []int64{60, 80, 100, 560}; !slices.Equal(at, want) {
+		t.Errorf("tasks run at %v, want %v", at, want)
 	}
 }

@@ -18,25 +18,61 @@ const preemptionGap = 10
 // again, so the pass repeats until nothing is left to try.
 func (s *State) schedule() {
 	for round := 0; s.wakeAll || len(s.readyQ) > 0; round++ {
-		ready := append(s.buf.ready[:0], s.readyQ...)
-		s.buf.ready = ready
-		s.readyQ = s.readyQ[:0]
 		if s.wakeAll {
 			s.wakeAll = false
-			s.passAll()
+			s.passNew(true)
 		} else {
-			slices.SortFunc(ready, s.queueCmp)
-			s.passReady(ready)
-		}
-		for _, i := range ready {
-			if s.jobs[i].ready {
-				s.block(i)
-			}
+			s.passNew(false)
 		}
 		if round > 1000 {
 			// Each round places or evicts something; this bound is never
 			// reached in practice and keeps a model bug from hanging a run.
 			break
+		}
+	}
+}
+
+// runNew (with Options.EvalOrder) processes the evals created since the
+// last pass, and only them:
+// what Nomad does with the eval a lever creates (a stopped allocation's
+// replacement, a re-registered job's, an evaluate). Its eval broker hands an
+// eval to an idle scheduler as soon as it is created, and allot's adapter
+// makes its calls one after another, each after the last returned, so the
+// eval of one call is processed before the next call makes its own: a time
+// slicing victim's replacement is placed (on the GPUs its stop just freed)
+// before the evaluate of the job it was stopped for, which then preempts
+// (the fidelity harness saw it on every time-slice stop it looked at). The
+// blocked evals are not retried here: capacity a stop or a preemption frees
+// wakes them at the end of the instant (schedule), as the blocked-evals
+// tracker does once the clients report the stopped tasks done.
+func (s *State) runNew() {
+	if !s.opts.EvalOrder {
+		return // the evals wait for the instant's end (schedule), by priority
+	}
+	wake := s.wakeAll
+	for round := 0; len(s.readyQ) > 0 && round <= 1000; round++ {
+		s.wakeAll = false
+		s.passNew(false)
+		wake = wake || s.wakeAll
+	}
+	s.wakeAll = wake
+}
+
+// passNew runs one pass: over every blocked eval (all), or over the new
+// evals only, in retry order; an eval that places nothing blocks.
+func (s *State) passNew(all bool) {
+	ready := append(s.buf.ready[:0], s.readyQ...)
+	s.buf.ready = ready
+	s.readyQ = s.readyQ[:0]
+	if all {
+		s.passAll()
+	} else {
+		slices.SortFunc(ready, s.queueCmp)
+		s.passReady(ready)
+	}
+	for _, i := range ready {
+		if s.jobs[i].ready {
+			s.block(i)
 		}
 	}
 }

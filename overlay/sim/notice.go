@@ -10,7 +10,8 @@ import "strconv"
 // One stopped sooner (a notice capped shorter than the job needs, a stop
 // with no signal) loses what it loses today, as does every stop Nomad's own
 // preemption makes (free work evicted for allocated work gets Nomad's
-// kill_signal and kill_timeout, not allot's notice).
+// kill_signal and kill_timeout, not allot's notice), or a declared
+// kill_timeout's worth less (killtimeout.go).
 
 // noticeMetrics counts the notices and what they saved and cost.
 type noticeMetrics struct {

@@ -97,6 +97,10 @@ type JobSpec struct {
 	// saves nothing).
 	Signal string
 	Notice time.Duration
+	// KillTimeout is the job's Nomad kill_timeout (0: not declared, Nomad's
+	// DefaultKillTimeout): how long a stopped task has, after Nomad's
+	// kill_signal, before it is killed (killtimeout.go).
+	KillTimeout time.Duration
 	// Line is the trace file's line the job was read from (0 for a job not
 	// read from a file), for messages that point at it.
 	Line int
@@ -128,6 +132,8 @@ func (j *JobSpec) Validate() error {
 		return fmt.Errorf("job %s: checkpoint_signal %s without checkpoint_notice; give both (e.g. 5m) or neither", quote(j.ID), j.Signal)
 	case j.Signal == "" && j.Notice > 0:
 		return fmt.Errorf("job %s: checkpoint_notice %s without checkpoint_signal; give both (e.g. SIGUSR1) or neither", quote(j.ID), j.Notice)
+	case j.KillTimeout < 0:
+		return fmt.Errorf("job %s: kill_timeout %s must be positive (or absent: Nomad's default %s)", quote(j.ID), j.KillTimeout, DefaultKillTimeout)
 	case j.Class >= numClasses:
 		return fmt.Errorf("job %s: unknown class %d", quote(j.ID), j.Class)
 	case j.Baseline >= numLevels:

@@ -21,7 +21,7 @@ import (
 // Trace file columns (CSV header names, JSONL keys). A row with a node is a
 // health event (time in submit or at); any other row is a job.
 var traceColumns = []string{"submit", "job", "budget", "class", "count", "gpus", "work", "min_runtime",
-	"resumable", "priority", "baseline", "pool", "model", "checkpoint_signal", "checkpoint_notice", "node", "health", "gpu", "reason"}
+	"resumable", "priority", "baseline", "pool", "model", "checkpoint_signal", "checkpoint_notice", "kill_timeout", "node", "health", "gpu", "reason"}
 
 // jobColumns are the columns a job row must give (count, min_runtime and the
 // rest have defaults); healthColumns are those of a health row only.
@@ -419,6 +419,11 @@ func (tr *Trace) addRow(line int, get func(string) string) error {
 			return err
 		}
 	}
+	if kt := get("kill_timeout"); kt != "" {
+		if j.KillTimeout, err = parseDur("kill_timeout", kt); err != nil {
+			return err
+		}
+	}
 	if err := j.Validate(); err != nil {
 		return err
 	}
@@ -463,7 +468,7 @@ func (tr *Trace) addHealth(line int, node string, get func(string) string) error
 
 func fmtDur(d time.Duration) string { return strconv.FormatInt(int64(d/time.Second), 10) }
 
-// fmtNotice is a notice in seconds, "" for none.
+// fmtNotice is a notice or a kill_timeout in seconds, "" for none.
 func fmtNotice(d time.Duration) string {
 	if d == 0 {
 		return ""
@@ -482,7 +487,7 @@ func WriteCSV(w io.Writer, tr *Trace) error {
 		j := &tr.Jobs[k]
 		row = append(row[:0], fmtDur(j.Submit), j.ID, j.Budget, j.Class.String(), strconv.Itoa(j.Count),
 			strconv.Itoa(j.GPUs), fmtDur(j.Work), fmtDur(j.MinRuntime), strconv.FormatBool(j.Resumable),
-			strconv.Itoa(j.Priority), j.Baseline.String(), j.Pool, j.Model, j.Signal, fmtNotice(j.Notice), "", "", "", "")
+			strconv.Itoa(j.Priority), j.Baseline.String(), j.Pool, j.Model, j.Signal, fmtNotice(j.Notice), fmtNotice(j.KillTimeout), "", "", "", "")
 		if err := cw.Write(row); err != nil {
 			return err
 		}
@@ -492,7 +497,7 @@ func WriteCSV(w io.Writer, tr *Trace) error {
 		if h.Healthy {
 			health = "healthy"
 		}
-		row = append(row[:0], fmtDur(h.At), "", "", "", "", "", "", "", "", "", "", "", "", "", "", h.Node, health,
+		row = append(row[:0], fmtDur(h.At), "", "", "", "", "", "", "", "", "", "", "", "", "", "", "", h.Node, health,
 			strconv.Itoa(h.GPU), h.Reason)
 		if err := cw.Write(row); err != nil {
 			return err
@@ -522,6 +527,7 @@ func WriteJSONL(w io.Writer, tr *Trace) error {
 		Model      string `json:"model,omitempty"`
 		Signal     string `json:"checkpoint_signal,omitempty"`
 		Notice     int64  `json:"checkpoint_notice,omitempty"`
+		Kill       int64  `json:"kill_timeout,omitempty"`
 	}
 	type healthLine struct {
 		At     int64  `json:"at"`
@@ -534,7 +540,7 @@ func WriteJSONL(w io.Writer, tr *Trace) error {
 		j := &tr.Jobs[k]
 		if err := enc.Encode(jobLine{int64(j.Submit / time.Second), j.ID, j.Budget, j.Class.String(), j.Count,
 			j.GPUs, int64(j.Work / time.Second), int64(j.MinRuntime / time.Second), j.Resumable, j.Priority,
-			j.Baseline.String(), j.Pool, j.Model, j.Signal, int64(j.Notice / time.Second)}); err != nil {
+			j.Baseline.String(), j.Pool, j.Model, j.Signal, int64(j.Notice / time.Second), int64(j.KillTimeout / time.Second)}); err != nil {
 			return err
 		}
 	}

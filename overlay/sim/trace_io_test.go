@@ -28,6 +28,7 @@ func TestTraceRoundTrip(t *testing.T) {
 	if noticed == 0 {
 		t.Fatal("the generated trace has no job with a checkpoint notice")
 	}
+	tr.Jobs[1].KillTimeout = 2 * time.Minute // the generator declares none
 	for name, rw := range map[string]struct {
 		write     func(*bytes.Buffer, *Trace) error
 		read      func(*bytes.Buffer) (*Trace, error)

@@ -67,6 +67,7 @@ type jsonlRow struct {
 	Model      jsonlValue `json:"model"`
 	Signal     jsonlValue `json:"checkpoint_signal"`
 	Notice     jsonlValue `json:"checkpoint_notice"`
+	Kill       jsonlValue `json:"kill_timeout"`
 	Node       jsonlValue `json:"node"`
 	Health     jsonlValue `json:"health"`
 	GPU        jsonlValue `json:"gpu"`
@@ -108,6 +109,8 @@ func (r *jsonlRow) get(name string) string {
 		return r.Signal.v
 	case "checkpoint_notice":
 		return r.Notice.v
+	case "kill_timeout":
+		return r.Kill.v
 	case "node":
 		return r.Node.v
 	case "health":

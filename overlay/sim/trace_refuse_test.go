@@ -92,6 +92,10 @@ func TestReadTraceRefuses(t *testing.T) {
 			`line 2: job "a": checkpoint_signal SIGUSR1 without checkpoint_notice; give both (e.g. 5m) or neither`},
 		{"a checkpoint notice that is no duration", "csv", "submit,job,gpus,work,checkpoint_signal,checkpoint_notice\n0,a,1,10m,SIGUSR1,soon\n",
 			`line 2: checkpoint_notice "soon" is not a duration; give a Go duration such as "90m" or seconds`},
+		{"a negative kill_timeout", "csv", "submit,job,gpus,work,kill_timeout\n0,a,1,10m,-5s\n",
+			`line 2: job "a": kill_timeout -5s must be positive (or absent: Nomad's default 5s)`},
+		{"a kill_timeout that is no duration", "jsonl", `{"submit":0,"job":"a","gpus":1,"work":600,"kill_timeout":"long"}`,
+			`line 1: kill_timeout "long" is not a duration; give a Go duration such as "90m" or seconds`},
 		{"a CSV quote out of place", "csv", "submit,job,gpus,work\n0,a\"b,1,10m\n",
 			`line 2, column 4: bare " in non-quoted-field`},
 	} {

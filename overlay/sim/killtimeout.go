@@ -1,0 +1,95 @@
+package sim
+
+import "time"
+
+// The model of a stopped task's exit (docs/nomad-facts.md i), with
+// Options.KillTimeout. Nomad stops an
+// allocation's task with its kill_signal (SIGINT) and kills it kill_timeout
+// later; the scheduler counts the GPUs free at once, but the client starts a
+// task placed on them only after the task that held them has exited ("the
+// preempting allocation starts only after its victims' tasks have
+// terminated"). The model takes every stopped task to run its whole
+// kill_timeout (a task that checkpoints on the signal uses it; one that
+// exits at once only starts its successor a few seconds sooner, 5 s with
+// Nomad's default), so:
+//   - a stopped task exits Options.StopLatency (its client hearing of the
+//     stop) plus its kill_timeout after the stop;
+//   - an allocation placed on GPUs a stopped task still holds starts its own
+//     Options.StartLatency only once that task has exited (State.placedAll);
+//   - such an allocation is the one a priority write replaces while the
+//     stopped task has not exited (State.replaceStarting): measured by the
+//     fidelity harness, a real Nomad updated a pending allocation in place
+//     when it was placed on free GPUs and replaced it ("alloc is being
+//     updated due to job update") when it was placed on GPUs a stop had just
+//     freed;
+//   - a job whose trace row declares a kill_timeout saves on the signal: a
+//     stop costs it kill_timeout less work than it would lose without one
+//     (State.interrupt), none once kill_timeout covers it. A job that
+//     declares none loses what it loses today.
+
+// DefaultKillTimeout is Nomad's kill_timeout for a task that sets none.
+const DefaultKillTimeout = 5 * time.Second
+
+// killSec is job j's kill_timeout in seconds.
+func killSec(j *job) int64 {
+	if j.spec.KillTimeout > 0 {
+		return int64(j.spec.KillTimeout / time.Second)
+	}
+	return int64(DefaultKillTimeout / time.Second)
+}
+
+// exiting records that the task of allocation a, stopped now, holds its
+// GPUs until it exits: Options.StopLatency and its kill_timeout from now.
+func (s *State) exiting(a int32) {
+	if !s.opts.KillTimeout {
+		return
+	}
+	al := &s.allocs[a]
+	nd := &s.nodes[al.node]
+	if nd.exitBy <= s.now {
+		nd.exitMask = 0
+	}
+	nd.exitMask |= al.mask
+	nd.exitBy = max(nd.exitBy, s.now+int64(s.opts.StopLatency/time.Second)+killSec(&s.jobs[al.job]))
+}
+
+// onExiting reports when the stopped tasks still holding any of GPUs mask
+// of node n exit; 0 when none does.
+func (s *State) onExiting(n int32, mask uint64) int64 {
+	nd := &s.nodes[n]
+	if nd.exitBy > s.now && nd.exitMask&mask != 0 {
+		return nd.exitBy
+	}
+	return 0
+}
+
+// killSaved is the work (seconds) job j saves of lost at a stop by
+// checkpointing within its declared kill_timeout.
+func killSaved(j *job, lost int64) int64 {
+	return min(lost, int64(j.spec.KillTimeout/time.Second))
+}
+
+// startsAt is when a task placed now runs: StartLatency after the exit of
+// the stopped tasks on its GPUs (exit, 0 for none) or now, and, with
+// Options.StartSpacing, no sooner than StartSpacing after the task start
+// before it began.
+func (s *State) startsAt(exit int64) int64 {
+	begin := max(s.now, exit)
+	if sp := int64(s.opts.StartSpacing / time.Second); sp > 0 {
+		begin = max(begin, s.startNext)
+		s.startNext = begin + sp
+	}
+	return begin + int64(s.opts.StartLatency/time.Second)
+}
+
+// replaced reports whether a priority write now replaces allocation a (not
+// running yet): with Options.KillTimeout, while the stopped task whose GPUs
+// it was placed on has not exited; without, within StartLatency of its
+// placement.
+func (s *State) replaced(a int32) bool {
+	al := &s.allocs[a]
+	if s.opts.KillTimeout {
+		return s.now < al.exitAt
+	}
+	return s.now < al.start+int64(s.opts.StartLatency/time.Second)
+}
