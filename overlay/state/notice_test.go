@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/allot-sched/allot/overlay/policy"
-	"github.com/hashicorp/raft"
 )
 
 // sampleNotice is a time-slicing notice to default/train's allocation a1.
@@ -56,8 +55,10 @@ func TestPassRecordsNotices(t *testing.T) {
 	}
 }
 
-// An invalid notice refuses the whole pass, with an error naming it.
-func TestPassRefusesBadNotice(t *testing.T) {
+// badNotices are passes whose second notice is spoilt, each with the error
+// naming it: TestPassAllOrNothing refuses them whole.
+func badNotices() []passSpoil {
+	var out []passSpoil
 	for _, tc := range []struct {
 		name  string
 		spoil func(*Notice)
@@ -73,26 +74,14 @@ func TestPassRefusesBadNotice(t *testing.T) {
 		{"a long node", func(n *Notice) { n.Stop.Node = strings.Repeat("n", MaxIDBytes+1) }, "stop.node is 257 bytes"},
 		{"two for one job", func(n *Notice) { n.JobID = "default/train" }, `notice 1: a second notice for job "default/train"`},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			f, req := passFixture(t)
-			before := snapshotBytes(t, f)
+		out = append(out, passSpoil{"a notice with " + tc.name, func(r *PassRequest) {
 			bad := sampleNotice()
 			bad.JobID = "default/olmo"
 			tc.spoil(&bad)
-			req.ReplaceNotices, req.Notices = true, []Notice{sampleNotice(), bad}
-			data, err := Encode(PassType, req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res := f.Apply(&raft.Log{Type: raft.LogCommand, Data: data})
-			if err, ok := res.(error); !ok || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("apply: %v, want an error naming %q", res, tc.want)
-			}
-			if !bytes.Equal(before, snapshotBytes(t, f)) {
-				t.Fatalf("a refused pass changed the state")
-			}
-		})
+			r.ReplaceNotices, r.Notices = true, []Notice{sampleNotice(), bad}
+		}, tc.want})
 	}
+	return out
 }
 
 // A notice of every stop kind comes back from its row as it went in.
