@@ -66,12 +66,14 @@ func readUnix(t *testing.T, path string) (time.Time, bool) {
 // the signal came at least the notice before the stop, that the job it was
 // stopped for started within notice + 5 s of the signal, and that the
 // replacement restored the checkpoint saved on the signal; it returns the
-// step saved and the step restored. With restart, the allot server is
-// stopped and started again (same data_dir: a new leader with only the
-// replicated state) while the notice runs: the notice must survive it
-// (one signal, the stop no earlier than its deadline, the same job
-// waiting for it, and explain still telling it).
-func runNoticeStop(t *testing.T, class string, restart bool) (saved, restored int) {
+// step saved and the step restored. With down > 0, the allot server is
+// stopped just after the signal and started again down later (same
+// data_dir: a new leader with only the replicated state): the notice must
+// survive it (one signal, the stop no earlier than its deadline, or at
+// once when allot comes back after it, the same job waiting for it, and
+// explain still telling it).
+func runNoticeStop(t *testing.T, class string, down time.Duration) (saved, restored int) {
+	restart := down > 0
 	c := startGPUCluster(t)
 	opts := allotOptions{}
 	if restart {
@@ -114,11 +116,11 @@ func runNoticeStop(t *testing.T, class string, restart bool) (saved, restored in
 	if restart {
 		before := noticeText(al.Srv.FSM().Read().QueueEntry("default/saver").Explanation)
 		al.Stop()
-		down := time.Now()
-		time.Sleep(3 * time.Second) // no allot at all for a while
+		stopped := time.Now()
+		time.Sleep(down) // no allot at all for a while
 		al = startAllot(t, c, opts)
 		up = time.Now()
-		t.Logf("allot restarted during the notice: down %s after the signal, up %s after it", down.Sub(sigAt).Round(time.Millisecond),
+		t.Logf("allot restarted during the notice: down %s after the signal, up %s after it", stopped.Sub(sigAt).Round(time.Millisecond),
 			up.Sub(sigAt).Round(time.Millisecond))
 		if up.After(sigAt.Add(notice)) {
 			t.Logf("the restart outlasted the notice: the stop is due as soon as allot leads again")
@@ -207,7 +209,7 @@ func runNoticeStop(t *testing.T, class string, restart bool) (saved, restored in
 // slicing only its checkpoint_notice after the signal, and its replacement
 // reads the checkpoint it wrote.
 func TestNoticeBeforeTimeSlicingStop(t *testing.T) {
-	saved, restored := runNoticeStop(t, "", false)
+	saved, restored := runNoticeStop(t, "", 0)
 	if restored != saved || saved == 0 {
 		t.Fatalf("replacement restored step %d, the signal saved %d", restored, saved)
 	}
@@ -216,7 +218,7 @@ func TestNoticeBeforeTimeSlicingStop(t *testing.T) {
 // A restorable session (class = "session") loses no state across a stop:
 // its next placement finds exactly what it saved on the signal.
 func TestNoticeSessionKeepsState(t *testing.T) {
-	saved, restored := runNoticeStop(t, "session", false)
+	saved, restored := runNoticeStop(t, "session", 0)
 	if restored != saved || saved == 0 {
 		t.Fatalf("session restored step %d, it saved %d: state lost", restored, saved)
 	}
@@ -226,11 +228,17 @@ func TestNoticeSessionKeepsState(t *testing.T) {
 // A notice in flight survives a restart of the allot server (a new leader
 // with nothing but the replicated state): the job is signalled once, it is
 // stopped no earlier than the notice's end, the job it was stopped for
-// starts, and the replacement restores the checkpoint.
+// starts, and the replacement restores the checkpoint. allot is down 3 s of
+// the 10 s notice, or longer than the notice (then the stop is due as soon
+// as it leads again).
 func TestNoticeSurvivesServerRestart(t *testing.T) {
-	saved, restored := runNoticeStop(t, "session", true)
-	if restored != saved || saved == 0 {
-		t.Fatalf("restored step %d, the signal saved %d", restored, saved)
+	for _, down := range []time.Duration{3 * time.Second, 12 * time.Second} {
+		t.Run("down "+down.String(), func(t *testing.T) {
+			saved, restored := runNoticeStop(t, "session", down)
+			if restored != saved || saved == 0 {
+				t.Fatalf("restored step %d, the signal saved %d", restored, saved)
+			}
+		})
 	}
 }
 
