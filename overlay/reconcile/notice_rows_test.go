@@ -42,7 +42,8 @@ func restarted(t *testing.T, fsm *state.FSM) *state.FSM {
 	return out
 }
 
-// opsOf runs a pass of r and returns its ops and record.
+// opsOf runs a pass of r, records it in fsm, and returns its ops and its
+// NextWake.
 func opsOf(t *testing.T, r *Reconciler, fsm *state.FSM, st *nomad.State, now time.Time) ([]nomad.Op, time.Time) {
 	t.Helper()
 	var ops []nomad.Op
