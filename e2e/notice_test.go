@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -125,14 +124,12 @@ func runNoticeStop(t *testing.T, class string, down time.Duration) (saved, resto
 		if up.After(sigAt.Add(notice)) {
 			t.Logf("the restart outlasted the notice: the stop is due as soon as allot leads again")
 		}
-		// A pass of the new leader, now: its queue row for saver is the one
-		// it records (or, when unchanged, the one already stored). Run with
-		// a context of its own, it is another leadership term to the
-		// reconciler (no memory but the replicated state), which the
-		// notice survives as well.
-		if err := al.Srv.ReconcileOnce(context.Background()); err != nil {
-			t.Fatalf("the new leader's first pass: %v", err)
-		}
+		// Once the new leader has run a pass, saver's queue row is the one
+		// it planned (a pass rewrites the queue whenever it differs). The
+		// test waits for the leader loop's own pass: a pass run from here,
+		// with another context, would be another leadership term to the
+		// reconciler.
+		al.waitPass(t)
 		after := noticeText(al.Srv.FSM().Read().QueueEntry("default/saver").Explanation)
 		if after != before && time.Now().Before(sigAt.Add(notice)) {
 			t.Fatalf("saver's notice after the restart %q, before it %q", after, before)
@@ -249,4 +246,18 @@ func noticeText(expl string) string {
 		return expl[i:]
 	}
 	return expl
+}
+
+// waitPass waits until the allot server's leader loop has run a pass that
+// succeeded (allot_reconcile_passes_total{result="ok"} above 0).
+func (a *allot) waitPass(t *testing.T) {
+	t.Helper()
+	waitFor(t, 10*time.Second, "a reconcile pass of the new leader", func() (bool, error) {
+		for _, line := range strings.Split(allotMetrics(t, a), "\n") {
+			if v, ok := strings.CutPrefix(line, `allot_reconcile_passes_total{result="ok"} `); ok {
+				return v != "0", nil
+			}
+		}
+		return false, nil
+	})
 }
