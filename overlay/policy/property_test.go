@@ -366,6 +366,11 @@ func checkPlan(t *testing.T, seed int64, snap *Snapshot, p *Plan, now time.Time,
 	}
 }
 
+// waitsWhole reports whether e is a gang waiting whole (rule 5d).
+func waitsWhole(e *Explanation) bool {
+	return e.Reason.Code == ReasonPendingWhole || e.Reason.Code == ReasonPartialRelease
+}
+
 // checkOrder: rule 3 with hysteresis. Pending levels keep the order
 // (strictly where the targets differ) and stay less than Hysteresis from
 // their targets.
@@ -375,16 +380,25 @@ func checkOrder(t *testing.T, seed int64, pend []*Explanation, final map[string]
 		if a.Band != BandPending || victims[a.Job] {
 			continue
 		}
+		if waitsWhole(a) {
+			// Rule 5d: a gang that cannot be placed whole (pending, or
+			// placed in part and released) sits at the band's bottom,
+			// out of the order's levels.
+			if final[a.Job] != cfg.Pending.Low || a.Wait == WaitPlacement || a.Wait == WaitReserved {
+				t.Errorf("seed %d: %s waits whole (rule 5d) at %d, waiting for %s; want %d, waiting for GPUs", seed, a.Job, final[a.Job], a.Wait, cfg.Pending.Low)
+			}
+			continue
+		}
 		if d := final[a.Job] - a.Target; d >= cfg.Hysteresis || -d >= cfg.Hysteresis {
 			t.Errorf("seed %d: pending %s at %d, target %d, hysteresis %d", seed, a.Job, final[a.Job], a.Target, cfg.Hysteresis)
 		}
 		for _, b := range pend {
-			if b.Band != BandPending || victims[b.Job] || a.Position >= b.Position {
+			if b.Band != BandPending || victims[b.Job] || a.Position >= b.Position || waitsWhole(b) {
 				continue
 			}
 			if (a.Target > b.Target && final[a.Job] <= final[b.Job]) || final[a.Job] < final[b.Job] {
-				t.Errorf("seed %d: rule 3: %s (#%d, target %d) at %d, %s (#%d, target %d) at %d",
-					seed, a.Job, a.Position, a.Target, final[a.Job], b.Job, b.Position, b.Target, final[b.Job])
+				t.Errorf("seed %d: rule 3 (%v): %s (#%d, target %d) at %d, %s (#%d, target %d) at %d",
+					seed, a.Reason, a.Job, a.Position, a.Target, final[a.Job], b.Job, b.Position, b.Target, final[b.Job])
 			}
 		}
 	}

@@ -74,11 +74,15 @@ func (d *Decider) place() {
 		}
 		if info.state == jsPartial && (info.wait == WaitFairShare || info.wait == WaitOrder) {
 			d.releasePartial(j)
+			d.waitWhole(j)
 			continue
 		}
 		d.reserveFor = append(d.reserveFor, orderRef{job: j, at: oi})
 		if oi+1 < len(d.order) && d.minAskBelow[oi+1] < d.asks[0].gpus {
 			d.newReservation(j) // smaller jobs behind it would take its GPUs as they free up
+		}
+		if info.state == jsPending {
+			d.waitWhole(j)
 		}
 	}
 	if d.tl != nil && !d.tl.crossed && d.tl.first > 0 {
@@ -155,6 +159,38 @@ func (d *Decider) releasePartial(j int32) {
 	if d.tl != nil {
 		d.checkTailRoom()
 	}
+}
+
+// waitWhole is rule 5d, for gang job j (more than one allocation) that the
+// placement model cannot place whole, for which time slicing found no
+// victims, and that holds no reservation: pending, or placed in part and
+// released (rule 5c). Nomad has no gang placement: left at its
+// position's level, it is the first job Nomad serves as GPUs free up, so
+// it takes them an allocation at a time and holds them without running
+// (stalled) until the rest frees too, while jobs that could run wait; and
+// released as rule 5c says, it is placed in part again at once, pass
+// after pass. So it is written at the bottom of the pending band
+// (tier.go), below every job Nomad can place: its position in the order
+// stays, and once the model places it whole (GPUs free at once, victims
+// that fair share allows, or its reservation released) it is written at
+// its position's level again. The wait for the GPUs is the one its rule
+// names (fair share, its own budget's order, protected windows, the loss
+// bound); the reservation (rule 7) is what keeps it from waiting for ever.
+func (d *Decider) waitWhole(j int32) {
+	if info := &d.jobs[j]; info.reserved < 0 && allocations(d.jp[j]) > 1 {
+		info.whole = true
+	}
+}
+
+// allocations is the number of GPU allocations job asks for in all.
+func allocations(job *Job) int {
+	n := 0
+	for _, g := range job.Groups {
+		if g.GPUs > 0 {
+			n += max(g.Count, 0)
+		}
+	}
+	return n
 }
 
 // smallestAsks fills minAskBelow[i]: the smallest per-allocation GPU ask of
