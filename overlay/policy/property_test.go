@@ -37,6 +37,7 @@ func TestProperties(t *testing.T) {
 		checkPlan(t, seed, snap, p, now, cfg, fs.Position)
 		checkMemory(t, seed, snap, p, now, cfg)
 		checkReservations(t, seed, snap, p, now, cfg, fs.Position)
+		checkFreeAt(t, seed, p, now)
 		if t.Failed() {
 			return
 		}
@@ -487,6 +488,24 @@ func genReservation(r *rand.Rand, snap *Snapshot, now time.Time, cfg Config) {
 // its released nodes (allocated, after X in the pending order, every live
 // allocation started at or after the release, one on those nodes) is held
 // below X, not protected.
+// checkFreeAt: a waiting job is told a time its GPUs free up only if the
+// time is still to come, or the plan stops jobs for it now; a time already
+// past, told pass after pass while nothing is stopped, only keeps moving
+// (issue 12: "waiting for reservation" with a free-at time that kept
+// moving). Otherwise it is unknown (zero).
+func checkFreeAt(t *testing.T, seed int64, p *Plan, now time.Time) {
+	t.Helper()
+	stoppedFor := map[string]bool{}
+	for _, s := range p.Stops {
+		stoppedFor[s.Reason.Job] = true
+	}
+	for _, e := range p.Explanations {
+		if e.Wait.Timed() && !e.FreeAt.IsZero() && !e.FreeAt.After(now) && !stoppedFor[e.Job] && e.Wait != WaitNotice {
+			t.Errorf("seed %d: %s waits for %s, told its GPUs free at %v (not after now, %v) while nothing is stopped for it", seed, e.Job, e.Wait, e.FreeAt, now)
+		}
+	}
+}
+
 func checkReservations(t *testing.T, seed int64, snap *Snapshot, p *Plan, now time.Time, cfg Config, leafPos func(int) int) {
 	t.Helper()
 	final := map[string]int{}

@@ -158,7 +158,8 @@ func (d *Decider) hold(j int32, r Reservation, nodes []int32) {
 	info.wait = WaitReserved
 	d.plan.Reservations = append(d.plan.Reservations, kept)
 	d.wakeAt(r.Since.Add(d.cfg.ReservationMaxAge))
-	if d.assign(j, nodes, true) {
+	stopped := d.assign(j, nodes, true)
+	if stopped {
 		for _, v := range d.scratch.added {
 			vi, vj := &d.jobs[v], d.jp[v]
 			d.plan.Stops = append(d.plan.Stops, StopJob{Job: vj.ID, Namespace: vj.Namespace,
@@ -166,7 +167,21 @@ func (d *Decider) hold(j int32, r Reservation, nodes []int32) {
 				Reason: Reason{Code: ReasonReservationStop, Job: job.ID, Node: d.snap.Nodes[vi.victimNode].ID}})
 		}
 	}
-	info.freeAt = d.freeAt(j, nodes)
+	info.freeAt = d.honestFreeAt(d.freeAt(j, nodes), stopped)
+}
+
+// honestFreeAt is the FreeAt a waiting job is told: at, the time freeAt
+// computed from the protected windows that rule 5 lets end, unless at is
+// not in the future and nothing was stopped for the job: then what freeAt
+// counted as free now (running jobs past their windows) was not stopped
+// (the loss bound, a notice, a job already leaving), and no time is known
+// (zero: "unknown"). Told "now" pass after pass, the time would only keep
+// moving.
+func (d *Decider) honestFreeAt(at time.Time, stopped bool) time.Time {
+	if !stopped && !at.After(d.now) {
+		return time.Time{}
+	}
+	return at
 }
 
 // assign fits d.asks of job j on the reserved nodes, largest ask first on
@@ -306,7 +321,7 @@ func (d *Decider) newReservation(j int32) {
 		d.cap.remove(n)
 	}
 	info.reserved = int32(len(d.plan.Reservations))
-	info.wait, info.freeAt = WaitReserved, at
+	info.wait, info.freeAt = WaitReserved, d.honestFreeAt(at, false) // its stops come with the next pass (hold)
 	d.plan.Reservations = append(d.plan.Reservations, r)
 	d.active++
 	d.wakeAt(until)
