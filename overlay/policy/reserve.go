@@ -316,6 +316,11 @@ func (d *Decider) newReservation(j int32) {
 	for _, n := range nodes {
 		id := d.snap.Nodes[n].ID
 		r.Nodes = append(r.Nodes, id)
+		// A node just given back by yieldReservation stays out of service:
+		// released and reserved again in one plan, it could take work between.
+		d.plan.NodeActions = slices.DeleteFunc(d.plan.NodeActions, func(a NodeAction) bool {
+			return a.Node == id && a.Kind == NodeRelease && a.Reason.Code == ReasonReservationYielded
+		})
 		d.nodeAction(id, NodeReserve, Reason{Code: ReasonReserved, Job: job.ID, At: until})
 		d.nodes[n].reservedBy = j
 		d.cap.remove(n)
@@ -326,6 +331,54 @@ func (d *Decider) newReservation(j int32) {
 	d.active++
 	d.wakeAt(until)
 	d.wakeAt(at)
+}
+
+// yieldReservation ends the reservation held for a pending job x sorting
+// after job j when j, examined without victims, needs one and
+// MaxReservations are held: x's budget is served at least FairnessMargin
+// more than j's, and this plan stops nothing on x's nodes for it. A
+// reservation made when x was the first job waiting would otherwise keep
+// its nodes from a less served budget's job that came later, for up to
+// ReservationMaxAge (issue 12: a budget at 0% of its share waited behind
+// one at 607%). x's nodes go back into service and the placement model;
+// its reservation is remembered as expired (x gets no new one until
+// placed), so two jobs do not trade one back and forth; j may then
+// reserve (newReservation).
+func (d *Decider) yieldReservation(j int32) {
+	if d.active < d.cfg.MaxReservations {
+		return
+	}
+	ji := &d.jobs[j]
+	for ri := range d.plan.Reservations {
+		r := &d.plan.Reservations[ri]
+		if r.Expired || !r.Released.IsZero() {
+			continue
+		}
+		x, ok := d.jobIndex(r.Job)
+		if !ok || x == j {
+			continue
+		}
+		xi := &d.jobs[x]
+		if xi.state != jsPending || xi.position <= ji.position || d.served[xi.leaf] < d.served[ji.leaf]+d.cfg.FairnessMargin ||
+			slices.ContainsFunc(d.plan.Stops, func(s StopJob) bool { return s.Reason.Code == ReasonReservationStop && s.Reason.Job == r.Job }) {
+			continue
+		}
+		nodes := d.reservedNodes(r.Nodes)
+		d.release(nodes, Reason{Code: ReasonReservationYielded, Job: r.Job, Detail: d.jp[j].ID})
+		for _, n := range nodes {
+			d.nodes[n].reservedBy = -1
+			if d.nodeUsable(n) && !d.cap.usable[n] {
+				d.cap.add(n, d.nodeAvail(n))
+			}
+		}
+		r.Expired = true
+		xi.reserved, xi.expired, xi.freeAt = -1, true, time.Time{}
+		d.active--
+		if d.tl != nil {
+			d.checkTailRoom()
+		}
+		return
+	}
 }
 
 // soonest picks, for each ask of d.asks (largest first), the usable node not

@@ -79,7 +79,8 @@ func (d *Decider) place() {
 		}
 		d.reserveFor = append(d.reserveFor, orderRef{job: j, at: oi})
 		if oi+1 < len(d.order) && d.minAskBelow[oi+1] < d.asks[0].gpus {
-			d.newReservation(j) // smaller jobs behind it would take its GPUs as they free up
+			d.yieldReservation(j) // reserve.go: a more served job's reservation gives way
+			d.newReservation(j)   // smaller jobs behind it would take its GPUs as they free up
 		}
 		if info.state == jsPending {
 			d.waitWhole(j)
