@@ -11,7 +11,7 @@ import (
 //	protected (inside the window, or starting):  Protected
 //	running (past the window) or placed in part:  Running
 //	pending at position p:                        pendingLevel(gapPosition(p)), then levels (hysteresis, order)
-//	a gang that cannot be placed whole (rule 5d): Pending.Low
+//	pending gang that cannot be placed whole (rule 5d): Pending.Low
 //	victim stopped for job B (fresh or held):     victimLevel: min(pendingLevel(its position + shift), final(B) - PreemptionGap, ceiling)
 //	unallocated:                                  Unallocated.High
 //
@@ -75,9 +75,6 @@ func (d *Decider) target(j int32) {
 			// standing waits, so Nomad places the jobs before it first.
 			info.target = d.pendingLevel(d.gapPosition(d.victimPosition(j)))
 			info.reason = d.plan.Stops[slices.IndexFunc(d.plan.Stops, func(s StopJob) bool { return s.Job == d.jp[j].ID })].Reason
-			if info.whole {
-				info.target = c.Pending.Low // rule 5d: not placed in part again at once
-			}
 		}
 		if info.wait == WaitNone {
 			info.wait = WaitPartial

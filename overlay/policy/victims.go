@@ -163,20 +163,25 @@ func (d *Decider) releasePartial(j int32) {
 }
 
 // waitWhole is rule 5d, for gang job j (more than one allocation) that the
-// placement model cannot place whole, for which time slicing found no
-// victims, and that holds no reservation: pending, or placed in part and
-// released (rule 5c). Nomad has no gang placement: left at its
-// position's level, it is the first job Nomad serves as GPUs free up, so
-// it takes them an allocation at a time and holds them without running
-// (stalled) until the rest frees too, while jobs that could run wait; and
-// released as rule 5c says, it is placed in part again at once, pass
-// after pass. So it is written at the bottom of the pending band
-// (tier.go), below every job Nomad can place: its position in the order
-// stays, and once the model places it whole (GPUs free at once, victims
-// that fair share allows, or its reservation released) it is written at
-// its position's level again. The wait for the GPUs is the one its rule
-// names (fair share, its own budget's order, protected windows, the loss
-// bound); the reservation (rule 7) is what keeps it from waiting for ever.
+// placement model cannot place whole and that holds no reservation:
+// examined without victims, or placed in part and released (rule 5c). Nomad has no
+// gang placement: left at its position's level, it is the first job Nomad
+// serves as GPUs free up, so it takes them an allocation at a time and
+// holds them without running (stalled) until the rest frees too, while
+// jobs that could run wait; released by rule 5c, it was placed in part
+// again at once, pass after pass (a 32-node gang on heavy-256 went round
+// 827 times). So a pending gang waiting whole is written at the bottom of
+// the pending band (tier.go; levels leaves it out), below every job Nomad
+// can place; its position in the order and its explanation stay, and once
+// the model places it whole (GPUs free at once, victims that fair share
+// allows, or its reservation released) it is written at its position's
+// level again. A gang released by rule 5c keeps its level in the plan that
+// stops its allocations and goes to the bottom from the next one (lowered
+// in the same plan, heavy-256 stalled 11.5% of the cluster instead of
+// 1.3%). What it waits for is the rule its wait names (fair share, its own
+// budget's order, protected windows, the loss bound). Gangs left in the
+// queue past the first MaxEvaluations are not examined and keep their
+// levels (an Incremental leaves most of them out of its read).
 func (d *Decider) waitWhole(j int32) {
 	if info := &d.jobs[j]; info.reserved < 0 && allocations(d.jp[j]) > 1 {
 		info.whole = true
