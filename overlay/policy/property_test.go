@@ -367,10 +367,8 @@ func checkPlan(t *testing.T, seed int64, snap *Snapshot, p *Plan, now time.Time,
 	}
 }
 
-// waitsWhole reports whether e is a gang waiting whole (rule 5d).
-func waitsWhole(e *Explanation) bool {
-	return e.Reason.Code == ReasonPendingWhole || e.Reason.Code == ReasonPartialRelease
-}
+// waitsWhole reports whether e is a pending gang waiting whole (rule 5d).
+func waitsWhole(e *Explanation) bool { return e.Reason.Code == ReasonPendingWhole }
 
 // checkOrder: rule 3 with hysteresis. Pending levels keep the order
 // (strictly where the targets differ) and stay less than Hysteresis from
@@ -382,9 +380,8 @@ func checkOrder(t *testing.T, seed int64, pend []*Explanation, final map[string]
 			continue
 		}
 		if waitsWhole(a) {
-			// Rule 5d: a gang that cannot be placed whole (pending, or
-			// placed in part and released) sits at the band's bottom,
-			// out of the order's levels.
+			// Rule 5d: a gang that cannot be placed whole sits at the
+			// band's bottom, out of the order's levels.
 			if final[a.Job] != cfg.Pending.Low || a.Wait == WaitPlacement || a.Wait == WaitReserved {
 				t.Errorf("seed %d: %s waits whole (rule 5d) at %d, waiting for %s; want %d, waiting for GPUs", seed, a.Job, final[a.Job], a.Wait, cfg.Pending.Low)
 			}
