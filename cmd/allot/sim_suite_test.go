@@ -76,30 +76,36 @@ func TestSimSuiteFigures(t *testing.T) {
 	check("example-small", ratio("example-small") <= 2.1, "lost %.2fx the baseline's, want <= 2.1 (measured 1.89; target 1.5 not met)", ratio("example-small"))
 
 	// The heavy-tailed shape, 4 days on 512 GPUs (measured: debug p90
-	// 6.1h against the baseline's 2.6h, worst leaf 64%, 16 of 22 leaves,
-	// all leaves 91.7%, occupancy 91.1% with 8.2% stalled against 66.3%
-	// with 31.2%, lost 11.7x). The
-	// debug, budget and lost-work targets of issue 12 are not met here;
-	// the bounds keep it from getting worse (before rules 5b and 5c: debug
-	// p90 15.2h, 12 of 22 leaves, worst 64%).
+	// 1.2h against the baseline's 2.6h, worst leaf 46%, 17 of 22 leaves,
+	// all leaves 94.8%, occupancy 98.5% with 0.8% stalled against 66.3%
+	// with 31.2%, lost 18.2x). The debug, budget and lost-work targets of
+	// issue 12 are not met here; the bounds keep it from getting worse.
+	// Before rule 5d (gangs wait whole): occupancy 91.1% with 8.2%
+	// stalled, debug p90 6.1h, worst leaf 64%, 16 leaves, lost 11.7x; the
+	// worst-leaf and lost bounds were loosened for it (0.55 -> 0.40, 14 ->
+	// 21). Before rules 5b and 5c: debug p90 15.2h, 12 of 22 leaves.
 	hv, hb := fig("heavy-small", "allot"), fig("heavy-small", "baseline")
-	check("heavy-small", hv.Occupancy >= 0.88, "occupancy %.3f, want >= 0.88 (target 0.97 not met)", hv.Occupancy)
+	check("heavy-small", hv.Occupancy >= 0.97, "occupancy %.3f, want >= 0.97", hv.Occupancy)
+	check("heavy-small", hv.Stalled <= 0.02, "stalled %.3f of the cluster, want <= 0.02", hv.Stalled)
 	check("heavy-small", hv.Occupancy > hb.Occupancy, "occupancy %.3f not above the baseline's %.3f", hv.Occupancy, hb.Occupancy)
-	check("heavy-small", hv.LeavesAt95 >= 14, "%d of %d leaves at >= 95%%, want >= 14", hv.LeavesAt95, hv.Leaves)
-	check("heavy-small", hv.AllLeaves >= 0.89, "all leaves %.3f of owed, want >= 0.89", hv.AllLeaves)
-	check("heavy-small", hv.WorstRatio >= 0.55, "worst leaf %.2f of owed, want >= 0.55", hv.WorstRatio)
-	check("heavy-small", hv.DebugP90 <= secs(8*time.Hour), "debug p90 %.0fs, want <= 8h", hv.DebugP90)
-	check("heavy-small", ratio("heavy-small") <= 14, "lost %.2fx the baseline's, want <= 14", ratio("heavy-small"))
+	check("heavy-small", hv.LeavesAt95 >= 15, "%d of %d leaves at >= 95%%, want >= 15", hv.LeavesAt95, hv.Leaves)
+	check("heavy-small", hv.AllLeaves >= 0.92, "all leaves %.3f of owed, want >= 0.92", hv.AllLeaves)
+	check("heavy-small", hv.WorstRatio >= 0.40, "worst leaf %.2f of owed, want >= 0.40", hv.WorstRatio)
+	check("heavy-small", hv.DebugP90 <= secs(2*time.Hour), "debug p90 %.0fs, want <= 2h", hv.DebugP90)
+	check("heavy-small", ratio("heavy-small") <= 21, "lost %.2fx the baseline's, want <= 21", ratio("heavy-small"))
 
 	// Gangs as wide as the cluster, 3 days on 128 GPUs (16 nodes, gangs up
 	// to 16): a gang placed in part whose last nodes fair share keeps from
-	// it gives its allocations back (rule 5c). Measured: stalled 29.8%
-	// against the baseline's 49.9%, occupancy 69.7% (target 97% far from
-	// met), 17 of 21 leaves at >= 95% (1 before the rule), debug p90 5.0h
-	// (1.8d before).
+	// it gives its allocations back (rule 5c), and a gang that cannot be
+	// placed whole waits at the bottom of the pending band instead of
+	// being placed in part (rule 5d). Measured: stalled 2.4% against the
+	// baseline's 49.9%, occupancy 96.9%, 14 of 21 leaves at >= 95%, debug
+	// p90 1.2h. Before rule 5d: stalled 29.8%, occupancy 69.7%, 17 of 21
+	// leaves (the leaves bound was loosened for it, 15 -> 13), debug p90
+	// 5.0h; before rule 5c, 1 leaf and debug p90 1.8d.
 	gs := fig("gangs-small", "allot")
-	check("gangs-small", gs.Stalled <= 0.35, "stalled %.3f of the cluster, want <= 0.35", gs.Stalled)
-	check("gangs-small", gs.Occupancy >= 0.65, "occupancy %.3f, want >= 0.65", gs.Occupancy)
-	check("gangs-small", gs.LeavesAt95 >= 15, "%d of %d leaves at >= 95%%, want >= 15", gs.LeavesAt95, gs.Leaves)
-	check("gangs-small", gs.DebugP90 <= secs(7*time.Hour), "debug p90 %.0fs, want <= 7h", gs.DebugP90)
+	check("gangs-small", gs.Stalled <= 0.05, "stalled %.3f of the cluster, want <= 0.05", gs.Stalled)
+	check("gangs-small", gs.Occupancy >= 0.94, "occupancy %.3f, want >= 0.94", gs.Occupancy)
+	check("gangs-small", gs.LeavesAt95 >= 13, "%d of %d leaves at >= 95%%, want >= 13", gs.LeavesAt95, gs.Leaves)
+	check("gangs-small", gs.DebugP90 <= secs(2*time.Hour), "debug p90 %.0fs, want <= 2h", gs.DebugP90)
 }

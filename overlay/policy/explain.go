@@ -29,7 +29,7 @@ func (d *Decider) explain() {
 		j := ref.job
 		if info := &d.jobs[j]; info.reserved < 0 && info.freeAt.IsZero() {
 			d.asks = d.jobAsks(j, d.asks)
-			info.freeAt = d.freeAt(j, d.usableNodes())
+			info.freeAt = d.honestFreeAt(d.freeAt(j, d.usableNodes()), false)
 		}
 	}
 	n := 0

@@ -38,6 +38,7 @@ type jobInfo struct {
 	landed     bool  // held below heldFor for landing on nodes just released for it (reserve.go)
 	moving     bool  // a drain stops some of its allocations in this plan
 	givenBack  bool  // placed in part, its allocations stopped in this plan (releasePartial)
+	whole      bool  // a gang that cannot be placed whole: written at the bottom of the pending band (waitWhole)
 	movedOn    int32 // 1 + the last draining node that looked at it
 	fits       bool  // the placement model places it without victims
 	reserved   int32 // index in plan.Reservations, -1

@@ -165,6 +165,14 @@ var waitNames = [...]string{"nothing", "placement", "queue", "victims", "protect
 	"a node of its node pool and GPU model, and there is none: no node of the job's node pool (\"default\" when the job names none) has GPUs of the model it asks; check the job's node_pool and device constraint",
 	"the checkpoint notice of the jobs stopped for it"}
 
+// Timed reports whether the wait ends when GPUs free up at a time the
+// policy may know (Explanation.FreeAt): protected windows, a reservation,
+// the loss bound, a checkpoint notice. Where FreeAt is zero that time is
+// not known, and explanations say so.
+func (w Wait) Timed() bool {
+	return w == WaitWindows || w == WaitReserved || w == WaitWork || w == WaitNotice
+}
+
 func (w Wait) String() string {
 	if int(w) < len(waitNames) {
 		return waitNames[w]

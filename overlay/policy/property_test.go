@@ -37,6 +37,7 @@ func TestProperties(t *testing.T) {
 		checkPlan(t, seed, snap, p, now, cfg, fs.Position)
 		checkMemory(t, seed, snap, p, now, cfg)
 		checkReservations(t, seed, snap, p, now, cfg, fs.Position)
+		checkFreeAt(t, seed, p, now)
 		if t.Failed() {
 			return
 		}
@@ -366,6 +367,9 @@ func checkPlan(t *testing.T, seed int64, snap *Snapshot, p *Plan, now time.Time,
 	}
 }
 
+// waitsWhole reports whether e is a pending gang waiting whole (rule 5d).
+func waitsWhole(e *Explanation) bool { return e.Reason.Code == ReasonPendingWhole }
+
 // checkOrder: rule 3 with hysteresis. Pending levels keep the order
 // (strictly where the targets differ) and stay less than Hysteresis from
 // their targets.
@@ -375,16 +379,24 @@ func checkOrder(t *testing.T, seed int64, pend []*Explanation, final map[string]
 		if a.Band != BandPending || victims[a.Job] {
 			continue
 		}
+		if waitsWhole(a) {
+			// Rule 5d: a gang that cannot be placed whole sits at the
+			// band's bottom, out of the order's levels.
+			if final[a.Job] != cfg.Pending.Low || a.Wait == WaitPlacement || a.Wait == WaitReserved {
+				t.Errorf("seed %d: %s waits whole (rule 5d) at %d, waiting for %s; want %d, waiting for GPUs", seed, a.Job, final[a.Job], a.Wait, cfg.Pending.Low)
+			}
+			continue
+		}
 		if d := final[a.Job] - a.Target; d >= cfg.Hysteresis || -d >= cfg.Hysteresis {
 			t.Errorf("seed %d: pending %s at %d, target %d, hysteresis %d", seed, a.Job, final[a.Job], a.Target, cfg.Hysteresis)
 		}
 		for _, b := range pend {
-			if b.Band != BandPending || victims[b.Job] || a.Position >= b.Position {
+			if b.Band != BandPending || victims[b.Job] || a.Position >= b.Position || waitsWhole(b) {
 				continue
 			}
 			if (a.Target > b.Target && final[a.Job] <= final[b.Job]) || final[a.Job] < final[b.Job] {
-				t.Errorf("seed %d: rule 3: %s (#%d, target %d) at %d, %s (#%d, target %d) at %d",
-					seed, a.Job, a.Position, a.Target, final[a.Job], b.Job, b.Position, b.Target, final[b.Job])
+				t.Errorf("seed %d: rule 3 (%v): %s (#%d, target %d) at %d, %s (#%d, target %d) at %d",
+					seed, a.Reason, a.Job, a.Position, a.Target, final[a.Job], b.Job, b.Position, b.Target, final[b.Job])
 			}
 		}
 	}
@@ -473,6 +485,24 @@ func genReservation(r *rand.Rand, snap *Snapshot, now time.Time, cfg Config) {
 // its released nodes (allocated, after X in the pending order, every live
 // allocation started at or after the release, one on those nodes) is held
 // below X, not protected.
+// checkFreeAt: a waiting job is told a time its GPUs free up only if the
+// time is still to come, or the plan stops jobs for it now; a time already
+// past, told pass after pass while nothing is stopped, only keeps moving
+// (issue 12: "waiting for reservation" with a free-at time that kept
+// moving). Otherwise it is unknown (zero).
+func checkFreeAt(t *testing.T, seed int64, p *Plan, now time.Time) {
+	t.Helper()
+	stoppedFor := map[string]bool{}
+	for _, s := range p.Stops {
+		stoppedFor[s.Reason.Job] = true
+	}
+	for _, e := range p.Explanations {
+		if e.Wait.Timed() && !e.FreeAt.IsZero() && !e.FreeAt.After(now) && !stoppedFor[e.Job] && e.Wait != WaitNotice {
+			t.Errorf("seed %d: %s waits for %s, told its GPUs free at %v (not after now, %v) while nothing is stopped for it", seed, e.Job, e.Wait, e.FreeAt, now)
+		}
+	}
+}
+
 func checkReservations(t *testing.T, seed int64, snap *Snapshot, p *Plan, now time.Time, cfg Config, leafPos func(int) int) {
 	t.Helper()
 	final := map[string]int{}

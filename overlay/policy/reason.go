@@ -60,6 +60,9 @@ const (
 	// Checkpoint notices (notice.go).
 	ReasonNoticeSent // At: the stop (deadline), N: the notice in seconds, Job: the job it makes room for, or Node: the draining node
 	ReasonNoticeDone // Job: the job whose notice ended early (an Evaluate)
+
+	ReasonPendingWhole       // N: place in the pending queue; a gang that cannot be placed whole now (rule 5d)
+	ReasonReservationYielded // Job: the job the node was reserved for, Detail: the less served job it gave way to
 )
 
 // Reason is a ReasonCode with its operands.
@@ -155,12 +158,16 @@ func (r Reason) Format(at func(time.Time) string) string {
 		return fmt.Sprintf("placed in part, like %s, which sorts before it: stopped (requeued, it never ran, so nothing is lost) so that %s completes with %d GPUs on %s", r.Job, r.Job, r.N, r.Node)
 	case ReasonPendingRestart:
 		return "pending, " + Ordinal(r.N) + " in the pending queue; not resumable: once it runs past its protected window it may be stopped for a less served budget's job or a higher-priority job of its own budget, and then restarts from zero"
+	case ReasonReservationYielded:
+		return "reservation for " + r.Job + " ended: " + r.Detail + ", of a budget served less by the fairness margin, waits too and may reserve instead"
+	case ReasonPendingWhole:
+		return "pending, " + Ordinal(r.N) + " in the pending queue; its allocations cannot all be placed now, and Nomad (which has no gang placement) would place them one at a time and hold the GPUs without running: kept at the bottom of the pending band until they can all be placed at once, so jobs that can run use the GPUs meanwhile"
 	case ReasonPartialRelease:
 		by := ""
 		if r.Job != "" {
 			by = " (" + r.Job + ")"
 		}
-		return fmt.Sprintf("placed in part, and its %d missing allocation(s) wait for %s%s, which its own stall does not change: its allocations are stopped (requeued; it never ran, so nothing is lost) so the GPUs work meanwhile; it waits in the pending queue", r.N, r.Detail, by)
+		return fmt.Sprintf("placed in part, and its %d missing allocation(s) wait for %s%s, which its own stall does not change: its allocations are stopped (requeued; it never ran, so nothing is lost) so the GPUs work meanwhile; it waits in the pending queue, at the bottom of the pending band until all its allocations can be placed at once", r.N, r.Detail, by)
 	case ReasonNoticeSent:
 		sent := "notice sent at " + at(r.At.Add(-time.Duration(r.N)*time.Second)) + "; stop at " + at(r.At)
 		switch {

@@ -158,7 +158,8 @@ func (d *Decider) hold(j int32, r Reservation, nodes []int32) {
 	info.wait = WaitReserved
 	d.plan.Reservations = append(d.plan.Reservations, kept)
 	d.wakeAt(r.Since.Add(d.cfg.ReservationMaxAge))
-	if d.assign(j, nodes, true) {
+	stopped := d.assign(j, nodes, true)
+	if stopped {
 		for _, v := range d.scratch.added {
 			vi, vj := &d.jobs[v], d.jp[v]
 			d.plan.Stops = append(d.plan.Stops, StopJob{Job: vj.ID, Namespace: vj.Namespace,
@@ -166,7 +167,21 @@ func (d *Decider) hold(j int32, r Reservation, nodes []int32) {
 				Reason: Reason{Code: ReasonReservationStop, Job: job.ID, Node: d.snap.Nodes[vi.victimNode].ID}})
 		}
 	}
-	info.freeAt = d.freeAt(j, nodes)
+	info.freeAt = d.honestFreeAt(d.freeAt(j, nodes), stopped)
+}
+
+// honestFreeAt is the FreeAt a waiting job is told: at, the time freeAt
+// computed from the protected windows that rule 5 lets end, unless at is
+// not in the future and nothing was stopped for the job: then what freeAt
+// counted as free now (running jobs past their windows) was not stopped
+// (the loss bound, a notice, a job already leaving), and no time is known
+// (zero: "unknown"). Told "now" pass after pass, the time would only keep
+// moving.
+func (d *Decider) honestFreeAt(at time.Time, stopped bool) time.Time {
+	if !stopped && !at.After(d.now) {
+		return time.Time{}
+	}
+	return at
 }
 
 // assign fits d.asks of job j on the reserved nodes, largest ask first on
@@ -301,16 +316,69 @@ func (d *Decider) newReservation(j int32) {
 	for _, n := range nodes {
 		id := d.snap.Nodes[n].ID
 		r.Nodes = append(r.Nodes, id)
+		// A node just given back by yieldReservation stays out of service:
+		// released and reserved again in one plan, it could take work between.
+		d.plan.NodeActions = slices.DeleteFunc(d.plan.NodeActions, func(a NodeAction) bool {
+			return a.Node == id && a.Kind == NodeRelease && a.Reason.Code == ReasonReservationYielded
+		})
 		d.nodeAction(id, NodeReserve, Reason{Code: ReasonReserved, Job: job.ID, At: until})
 		d.nodes[n].reservedBy = j
 		d.cap.remove(n)
 	}
 	info.reserved = int32(len(d.plan.Reservations))
-	info.wait, info.freeAt = WaitReserved, at
+	info.wait, info.freeAt = WaitReserved, d.honestFreeAt(at, false) // its stops come with the next pass (hold)
 	d.plan.Reservations = append(d.plan.Reservations, r)
 	d.active++
 	d.wakeAt(until)
 	d.wakeAt(at)
+}
+
+// yieldReservation ends the reservation held for a pending job x sorting
+// after job j when j, examined without victims, needs one and
+// MaxReservations are held: x's budget is served at least FairnessMargin
+// more than j's, and this plan stops nothing on x's nodes for it. A
+// reservation made when x was the first job waiting would otherwise keep
+// its nodes from a less served budget's job that came later, for up to
+// ReservationMaxAge (issue 12: a budget at 0% of its share waited behind
+// one at 607%). x's nodes go back into service and the placement model;
+// its reservation is remembered as expired (x gets no new one until
+// placed), so two jobs do not trade one back and forth; j may then
+// reserve (newReservation).
+func (d *Decider) yieldReservation(j int32) {
+	if d.active < d.cfg.MaxReservations {
+		return
+	}
+	ji := &d.jobs[j]
+	for ri := range d.plan.Reservations {
+		r := &d.plan.Reservations[ri]
+		if r.Expired || !r.Released.IsZero() {
+			continue
+		}
+		x, ok := d.jobIndex(r.Job)
+		if !ok || x == j {
+			continue
+		}
+		xi := &d.jobs[x]
+		if xi.state != jsPending || xi.position <= ji.position || d.served[xi.leaf] < d.served[ji.leaf]+d.cfg.FairnessMargin ||
+			slices.ContainsFunc(d.plan.Stops, func(s StopJob) bool { return s.Reason.Code == ReasonReservationStop && s.Reason.Job == r.Job }) {
+			continue
+		}
+		nodes := d.reservedNodes(r.Nodes)
+		d.release(nodes, Reason{Code: ReasonReservationYielded, Job: r.Job, Detail: d.jp[j].ID})
+		for _, n := range nodes {
+			d.nodes[n].reservedBy = -1
+			if d.nodeUsable(n) && !d.cap.usable[n] {
+				d.cap.add(n, d.nodeAvail(n))
+			}
+		}
+		r.Expired = true
+		xi.reserved, xi.expired, xi.freeAt = -1, true, time.Time{}
+		d.active--
+		if d.tl != nil {
+			d.checkTailRoom()
+		}
+		return
+	}
 }
 
 // soonest picks, for each ask of d.asks (largest first), the usable node not

@@ -11,6 +11,7 @@ import (
 //	protected (inside the window, or starting):  Protected
 //	running (past the window) or placed in part:  Running
 //	pending at position p:                        pendingLevel(gapPosition(p)), then levels (hysteresis, order)
+//	pending gang that cannot be placed whole (rule 5d): Pending.Low
 //	victim stopped for job B (fresh or held):     victimLevel: min(pendingLevel(its position + shift), final(B) - PreemptionGap, ceiling)
 //	unallocated:                                  Unallocated.High
 //
@@ -102,6 +103,10 @@ func (d *Decider) target(j int32) {
 	}
 	if r, ok := d.noticeReason(j); ok {
 		info.reason = r // notice.go: signalled, stopped at the deadline
+	}
+	if info.whole && info.state == jsPending { // rule 5d: below every job Nomad can place (levels leaves it out)
+		info.target, info.level = c.Pending.Low, c.Pending.Low
+		info.reason = Reason{Code: ReasonPendingWhole, N: int(info.position)}
 	}
 }
 

@@ -74,11 +74,16 @@ func (d *Decider) place() {
 		}
 		if info.state == jsPartial && (info.wait == WaitFairShare || info.wait == WaitOrder) {
 			d.releasePartial(j)
+			d.waitWhole(j)
 			continue
 		}
 		d.reserveFor = append(d.reserveFor, orderRef{job: j, at: oi})
 		if oi+1 < len(d.order) && d.minAskBelow[oi+1] < d.asks[0].gpus {
-			d.newReservation(j) // smaller jobs behind it would take its GPUs as they free up
+			d.yieldReservation(j) // reserve.go: a more served job's reservation gives way
+			d.newReservation(j)   // smaller jobs behind it would take its GPUs as they free up
+		}
+		if info.state == jsPending {
+			d.waitWhole(j)
 		}
 	}
 	if d.tl != nil && !d.tl.crossed && d.tl.first > 0 {
@@ -155,6 +160,43 @@ func (d *Decider) releasePartial(j int32) {
 	if d.tl != nil {
 		d.checkTailRoom()
 	}
+}
+
+// waitWhole is rule 5d, for gang job j (more than one allocation) that the
+// placement model cannot place whole and that holds no reservation:
+// examined without victims, or placed in part and released (rule 5c). Nomad has no
+// gang placement: left at its position's level, it is the first job Nomad
+// serves as GPUs free up, so it takes them an allocation at a time and
+// holds them without running (stalled) until the rest frees too, while
+// jobs that could run wait; released by rule 5c, it was placed in part
+// again at once, pass after pass (a 32-node gang on heavy-256 went round
+// 827 times). So a pending gang waiting whole is written at the bottom of
+// the pending band (tier.go; levels leaves it out), below every job Nomad
+// can place; its position in the order and its explanation stay, and once
+// the model places it whole (GPUs free at once, victims that fair share
+// allows, or its reservation released) it is written at its position's
+// level again. A gang released by rule 5c keeps its level in the plan that
+// stops its allocations and goes to the bottom from the next one (lowered
+// in the same plan, heavy-256 stalled 11.5% of the cluster instead of
+// 1.3%). What it waits for is the rule its wait names (fair share, its own
+// budget's order, protected windows, the loss bound). Gangs left in the
+// queue past the first MaxEvaluations are not examined and keep their
+// levels (an Incremental leaves most of them out of its read).
+func (d *Decider) waitWhole(j int32) {
+	if info := &d.jobs[j]; info.reserved < 0 && allocations(d.jp[j]) > 1 {
+		info.whole = true
+	}
+}
+
+// allocations is the number of GPU allocations job asks for in all.
+func allocations(job *Job) int {
+	n := 0
+	for _, g := range job.Groups {
+		if g.GPUs > 0 {
+			n += max(g.Count, 0)
+		}
+	}
+	return n
 }
 
 // smallestAsks fills minAskBelow[i]: the smallest per-allocation GPU ask of

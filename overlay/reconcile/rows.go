@@ -403,8 +403,11 @@ func explanationText(e *policy.Explanation) string {
 			b.WriteString(" (" + e.WaitsFor + ")")
 		}
 	}
-	if !e.FreeAt.IsZero() {
+	switch {
+	case !e.FreeAt.IsZero():
 		b.WriteString(" (GPUs free at " + e.FreeAt.UTC().Format(time.RFC3339) + ")")
+	case e.Wait.Timed():
+		b.WriteString(" (when its GPUs free up is unknown)")
 	}
 	if len(e.ReservedNodes) > 0 {
 		b.WriteString("; reserved nodes: " + strings.Join(e.ReservedNodes, ", "))
