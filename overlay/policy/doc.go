@@ -59,7 +59,7 @@
 // not fit, each ask that does not fit gets victims on one node n of the
 // right pool and model with healthy GPUs >= ask, among running jobs past
 // their window whose leaf v satisfies served(v) >= served(job) +
-// FairnessMargin, or of the job's own leaf with a lower meta priority (the
+// margin(job), or of the job's own leaf with a lower meta priority (the
 // budget's own order; equal priorities do not rotate, which would only
 // throw work away). Work lost by stopping V: lost(V) = GPUs(V) × r, r = now -
 // start(V) (start = window end - window) when V is not resumable (it
@@ -84,6 +84,24 @@
 // 130k-205k GPU hours). B then waits (WaitWork, FreeAt the lapse) for
 // those jobs to end or for cheaper
 // victims.
+//
+// The margin is bounded in time: margin(B) = FairnessMargin × (1 - w/W),
+// w = how long B has waited since it was submitted or requeued
+// (Job.QueuedSince), W = min(Protected(B), RuntimeCap), and 0 once w >= W;
+// a job blocked by it wakes when it falls to the gap of the most served
+// leaf with a job past its window. A margin that never shrinks protects a
+// past-window job from a budget served a little less for as long as the
+// gap stays under it, which on a cluster where every budget asks for more
+// than its share is weeks: on heavy-1024 of the suite (seed 1) the worst
+// leaf got 43% of what it was owed. Bounded by B's own window, two nearly
+// equal budgets still do not trade GPUs at every decision (a stop needs
+// the gap to outlast a wait as long as the run B is promised). On the
+// suite it moved the worst leaf from 43% / 58% / 36% to 84% / 25% / 51%
+// (heavy-1024, seeds 1-3), 62% to 74% (two-pools-heavy), 86% to 81%
+// (bursty), 78% to 80% (heavy-256), 14% to 1% (large-gangs); debug p90
+// from 5.7h / 5.0h / 16.4h to 5.7h / 4.8h / 14.3h, 8.4h to 4.6h, 10.0h
+// to 7.1h, 4.9h to 4.2h, 5.1h to 4.1h; and raised the work redone by
+// 10-40% on those scenarios. The example moved less than its seeds do.
 //
 // FairnessMargin defaults to 0.20: between budgets served within 0.2 of
 // each other a stop buys little fairness (the less served one soon becomes
