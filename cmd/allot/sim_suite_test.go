@@ -76,27 +76,30 @@ func TestSimSuiteFigures(t *testing.T) {
 	check("example-small", ratio("example-small") <= 2.1, "lost %.2fx the baseline's, want <= 2.1 (measured 1.89; target 1.5 not met)", ratio("example-small"))
 
 	// The heavy-tailed shape, 4 days on 512 GPUs (measured: debug p90
-	// 6.1h against the baseline's 2.6h, worst leaf 64%, 16 of 22 leaves,
-	// all leaves 91.7%, occupancy 91.1% with 8.2% stalled against 66.3%
-	// with 31.2%, lost 11.7x). The
+	// 3.6h against the baseline's 2.6h, worst leaf 46%, 18 of 22 leaves,
+	// all leaves 94.4%, occupancy 88.3% with 10.9% stalled against 66.3%
+	// with 31.2%, lost 10.4x). The
 	// debug, budget and lost-work targets of issue 12 are not met here;
 	// the bounds keep it from getting worse (before rules 5b and 5c: debug
-	// p90 15.2h, 12 of 22 leaves, worst 64%).
+	// p90 15.2h, 12 of 22 leaves, worst 64%; before the margin was bounded
+	// in time (doc.go, rule 5): debug p90 6.1h, 16 of 22 leaves, all
+	// leaves 91.7%, worst 64%, occupancy 91.1% with 8.2% stalled, 11.7x).
 	hv, hb := fig("heavy-small", "allot"), fig("heavy-small", "baseline")
-	check("heavy-small", hv.Occupancy >= 0.88, "occupancy %.3f, want >= 0.88 (target 0.97 not met)", hv.Occupancy)
+	check("heavy-small", hv.Occupancy >= 0.86, "occupancy %.3f, want >= 0.86 (target 0.97 not met)", hv.Occupancy)
 	check("heavy-small", hv.Occupancy > hb.Occupancy, "occupancy %.3f not above the baseline's %.3f", hv.Occupancy, hb.Occupancy)
-	check("heavy-small", hv.LeavesAt95 >= 14, "%d of %d leaves at >= 95%%, want >= 14", hv.LeavesAt95, hv.Leaves)
-	check("heavy-small", hv.AllLeaves >= 0.89, "all leaves %.3f of owed, want >= 0.89", hv.AllLeaves)
-	check("heavy-small", hv.WorstRatio >= 0.55, "worst leaf %.2f of owed, want >= 0.55", hv.WorstRatio)
-	check("heavy-small", hv.DebugP90 <= secs(8*time.Hour), "debug p90 %.0fs, want <= 8h", hv.DebugP90)
-	check("heavy-small", ratio("heavy-small") <= 14, "lost %.2fx the baseline's, want <= 14", ratio("heavy-small"))
+	check("heavy-small", hv.LeavesAt95 >= 16, "%d of %d leaves at >= 95%%, want >= 16", hv.LeavesAt95, hv.Leaves)
+	check("heavy-small", hv.AllLeaves >= 0.92, "all leaves %.3f of owed, want >= 0.92", hv.AllLeaves)
+	check("heavy-small", hv.WorstRatio >= 0.40, "worst leaf %.2f of owed, want >= 0.40 (target 0.90 not met)", hv.WorstRatio)
+	check("heavy-small", hv.DebugP90 <= secs(5*time.Hour), "debug p90 %.0fs, want <= 5h", hv.DebugP90)
+	check("heavy-small", ratio("heavy-small") <= 13, "lost %.2fx the baseline's, want <= 13", ratio("heavy-small"))
 
 	// Gangs as wide as the cluster, 3 days on 128 GPUs (16 nodes, gangs up
 	// to 16): a gang placed in part whose last nodes fair share keeps from
-	// it gives its allocations back (rule 5c). Measured: stalled 29.8%
-	// against the baseline's 49.9%, occupancy 69.7% (target 97% far from
-	// met), 17 of 21 leaves at >= 95% (1 before the rule), debug p90 5.0h
-	// (1.8d before).
+	// it gives its allocations back (rule 5c). Measured: stalled 32.4%
+	// against the baseline's 49.9%, occupancy 67.1% (target 97% far from
+	// met), 16 of 21 leaves at >= 95% (1 before the rule), debug p90 4.3h
+	// (1.8d before; before the margin was bounded in time: stalled 29.8%,
+	// occupancy 69.7%, 17 of 21 leaves, debug p90 5.0h).
 	gs := fig("gangs-small", "allot")
 	check("gangs-small", gs.Stalled <= 0.35, "stalled %.3f of the cluster, want <= 0.35", gs.Stalled)
 	check("gangs-small", gs.Occupancy >= 0.65, "occupancy %.3f, want >= 0.65", gs.Occupancy)
