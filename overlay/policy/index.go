@@ -52,6 +52,7 @@ type jobInfo struct {
 	freeAt     time.Time
 	lost       int64 // lostWork, once computed (lostSet)
 	lostSet    bool
+	free       freeRun // its live allocations, for free work's level (free.go)
 }
 
 // victimOf is the job j was stopped for, in this plan or held from an
@@ -286,6 +287,7 @@ func (d *Decider) jobState(j int32, info *jobInfo) {
 		case a.live():
 			live++
 			info.held += int32(a.GPUs)
+			info.free.add(a)
 			if a.StartedAt.IsZero() || a.ClientStatus != ClientRunning {
 				notStarted = true
 			} else if a.StartedAt.After(lastStart) {
