@@ -522,6 +522,9 @@ func (s *State) SetPriority(i int32, p int) {
 	if p == j.prio || j.status >= StatusDone {
 		return
 	}
+	if s.now >= s.m.from {
+		s.m.writes++
+	}
 	for _, a := range j.slots {
 		if a >= 0 {
 			g := int64(s.allocs[a].gpus)
