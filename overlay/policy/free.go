@@ -40,7 +40,7 @@ const FreeLevelBase = 5 * time.Minute
 // top PreemptionGap priorities at most, so that no free job is ever
 // PreemptionGap above another and Nomad never preempts free work for free
 // work (nomad-facts b). 20-29 at the defaults.
-func (b *BandsConfig) FreeLevels() Range {
+func (b BandsConfig) FreeLevels() Range {
 	r := b.Unallocated
 	if b.PreemptionGap > 0 {
 		r.Low = max(r.Low, r.High-b.PreemptionGap+1)
@@ -61,22 +61,22 @@ func (c *Config) unsaved(ran time.Duration, resumable bool) time.Duration {
 
 // freeRun describes the live allocations of one free job for freePriority.
 type freeRun struct {
-	allocs  int32     // live allocations
-	waiting bool      // some live allocation does not run yet
-	start   time.Time // the latest start among them
+	start   int64 // the latest start among them, in Unix nanoseconds
+	allocs  int32 // live allocations
+	waiting bool  // some live allocation does not run yet
 }
 
 // freePriority is the priority free work with priority cur and live
-// allocations r should have at now.
-func (c *Config) freePriority(cur int, r freeRun, resumable bool, now time.Time) int {
+// allocations r should have at now (Unix nanoseconds).
+func (c *Config) freePriority(cur int, r freeRun, resumable bool, now int64) int {
 	band := c.FreeLevels()
-	if r.allocs == 0 || r.waiting || r.start.IsZero() {
+	if r.allocs == 0 || r.waiting {
 		if band.contains(cur) {
 			return cur
 		}
 		return band.Low
 	}
-	cost := c.unsaved(now.Sub(r.start), resumable) * time.Duration(r.allocs)
+	cost := c.unsaved(time.Duration(now-r.start), resumable) * time.Duration(r.allocs)
 	level := 0
 	if cost >= FreeLevelBase {
 		level = bits.Len64(uint64(cost / FreeLevelBase)) // 1 + floor(log2)
@@ -87,9 +87,9 @@ func (c *Config) freePriority(cur int, r freeRun, resumable bool, now time.Time)
 // add counts one live allocation of the job.
 func (r *freeRun) add(a *Alloc) {
 	r.allocs++
-	if a.StartedAt.IsZero() || a.ClientStatus != ClientRunning {
+	if a.ClientStatus != ClientRunning || a.StartedAt.IsZero() {
 		r.waiting = true
-	} else if a.StartedAt.After(r.start) {
-		r.start = a.StartedAt
+	} else if t := a.StartedAt.UnixNano(); t > r.start {
+		r.start = t
 	}
 }

@@ -3,7 +3,6 @@ package policy
 import (
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/allot-sched/allot/budgets"
 )
@@ -68,7 +67,7 @@ type Incremental struct {
 	pin      []uint32  // by job slot: epoch when it has an allocation on a node that is not plain
 	runs     []uint32  // by job slot: epoch when it has a live allocation on a plain node
 	free     []freeRun // by job slot: its live allocations on plain nodes, when runs is this epoch
-	now      time.Time // of the decision being read
+	now      int64     // of the decision being read, in Unix nanoseconds
 	epoch    uint32
 	viewAt   []int32 // by job slot: its index in view, when marked this epoch
 	rankAt   []int32 // by job slot: its queued rank, when read in the top; else 0

@@ -17,7 +17,7 @@ func (x *Incremental) Decide(tree *budgets.Tree, fs *budgets.FairShare, now time
 		fs = budgets.ComputeFairShare(tree, nil)
 	}
 	x.configure(tree, &cfg)
-	x.now = now
+	x.now = now.UnixNano()
 	x.orderLeaves(fs)
 	base := cfg.Pending.Levels() + 2*cfg.MaxEvaluations
 	h := max(x.head, base)
@@ -265,7 +265,9 @@ func (x *Incremental) pinFreeWork() {
 				if x.runs[j] != x.epoch {
 					x.runs[j], x.free[j] = x.epoch, freeRun{}
 				}
-				x.free[j].add(&a.Alloc)
+				if x.jobs[j].leaf < 0 { // free work: leftOutRunning reads its level
+					x.free[j].add(&a.Alloc)
+				}
 			}
 		default:
 			x.pin[j] = x.epoch

@@ -287,7 +287,6 @@ func (d *Decider) jobState(j int32, info *jobInfo) {
 		case a.live():
 			live++
 			info.held += int32(a.GPUs)
-			info.free.add(a)
 			if a.StartedAt.IsZero() || a.ClientStatus != ClientRunning {
 				notStarted = true
 			} else if a.StartedAt.After(lastStart) {
@@ -314,6 +313,11 @@ func (d *Decider) jobState(j int32, info *jobInfo) {
 	switch {
 	case info.leaf < 0:
 		info.state = jsUnallocated
+		for _, ai := range d.jobAllocs.row(j) {
+			if a := d.ap[ai]; a.live() {
+				info.free.add(a)
+			}
+		}
 	case live == 0:
 		info.state = jsPending
 	case info.missing > 0:

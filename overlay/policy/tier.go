@@ -87,7 +87,7 @@ func (d *Decider) target(j int32) {
 			info.reason.Code = ReasonPendingRestart
 		}
 	case jsUnallocated:
-		info.target, info.reason = c.freePriority(d.jp[j].Priority, info.free, d.jp[j].Contract.Resumable, d.now), Reason{Code: ReasonUnallocated}
+		info.target, info.reason = c.freePriority(d.jp[j].Priority, info.free, d.jp[j].Contract.Resumable, d.now.UnixNano()), Reason{Code: ReasonUnallocated}
 		if info.gone {
 			info.reason = Reason{Code: ReasonBudgetGone, Detail: d.jp[j].Contract.Budget}
 		}
