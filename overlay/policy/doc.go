@@ -26,7 +26,8 @@
 //	running      Running (90)        allocated, running past its window; or placed in part     (rule 2)
 //	pending      Pending (40-89)     allocated, nothing placed: target t(p) = High - min(p-1, Levels-1)  (rule 3)
 //	victim       final(B) - Gap      stopped for job B, while B waits (rule 5, below)
-//	unallocated  Unallocated (10-29) everything else managed, at High; jobs inside the band stay  (rule 4)
+//	unallocated  FreeLevels (20-29)  everything else managed: running, at a level by the work a stop
+//	                                 would lose (free.go); waiting or starting, where it is if inside  (rule 4)
 //
 // Pending order (rules 3, 8): by the leaf's fair-share position, then meta
 // priority (higher first), then submit time, then job ID; meta priority is

@@ -58,14 +58,16 @@ type Incremental struct {
 	view     Snapshot
 	tl       tail
 	mark     []uint32
-	slotGen  []uint32 // by job slot: bumped when its job is removed
-	jobEra   uint32   // bumped when job slots are renumbered (compact)
-	nodeEra  uint32   // bumped when node indexes shift (RemoveNode)
-	plain    []bool   // by node: healthy, no Nomad drain, in service (read)
-	plainAt  uint64   // tl.nodesGen+1 when plain was filled (0: never)
-	aj, an   []int32  // by allocation record: its job slot and node index (read)
-	pin      []uint32 // by job slot: epoch when it has an allocation on a node that is not plain
-	runs     []uint32 // by job slot: epoch when it has a live allocation on a plain node
+	slotGen  []uint32  // by job slot: bumped when its job is removed
+	jobEra   uint32    // bumped when job slots are renumbered (compact)
+	nodeEra  uint32    // bumped when node indexes shift (RemoveNode)
+	plain    []bool    // by node: healthy, no Nomad drain, in service (read)
+	plainAt  uint64    // tl.nodesGen+1 when plain was filled (0: never)
+	aj, an   []int32   // by allocation record: its job slot and node index (read)
+	pin      []uint32  // by job slot: epoch when it has an allocation on a node that is not plain
+	runs     []uint32  // by job slot: epoch when it has a live allocation on a plain node
+	free     []freeRun // by job slot: its live allocations on plain nodes, when runs is this epoch
+	now      int64     // of the decision being read, in Unix nanoseconds
 	epoch    uint32
 	viewAt   []int32 // by job slot: its index in view, when marked this epoch
 	rankAt   []int32 // by job slot: its queued rank, when read in the top; else 0
@@ -221,7 +223,7 @@ func (x *Incremental) offIdle(j *incJob) bool {
 	case kindQueued:
 		return j.Priority != x.cfg.Pending.Low
 	case kindIdle:
-		return j.managed && !x.cfg.Unallocated.contains(j.Priority)
+		return j.managed && !x.cfg.FreeLevels().contains(j.Priority)
 	}
 	return false
 }

@@ -17,6 +17,7 @@ func (x *Incremental) Decide(tree *budgets.Tree, fs *budgets.FairShare, now time
 		fs = budgets.ComputeFairShare(tree, nil)
 	}
 	x.configure(tree, &cfg)
+	x.now = now.UnixNano()
 	x.orderLeaves(fs)
 	base := cfg.Pending.Levels() + 2*cfg.MaxEvaluations
 	h := max(x.head, base)
@@ -239,6 +240,7 @@ func (x *Incremental) read(h int) {
 func (x *Incremental) pinFreeWork() {
 	x.pin = resize(x.pin, len(x.jobs))
 	x.runs = resize(x.runs, len(x.jobs))
+	x.free = resize(x.free, len(x.jobs))
 	if x.plainAt != x.tl.nodesGen+1 { // nodes put or removed since
 		x.plain = resize(x.plain, len(x.nodes))
 		for n := range x.nodes {
@@ -260,7 +262,12 @@ func (x *Incremental) pinFreeWork() {
 		case j < 0:
 		case n >= 0 && x.plain[n]:
 			if a.running {
-				x.runs[j] = x.epoch
+				if x.runs[j] != x.epoch {
+					x.runs[j], x.free[j] = x.epoch, freeRun{}
+				}
+				if x.jobs[j].leaf < 0 { // free work: leftOutRunning reads its level
+					x.free[j].add(&a.Alloc)
+				}
 			}
 		default:
 			x.pin[j] = x.epoch
@@ -271,15 +278,15 @@ func (x *Incremental) pinFreeWork() {
 // leftOutRunning reports whether job slot s, which has allocations, is
 // running free work a decision need not read: managed, of no leaf
 // (unallocated, or its budget left the tree), its priority inside the
-// unallocated band (nothing to write), a live allocation (not finished)
+// levels, at its level (free.go: nothing to write), a live allocation (not finished)
 // and no allocation on a node that is not plain. All a decision does with such a job is count its live
 // allocations' GPUs as held and preemptible by Nomad on their nodes
 // (tail.outFree); it is never a victim, never moved, never written, and
 // its explanation is that of an idle unallocated job.
 func (x *Incremental) leftOutRunning(s int32) bool {
 	j := &x.jobs[s]
-	return j.managed && j.leaf < 0 && x.cfg.Unallocated.contains(j.Priority) && x.runs[s] == x.epoch &&
-		x.pin[s] != x.epoch
+	return j.managed && j.leaf < 0 && x.runs[s] == x.epoch && x.pin[s] != x.epoch &&
+		x.cfg.freePriority(j.Priority, x.free[s], j.Contract.Resumable, x.now) == j.Priority
 }
 
 // allocJobSlot is the slot of a's job, -1 when it has none. The slot
@@ -408,7 +415,8 @@ func (x *Incremental) explainLeftOut(s int32, fs *budgets.FairShare) Explanation
 	j := &x.jobs[s]
 	e := Explanation{Job: j.ID, Namespace: j.Namespace, Priority: j.Priority, Warnings: j.Contract.Warnings}
 	if j.kind != kindQueued {
-		e.Band, e.Target, e.Reason = BandUnallocated, x.cfg.Unallocated.High, Reason{Code: ReasonUnallocated}
+		// Left out, so at its level already (leftOutRunning, offIdle).
+		e.Band, e.Target, e.Reason = BandUnallocated, j.Priority, Reason{Code: ReasonUnallocated}
 		if j.Contract.Allocated {
 			e.Reason = Reason{Code: ReasonBudgetGone, Detail: j.Contract.Budget}
 		}

@@ -274,10 +274,7 @@ func (d *Decider) lostWork(v int32) int64 {
 		return 0
 	}
 	start := info.windowEnd.Add(-min(job.Contract.Protected, d.cfg.RuntimeCap))
-	ran := max(d.now.Sub(start), 0)
-	if job.Contract.Resumable {
-		ran = min(ran, d.cfg.ResumeLoss)
-	}
+	ran := d.cfg.unsaved(d.now.Sub(start), job.Contract.Resumable)
 	if job.Contract.Notice > 0 {
 		ran = 0 // it saves its work when signalled (notice.go)
 	}
