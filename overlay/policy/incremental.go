@@ -43,7 +43,10 @@ type Incremental struct {
 	allocs  []incAlloc // Snapshot order, with holes
 	allocAt map[string]int32
 	aHoles  int
-	perJob  map[string]int32 // allocations by job ID
+	// orphans counts the allocation records of job IDs that hold no slot
+	// (an allocation put before its job, or left by a removed job); a
+	// job's own are counted in its incJob.allocs.
+	orphans map[string]int32
 
 	// Classification, for one tree and configuration.
 	tree     *budgets.Tree
@@ -95,6 +98,7 @@ type incJob struct {
 	managed bool
 	leaf    int32 // managed and allocated to a leaf budget: its index; else -1
 	ask     int32 // smallest GPUs of one allocation
+	allocs  int32 // allocation records naming it (put and not removed)
 }
 
 type incAlloc struct {
@@ -179,7 +183,6 @@ func (x *Incremental) RemoveNode(id string) {
 func (x *Incremental) PutJob(j Job) {
 	if x.jobAt == nil {
 		x.jobAt = make(map[string]int32)
-		x.perJob = make(map[string]int32)
 	}
 	s, ok := x.jobAt[j.ID]
 	if ok {
@@ -188,7 +191,13 @@ func (x *Incremental) PutJob(j Job) {
 	} else {
 		s = int32(len(x.jobs))
 		x.jobAt[j.ID] = s
-		x.jobs = append(x.jobs, incJob{Job: j, live: true})
+		n := int32(0)
+		if len(x.orphans) > 0 {
+			if n = x.orphans[j.ID]; n != 0 {
+				delete(x.orphans, j.ID) // its allocations came first
+			}
+		}
+		x.jobs = append(x.jobs, incJob{Job: j, live: true, allocs: n})
 	}
 	x.classify(s)
 }
@@ -234,6 +243,9 @@ func (x *Incremental) RemoveJob(id string) {
 		return
 	}
 	x.unclassify(s)
+	if n := x.jobs[s].allocs; n != 0 {
+		x.orphan(id, n) // they stay until removed
+	}
 	x.jobs[s] = incJob{}
 	if int(s) >= len(x.slotGen) {
 		x.slotGen = slices.Grow(x.slotGen, int(s)+1-len(x.slotGen))[:s+1]
@@ -254,17 +266,19 @@ func (x *Incremental) PutAlloc(a Alloc) {
 	}
 	if i, ok := x.allocAt[a.ID]; ok {
 		r := &x.allocs[i]
-		old := r.Job
+		moved := r.Job != a.Job
+		if moved {
+			x.countAlloc(r, -1)
+		}
 		r.Alloc, r.running, r.job, r.node = a, a.live(), -1, -1
-		if old != a.Job {
-			x.countAlloc(old, -1)
-			x.countAlloc(a.Job, 1)
+		if moved {
+			x.countAlloc(r, 1)
 		}
 		return
 	}
 	x.allocAt[a.ID] = int32(len(x.allocs))
 	x.allocs = append(x.allocs, incAlloc{Alloc: a, live: true, running: a.live(), job: -1, node: -1})
-	x.countAlloc(a.Job, 1)
+	x.countAlloc(&x.allocs[len(x.allocs)-1], 1)
 }
 
 // RemoveAlloc removes an allocation (garbage-collected, or of an older
@@ -274,7 +288,7 @@ func (x *Incremental) RemoveAlloc(id string) {
 	if !ok {
 		return
 	}
-	x.countAlloc(x.allocs[i].Job, -1)
+	x.countAlloc(&x.allocs[i], -1)
 	x.allocs[i] = incAlloc{}
 	delete(x.allocAt, id)
 	x.aHoles++
@@ -292,20 +306,31 @@ func (x *Incremental) RemoveAlloc(id string) {
 	}
 }
 
-func (x *Incremental) countAlloc(job string, d int32) {
-	if x.perJob == nil {
-		x.perJob = make(map[string]int32)
+// countAlloc counts d more allocation records of a's job, filing the job
+// again when it gains its first or loses its last.
+func (x *Incremental) countAlloc(a *incAlloc, d int32) {
+	s := x.allocJobSlot(a)
+	if s < 0 {
+		x.orphan(a.Job, d)
+		return
 	}
-	before := x.perJob[job]
-	after := before + d
-	if after == 0 {
-		delete(x.perJob, job)
-	} else {
-		x.perJob[job] = after
-	}
-	if s, ok := x.jobAt[job]; ok && (before == 0) != (after == 0) {
+	j := &x.jobs[s]
+	before := j.allocs
+	if j.allocs += d; (before == 0) != (j.allocs == 0) {
 		x.unclassify(s)
 		x.classify(s)
+	}
+}
+
+// orphan counts d more allocation records of job id, which holds no slot.
+func (x *Incremental) orphan(id string, d int32) {
+	if x.orphans == nil {
+		x.orphans = make(map[string]int32)
+	}
+	if n := x.orphans[id] + d; n != 0 {
+		x.orphans[id] = n
+	} else {
+		delete(x.orphans, id)
 	}
 }
 
@@ -384,7 +409,7 @@ func (x *Incremental) classify(s int32) {
 			j.leaf = int32(n.LeafIndex)
 		}
 	}
-	if x.perJob[j.ID] > 0 {
+	if j.allocs > 0 {
 		j.kind = kindActive // its leaf goes to the Decider (tail.leaf)
 		x.active.add(s)
 		return
