@@ -74,7 +74,9 @@ func (l *Ledger) WriteSpans(spans []Span) error {
 		if w.empty() {
 			continue
 		}
-		s := l.series(sp.Leaf, sp.Demand)
+		w.ls = l.leaves[sp.Leaf]
+		planned[i].ls = w.ls
+		s := w.ls.pick(sp.Demand)
 		for j := w.keepFrom; j <= w.last; j++ {
 			v := w.amount(j)
 			if shared != nil && shared[i] {
@@ -185,6 +187,9 @@ type spanWrite struct {
 	keepFrom    int64
 	bucketSec   int64
 	nothing     bool
+	// ls is the leaf's entry when WriteSpans checked the span, nil when it
+	// had none.
+	ls *leafSeries
 }
 
 func (w *spanWrite) empty() bool { return w.nothing }
@@ -241,7 +246,10 @@ func (l *Ledger) writePlanned(sp *Span, w spanWrite) {
 			l.droppedSeconds += lost
 		}
 	}
-	ls := l.leaves[sp.Leaf] // looked up once per span, not per bucket
+	ls := w.ls
+	if ls == nil {
+		ls = l.leaves[sp.Leaf] // an earlier span of the batch may have made it
+	}
 	for j := w.keepFrom; j <= w.last; j++ {
 		if v := w.amount(j); v > 0 {
 			ls = l.writeSeries(sp.Leaf, ls, j, v, sp.Demand)

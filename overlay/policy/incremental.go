@@ -40,7 +40,8 @@ type Incremental struct {
 	jobs    []incJob // Snapshot order, with holes
 	jobAt   map[string]int32
 	holes   int
-	allocs  []incAlloc // Snapshot order, with holes
+	allocs  []incAlloc // Snapshot order, with holes: what read scans at each decision
+	recs    []Alloc    // by the same index: the allocations themselves
 	allocAt map[string]int32
 	aHoles  int
 	// orphans counts the allocation records of job IDs that hold no slot
@@ -101,11 +102,14 @@ type incJob struct {
 	allocs  int32 // allocation records naming it (put and not removed)
 }
 
+// incAlloc is what a decision's read scans of every allocation record,
+// kept apart from the Alloc (Incremental.recs) so that the scan touches
+// a few bytes per allocation, not the whole record.
 type incAlloc struct {
-	Alloc
 	live bool
 	// running is Alloc.live(): placed and meant to keep running.
 	running bool
+	gpus    int32 // Alloc.GPUs
 	// job and node cache the slot of its job and the index of its node,
 	// valid while the slot's generation and the eras they were read in
 	// last (either may come and go).
@@ -265,20 +269,23 @@ func (x *Incremental) PutAlloc(a Alloc) {
 		x.allocAt = make(map[string]int32)
 	}
 	if i, ok := x.allocAt[a.ID]; ok {
-		r := &x.allocs[i]
-		moved := r.Job != a.Job
+		moved := x.recs[i].Job != a.Job
 		if moved {
-			x.countAlloc(r, -1)
+			x.countAlloc(i, -1)
 		}
-		r.Alloc, r.running, r.job, r.node = a, a.live(), -1, -1
+		x.recs[i] = a
+		r := &x.allocs[i]
+		r.running, r.gpus, r.job, r.node = a.live(), int32(a.GPUs), -1, -1
 		if moved {
-			x.countAlloc(r, 1)
+			x.countAlloc(i, 1)
 		}
 		return
 	}
-	x.allocAt[a.ID] = int32(len(x.allocs))
-	x.allocs = append(x.allocs, incAlloc{Alloc: a, live: true, running: a.live(), job: -1, node: -1})
-	x.countAlloc(&x.allocs[len(x.allocs)-1], 1)
+	i := int32(len(x.allocs))
+	x.allocAt[a.ID] = i
+	x.allocs = append(x.allocs, incAlloc{live: true, running: a.live(), gpus: int32(a.GPUs), job: -1, node: -1})
+	x.recs = append(x.recs, a)
+	x.countAlloc(i, 1)
 }
 
 // RemoveAlloc removes an allocation (garbage-collected, or of an older
@@ -288,30 +295,31 @@ func (x *Incremental) RemoveAlloc(id string) {
 	if !ok {
 		return
 	}
-	x.countAlloc(&x.allocs[i], -1)
-	x.allocs[i] = incAlloc{}
+	x.countAlloc(i, -1)
+	x.allocs[i], x.recs[i] = incAlloc{}, Alloc{}
 	delete(x.allocAt, id)
 	x.aHoles++
 	if x.aHoles > 64 && x.aHoles > len(x.allocs)/2 {
 		k := 0
-		for _, a := range x.allocs {
+		for i, a := range x.allocs {
 			if a.live {
-				x.allocAt[a.ID] = int32(k)
-				x.allocs[k] = a
+				x.allocAt[x.recs[i].ID] = int32(k)
+				x.allocs[k], x.recs[k] = a, x.recs[i]
 				k++
 			}
 		}
 		clear(x.allocs[k:])
-		x.allocs, x.aHoles = x.allocs[:k], 0
+		clear(x.recs[k:])
+		x.allocs, x.recs, x.aHoles = x.allocs[:k], x.recs[:k], 0
 	}
 }
 
-// countAlloc counts d more allocation records of a's job, filing the job
-// again when it gains its first or loses its last.
-func (x *Incremental) countAlloc(a *incAlloc, d int32) {
-	s := x.allocJobSlot(a)
+// countAlloc counts d more allocation records of allocation record i's
+// job, filing the job again when it gains its first or loses its last.
+func (x *Incremental) countAlloc(i int32, d int32) {
+	s := x.allocJobSlot(i)
 	if s < 0 {
-		x.orphan(a.Job, d)
+		x.orphan(x.recs[i].Job, d)
 		return
 	}
 	j := &x.jobs[s]
@@ -347,7 +355,7 @@ func (x *Incremental) Snapshot() *Snapshot {
 	}
 	for i := range x.allocs {
 		if x.allocs[i].live {
-			s.Allocs = append(s.Allocs, x.allocs[i].Alloc)
+			s.Allocs = append(s.Allocs, x.recs[i])
 		}
 	}
 	return s
