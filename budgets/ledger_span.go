@@ -111,23 +111,19 @@ func (l *Ledger) sharedSpans(spans []Span) []bool {
 	if len(spans) < 2 {
 		return nil
 	}
+	sorted := true // then no pair repeats unless two neighbours share it
+	for k := 1; k < len(spans) && sorted; k++ {
+		sorted = compareSpanPairs(&spans[k-1], &spans[k]) < 0
+	}
+	if sorted {
+		return nil
+	}
 	ord := l.spanOrder[:0]
 	for i := range spans {
 		ord = append(ord, int32(i))
 	}
 	l.spanOrder = ord
-	pair := func(a, b int32) int {
-		if c := strings.Compare(spans[a].Leaf, spans[b].Leaf); c != 0 {
-			return c
-		}
-		switch da, db := spans[a].Demand, spans[b].Demand; {
-		case da == db:
-			return 0
-		case db:
-			return -1
-		}
-		return 1
-	}
+	pair := func(a, b int32) int { return compareSpanPairs(&spans[a], &spans[b]) }
 	slices.SortFunc(ord, pair)
 	var shared []bool
 	for k := 1; k < len(ord); k++ {
@@ -142,6 +138,20 @@ func (l *Ledger) sharedSpans(spans []Span) []bool {
 		shared[ord[k-1]], shared[ord[k]] = true, true
 	}
 	return shared
+}
+
+// compareSpanPairs orders spans by leaf, then charge before demand.
+func compareSpanPairs(a, b *Span) int {
+	if c := strings.Compare(a.Leaf, b.Leaf); c != 0 {
+		return c
+	}
+	switch {
+	case a.Demand == b.Demand:
+		return 0
+	case b.Demand:
+		return -1
+	}
+	return 1
 }
 
 // spanBucket names one bucket of one leaf's charge or demand series, for

@@ -273,10 +273,14 @@ func (x *Incremental) PutAlloc(a Alloc) {
 		if moved {
 			x.countAlloc(i, -1)
 		}
+		if x.recs[i].Node != a.Node {
+			x.allocs[i].node = -1
+		}
 		x.recs[i] = a
 		r := &x.allocs[i]
-		r.running, r.gpus, r.job, r.node = a.live(), int32(a.GPUs), -1, -1
+		r.running, r.gpus = a.live(), int32(a.GPUs)
 		if moved {
+			r.job = -1
 			x.countAlloc(i, 1)
 		}
 		return

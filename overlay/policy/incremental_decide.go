@@ -286,7 +286,7 @@ func (x *Incremental) leftOutRunning(s int32) bool {
 // allocJobSlot is the slot of allocation record i's job, -1 when it has
 // none. The slot cached in its incAlloc holds while no compaction
 // renumbered the slots (jobEra) and the job in it was not removed
-// (slotGen); PutAlloc clears it.
+// (slotGen) and its job ID did not change (PutAlloc clears it then).
 func (x *Incremental) allocJobSlot(i int32) int32 {
 	a := &x.allocs[i]
 	if s := a.job; s >= 0 && a.jobEra == x.jobEra && a.jobGen == x.gen(s) {
@@ -311,7 +311,8 @@ func (x *Incremental) gen(s int32) uint32 {
 
 // allocNodeIndex is the index of allocation record i's node, -1 when it
 // is not known. The index cached in its incAlloc holds while no node was
-// removed (nodeEra).
+// removed (nodeEra) and its node ID did not change (PutAlloc clears it
+// then).
 func (x *Incremental) allocNodeIndex(i int32) int32 {
 	a := &x.allocs[i]
 	if n := a.node; n >= 0 && a.nodeEra == x.nodeEra {
