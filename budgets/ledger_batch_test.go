@@ -82,8 +82,9 @@ func TestRewindUndoesAdvanceOnly(t *testing.T) {
 func TestWriteSpansMatchesOneByOne(t *testing.T) {
 	rng := rand.New(rand.NewPCG(12, 34))
 	leaves := []string{"root/a", "root/b", "root/c", "root/a/x"}
-	for iter := 0; iter < 2000; iter++ {
-		l := NewLedger(LedgerConfig{})
+	cfg := LedgerConfig{Retention: time.Hour} // the spans lie within 20 minutes; a short ring keeps the test quick
+	for iter := 0; iter < 1000; iter++ {
+		l := NewLedger(cfg)
 		mustWrite(t, l.ChargeSpan("root/a", t0, t0.Add(90*time.Second), 2))
 		base, _ := l.MarshalBinary()
 		spans := make([]Span, rng.IntN(8))
@@ -99,7 +100,7 @@ func TestWriteSpansMatchesOneByOne(t *testing.T) {
 			spans[k] = Span{Leaf: leaves[rng.IntN(len(leaves))], Start: start,
 				End: start.Add(time.Duration(1+rng.IntN(300)) * time.Second), GPUs: gpus, Demand: rng.IntN(3) == 0}
 		}
-		one := NewLedger(LedgerConfig{})
+		one := NewLedger(cfg)
 		if err := one.UnmarshalBinary(base); err != nil {
 			t.Fatal(err)
 		}
