@@ -175,12 +175,13 @@ func (x *Incremental) read(h int) {
 	v.Nodes = x.nodes
 	x.Fill(v)
 	x.tl.jp = x.tl.jp[:0]
-	x.tl.rank, x.tl.leaf = x.tl.rank[:0], x.tl.leaf[:0]
+	x.tl.rank, x.tl.leaf, x.tl.managed = x.tl.rank[:0], x.tl.leaf[:0], x.tl.managed[:0]
 	extra := x.extra[:0]
 	for k, s := range inc {
 		x.viewAt[s] = int32(k)
 		x.tl.jp = append(x.tl.jp, &x.jobs[s].Job)
 		x.tl.leaf = append(x.tl.leaf, x.jobs[s].leaf)
+		x.tl.managed = append(x.tl.managed, x.jobs[s].managed)
 		r := int32(0)
 		if x.jobs[s].kind == kindQueued {
 			r = x.rankAt[s]
@@ -215,11 +216,11 @@ func (x *Incremental) read(h int) {
 			// Running free work left out (pinFreeWork): its live
 			// allocations hold GPUs Nomad may preempt, on plain nodes.
 			if a.running {
-				x.tl.outFree[n] += int32(a.GPUs)
+				x.tl.outFree[n] += a.gpus
 			}
 			continue
 		}
-		x.tl.ap = append(x.tl.ap, &a.Alloc)
+		x.tl.ap = append(x.tl.ap, &x.recs[i])
 		if j >= 0 {
 			j = x.viewAt[j] // every job with allocations read is
 		}
@@ -256,7 +257,7 @@ func (x *Incremental) pinFreeWork() {
 		if !a.live {
 			continue
 		}
-		j, n := x.allocJobSlot(a), x.allocNodeIndex(a)
+		j, n := x.allocJobSlot(int32(i)), x.allocNodeIndex(int32(i))
 		x.aj[i], x.an[i] = j, n
 		switch {
 		case j < 0:
@@ -266,7 +267,7 @@ func (x *Incremental) pinFreeWork() {
 					x.runs[j], x.free[j] = x.epoch, freeRun{}
 				}
 				if x.jobs[j].leaf < 0 { // free work: leftOutRunning reads its level
-					x.free[j].add(&a.Alloc)
+					x.free[j].add(&x.recs[i])
 				}
 			}
 		default:
@@ -289,14 +290,16 @@ func (x *Incremental) leftOutRunning(s int32) bool {
 		x.cfg.freePriority(j.Priority, x.free[s], j.Contract.Resumable, x.now) == j.Priority
 }
 
-// allocJobSlot is the slot of a's job, -1 when it has none. The slot
-// cached in a holds while no compaction renumbered the slots (jobEra) and
-// the job in it was not removed (slotGen); PutAlloc clears it.
-func (x *Incremental) allocJobSlot(a *incAlloc) int32 {
+// allocJobSlot is the slot of allocation record i's job, -1 when it has
+// none. The slot cached in its incAlloc holds while no compaction
+// renumbered the slots (jobEra) and the job in it was not removed
+// (slotGen) and its job ID did not change (PutAlloc clears it then).
+func (x *Incremental) allocJobSlot(i int32) int32 {
+	a := &x.allocs[i]
 	if s := a.job; s >= 0 && a.jobEra == x.jobEra && a.jobGen == x.gen(s) {
 		return s
 	}
-	s, ok := x.jobAt[a.Job]
+	s, ok := x.jobAt[x.recs[i].Job]
 	if !ok {
 		a.job = -1
 		return -1
@@ -313,13 +316,16 @@ func (x *Incremental) gen(s int32) uint32 {
 	return 0
 }
 
-// allocNodeIndex is the index of a's node, -1 when it is not known. The
-// index cached in a holds while no node was removed (nodeEra).
-func (x *Incremental) allocNodeIndex(a *incAlloc) int32 {
+// allocNodeIndex is the index of allocation record i's node, -1 when it
+// is not known. The index cached in its incAlloc holds while no node was
+// removed (nodeEra) and its node ID did not change (PutAlloc clears it
+// then).
+func (x *Incremental) allocNodeIndex(i int32) int32 {
+	a := &x.allocs[i]
 	if n := a.node; n >= 0 && a.nodeEra == x.nodeEra {
 		return n
 	}
-	n, ok := x.nodeAt[a.Node]
+	n, ok := x.nodeAt[x.recs[i].Node]
 	if !ok {
 		n = -1
 	}

@@ -272,7 +272,7 @@ func (d *Decider) jobState(j int32, info *jobInfo) {
 		info.state, info.leaf = jsPending, d.tl.leaf[j]
 		return
 	}
-	if !d.managed(job) {
+	if d.tl != nil && !d.tl.managed[j] || d.tl == nil && !d.managed(job) {
 		return
 	}
 	var wanted, live, done int32
