@@ -8,7 +8,7 @@ import (
 )
 
 // Checkpoint notices and held victims across leaders (docs/design.md,
-// "Notice before a stop" and "Leader changes"). The replicated state is
+// "Notice before a stop", its leader-change paragraph). The replicated state is
 // their one record: each pass records the plan's notices and the victims
 // held below the job they made room for when they differ from the stored
 // ones (noticeRows, heldVictimRows), in the same raft entry as the rest of

@@ -8,12 +8,13 @@ import (
 	memdb "github.com/hashicorp/go-memdb"
 )
 
-// Victims held below the job they made room for (policy.Victim, docs/design.md
-// "Leader changes"). The leader records them with the pass that chose or
-// released them (PassRequest.HeldVictims), as it records checkpoint notices
-// (notice.go), so that the next leader, after a leader change or a restart,
-// keeps holding each one below its job until that job places or the hold
-// runs out, instead of raising a replacement Nomad placed first to its own
+// Victims held below the job they made room for (policy.Victim;
+// docs/design.md, "Notice before a stop", its leader-change paragraph).
+// The leader records them with the pass that chose or released them
+// (PassRequest.HeldVictims), as it records checkpoint notices (notice.go),
+// so that the next leader, after a leader change or a restart, keeps
+// holding each one below its job until that job places or the hold runs
+// out, instead of raising a replacement Nomad placed first to its own
 // level (which the waiting job can then no longer preempt).
 
 // TableHeldVictims holds one HeldVictim per victim job.
@@ -48,28 +49,13 @@ func heldVictimsTableSchema() *memdb.TableSchema {
 // HeldVictims returns the victims held, by victim job ID.
 func (v *View) HeldVictims() []*HeldVictim { return all[HeldVictim](v, TableHeldVictims) }
 
-// replaceHeldVictims replaces the stored held victims with hs, refusing the
-// entry for the first invalid one.
+// replaceHeldVictims replaces the stored held victims with hs, refusing
+// the entry for the first invalid one.
 func replaceHeldVictims(txn *memdb.Txn, hs []HeldVictim) error {
-	if _, err := txn.DeleteAll(TableHeldVictims, "id"); err != nil {
-		return err
-	}
-	for i := range hs {
-		h := hs[i]
-		if err := checkHeldVictim(&h); err != nil {
-			return fmt.Errorf("held victim %d (job %s): %w", i, QuotePrefix(h.JobID), err)
-		}
+	return replaceByJob(txn, TableHeldVictims, "held victim", hs, func(h *HeldVictim) (string, error) {
 		h.Since = h.Since.UTC()
-		if raw, err := txn.First(TableHeldVictims, "id", h.JobID); err != nil {
-			return err
-		} else if raw != nil {
-			return fmt.Errorf("held victim %d: job %s held a second time (one hold per victim)", i, QuotePrefix(h.JobID))
-		}
-		if err := txn.Insert(TableHeldVictims, &h); err != nil {
-			return err
-		}
-	}
-	return nil
+		return h.JobID, checkHeldVictim(h)
+	})
 }
 
 // checkHeldVictim checks a held victim row before it is stored.

@@ -81,7 +81,7 @@ func badHeldVictims() []passSpoil {
 		{"no time chosen", func(h *HeldVictim) { h.Since = time.Time{} }, "no time it was chosen (since)"},
 		{"a long beneficiary", func(h *HeldVictim) { h.For = strings.Repeat("j", MaxIDBytes+1) }, "for is 257 bytes"},
 		{"a victim held twice", func(h *HeldVictim) { h.JobID = "default/eval" },
-			`held victim 1: job "default/eval" held a second time (one hold per victim)`},
+			`held victim 1: a second held victim for job "default/eval" (one per job)`},
 	} {
 		out = append(out, passSpoil{"a held victim with " + tc.name, func(r *PassRequest) {
 			r.ReplaceHeldVictims, r.HeldVictims = true, sampleHeld()
