@@ -102,9 +102,10 @@ func runHeldVictimChange(t *testing.T, restart bool) {
 	}
 	t.Logf("stop -> pending started %s; leader change -> pending started %s", p.started().Sub(stop).Round(time.Millisecond),
 		p.started().Sub(changed).Round(time.Millisecond))
-	// The pending job starts within 10 s of the change, not a
-	// replacement's protected window (15 s) later.
-	if got := p.started().Sub(changed); got > 10*time.Second {
-		t.Fatalf("the pending job started %s after the leader change, want within 10s", got)
+	// The pending job starts sooner than a replacement raised to
+	// protected would have let it (its whole window after the change;
+	// measured 0.2-6.5 s, the preempted replacement's exit included).
+	if got := p.started().Sub(changed); got >= window {
+		t.Fatalf("the pending job started %s after the leader change, want within the replacement's window %s", got, window)
 	}
 }
