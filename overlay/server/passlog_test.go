@@ -184,7 +184,7 @@ func (r *outcomeReconciler) Reconcile(context.Context, *state.View, time.Time) (
 
 // A pass's notices and held victims go in its one raft entry: non-nil
 // replaces the stored ones, nil keeps them, empty clears them, each apart.
-func TestPassRecordsNoticesInItsEntry(t *testing.T) {
+func TestPassRecordsNoticesAndHeldVictimsInItsEntry(t *testing.T) {
 	clock := &fakeClock{now: tBase}
 	n := state.Notice{JobID: "default/train", For: "default/olmo", Allocs: []string{"a1"}, SentAt: tBase, Deadline: tBase.Add(5 * time.Minute),
 		Stop: state.NoticeStop{Kind: "victim", Job: "default/olmo", Node: "n1", N: 8}}
