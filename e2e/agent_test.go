@@ -261,6 +261,13 @@ func (a *agent) WaitNode() string {
 // waitFor polls cond every 200 ms until it is true, fails, or timeout passes.
 func waitFor(t testing.TB, timeout time.Duration, what string, cond func() (bool, error)) {
 	t.Helper()
+	waitForEvery(t, timeout, 200*time.Millisecond, what, cond)
+}
+
+// waitForEvery is waitFor checking every interval, for races Nomad settles
+// within a few hundred milliseconds.
+func waitForEvery(t testing.TB, timeout, every time.Duration, what string, cond func() (bool, error)) {
+	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
 		ok, err := cond()
@@ -273,7 +280,7 @@ func waitFor(t testing.TB, timeout time.Duration, what string, cond func() (bool
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out after %s waiting for %s", timeout, what)
 		}
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(every)
 	}
 }
 

@@ -16,14 +16,17 @@ import (
 //
 // It is a plain value with no clock: time comes in as the Plan's Now and
 // Health's now. Its zero value is ready. A caller that loses it (a new
-// leader) starts again from its zero value, or from the Reservations and
-// Notices it recorded (the server replicates both): the rest only saves
-// work and time, so losing it loses no charge and no protection.
+// leader) starts again from its zero value, or from the Reservations,
+// Notices and Victims it recorded (the server replicates them): the rest
+// only saves work and time, so losing it loses no charge and no protection.
 type Carry struct {
 	// Reservations: Plan.Reservations of the previous decision.
 	Reservations []Reservation
 	// Victims and Issued: Plan.Victims and Plan.Issued of the previous
-	// decision, less what the caller did not carry out (Remember).
+	// decision, less what the caller did not carry out (Remember). A
+	// caller should not lose the Victims (a victim forgotten whose
+	// replacement Nomad placed first is raised over the job it was stopped
+	// for): the server replicates them.
 	Victims []Victim
 	Issued  []Issued
 	// Notices: Plan.Notices of the previous decision, the checkpoint

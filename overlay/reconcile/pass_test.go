@@ -16,8 +16,8 @@ import (
 
 // recordPass stores what of a pass's record the next pass reads back in
 // fsm (as the server's record does: jobs, allocations, nodes, priorities,
-// the queue, drain observations and notices), so the next pass starts
-// from it.
+// the queue, drain observations, notices and held victims), so the next
+// pass starts from it.
 func recordPass(t testing.TB, fsm *state.FSM, o server.Outcome, now time.Time) {
 	t.Helper()
 	apply := func(mt state.MessageType, req any) {
@@ -49,8 +49,9 @@ func recordPass(t testing.TB, fsm *state.FSM, o server.Outcome, now time.Time) {
 	if len(o.Drains) > 0 {
 		apply(state.DrainObserveType, state.DrainObserveRequest{At: now, Nodes: o.Drains})
 	}
-	if o.Notices != nil {
-		apply(state.PassType, state.PassRequest{At: now, ReplaceNotices: true, Notices: o.Notices})
+	if o.Notices != nil || o.HeldVictims != nil {
+		apply(state.PassType, state.PassRequest{At: now, ReplaceNotices: o.Notices != nil, Notices: o.Notices,
+			ReplaceHeldVictims: o.HeldVictims != nil, HeldVictims: o.HeldVictims})
 	}
 }
 

@@ -201,7 +201,7 @@ func (r *Reconciler) pass(ctx context.Context, v *state.View, st *nomad.State, l
 		results = apply(ctx, ops)
 	}
 	r.remember(plan, results, snap)
-	out := buildOutcome(rowsInput{view: v, state: st, snap: snap, plan: plan, results: results,
+	out := buildOutcome(rowsInput{view: v, state: st, snap: snap, plan: plan, held: r.mem.carry.Victims, results: results,
 		firstSeen: in.Memory.FirstSeen, leaf: leaf, nearest: tree.NearestLeaf, under: tree.LeavesUnder, cfg: &r.cfg, now: now})
 	return out, plan.NextWake
 }
@@ -262,7 +262,8 @@ func (r *Reconciler) memory(v *state.View, st *nomad.State, now time.Time) Memor
 	}
 	if !r.mem.started {
 		r.mem = termMemory{started: true, landed: map[string]landedWrite{},
-			carry: policy.Carry{Reservations: reservationsFromState(v), Notices: noticesFromState(v)}}
+			carry: policy.Carry{Reservations: reservationsFromState(v), Notices: noticesFromState(v),
+				Victims: heldVictimsFromState(v)}}
 	}
 	for id, n := range st.Nodes {
 		if t := r.mem.carry.Health(id, healthy(&n), m.NodeStates[id], now); !t.IsZero() {

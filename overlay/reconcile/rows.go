@@ -21,6 +21,7 @@ type rowsInput struct {
 	state     *nomad.State
 	snap      *policy.Snapshot
 	plan      *policy.Plan
+	held      []policy.Victim // the victims held after the plan, less those whose stop failed (Carry.Victims)
 	results   []nomad.Outcome // the plan's ops, applied, in OpsFromPlan order
 	firstSeen map[string]time.Time
 	leaf      contract.LeafCheck
@@ -55,6 +56,7 @@ func buildOutcome(in rowsInput) server.Outcome {
 	out.Queue = queueRows(in)
 	out.Drains = drainRows(in)   // drain_rows.go
 	out.Notices = noticeRows(in) // notice_rows.go
+	out.HeldVictims = heldVictimRows(in)
 	return out
 }
 

@@ -165,30 +165,31 @@ func TestOneRaftEntryPerPass(t *testing.T) {
 	}
 }
 
-// noticeReconciler is a Reconciler whose every pass records the notices
+// outcomeReconciler is a Reconciler whose every pass returns the outcome
 // the test set last (the leader loop runs passes of its own too).
-type noticeReconciler struct {
-	mu      sync.Mutex
-	notices []state.Notice
-	passes  int
+type outcomeReconciler struct {
+	mu     sync.Mutex
+	out    Outcome
+	passes int
 }
 
-func (r *noticeReconciler) set(ns []state.Notice) { r.mu.Lock(); r.notices = ns; r.mu.Unlock() }
+func (r *outcomeReconciler) set(o Outcome) { r.mu.Lock(); r.out = o; r.mu.Unlock() }
 
-func (r *noticeReconciler) Reconcile(context.Context, *state.View, time.Time) (Outcome, error) {
+func (r *outcomeReconciler) Reconcile(context.Context, *state.View, time.Time) (Outcome, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.passes++
-	return Outcome{Notices: r.notices}, nil
+	return r.out, nil
 }
 
-// A pass's notices go in its one raft entry: non-nil replaces the stored
-// ones, nil keeps them, empty clears them.
-func TestPassRecordsNoticesInItsEntry(t *testing.T) {
+// A pass's notices and held victims go in its one raft entry: non-nil
+// replaces the stored ones, nil keeps them, empty clears them, each apart.
+func TestPassRecordsNoticesAndHeldVictimsInItsEntry(t *testing.T) {
 	clock := &fakeClock{now: tBase}
 	n := state.Notice{JobID: "default/train", For: "default/olmo", Allocs: []string{"a1"}, SentAt: tBase, Deadline: tBase.Add(5 * time.Minute),
 		Stop: state.NoticeStop{Kind: "victim", Job: "default/olmo", Node: "n1", N: 8}}
-	rec := &noticeReconciler{}
+	h := state.HeldVictim{JobID: "default/train", For: "default/olmo", Since: tBase}
+	rec := &outcomeReconciler{}
 	s := devServer(t, Config{Token: testToken, Reconciler: rec, Clock: clock.Now})
 	// The leader loop's first pass, then none for the hour devServer waits.
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
@@ -203,17 +204,23 @@ func TestPassRecordsNoticesInItsEntry(t *testing.T) {
 		}
 	}
 	for k, tc := range []struct {
-		set           []state.Notice
-		stored, wrote int
-	}{{[]state.Notice{n}, 1, 1}, {nil, 1, 0}, {[]state.Notice{}, 0, 1}} {
+		set                  Outcome
+		notices, held, wrote int
+	}{
+		{Outcome{Notices: []state.Notice{n}, HeldVictims: []state.HeldVictim{h}}, 1, 1, 1},
+		{Outcome{}, 1, 1, 0},
+		{Outcome{HeldVictims: []state.HeldVictim{}}, 1, 0, 1},
+		{Outcome{Notices: []state.Notice{}}, 0, 0, 1},
+	} {
 		rec.set(tc.set)
 		clock.Advance(time.Second)
 		before := s.raft.LastIndex()
 		if err := s.ReconcileOnce(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if got := len(s.FSM().Read().Notices()); got != tc.stored {
-			t.Fatalf("pass %d: %d notices stored, want %d", k, got, tc.stored)
+		v := s.FSM().Read()
+		if got, held := len(v.Notices()), len(v.HeldVictims()); got != tc.notices || held != tc.held {
+			t.Fatalf("pass %d: %d notices and %d held victims stored, want %d and %d", k, got, held, tc.notices, tc.held)
 		}
 		if got := s.raft.LastIndex() - before; got != uint64(tc.wrote) {
 			t.Fatalf("pass %d wrote %d raft entries, want %d", k, got, tc.wrote)

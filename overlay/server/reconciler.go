@@ -57,4 +57,8 @@ type Outcome struct {
 	// replaces the stored ones (an empty, non-nil slice clears them), nil
 	// keeps them. A new leader starts from them.
 	Notices []state.Notice
+	// HeldVictims are the victims held below the job they made room for
+	// after the pass, as Notices are: non-nil replaces, empty clears, nil
+	// keeps. A new leader keeps holding them.
+	HeldVictims []state.HeldVictim
 }

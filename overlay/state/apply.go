@@ -404,10 +404,13 @@ func (f *FSM) applyJobDelete(body []byte) any {
 
 func deleteJobs(txn *memdb.Txn, ids []string) error {
 	for _, id := range ids {
-		for _, table := range []string{TableJobs, TablePriorities, TableQueue, TableNotices} {
+		for _, table := range []string{TableJobs, TablePriorities, TableQueue, TableNotices, TableHeldVictims} {
 			if _, err := txn.DeleteAll(table, "id", id); err != nil {
 				return err
 			}
+		}
+		if _, err := txn.DeleteAll(TableHeldVictims, "for", id); err != nil { // the victims it held below it
+			return err
 		}
 		if _, err := txn.DeleteAll(TableAllocs, "job", id); err != nil {
 			return err

@@ -98,8 +98,8 @@ type DemandRequest struct {
 // JobUpsertRequest inserts or replaces managed jobs.
 type JobUpsertRequest struct{ Jobs []Job }
 
-// JobDeleteRequest forgets jobs, their allocations, priorities, queue rows
-// and notices.
+// JobDeleteRequest forgets jobs, their allocations, priorities, queue rows,
+// notices, and their holds as victims and as the job victims are held for.
 type JobDeleteRequest struct{ JobIDs []string }
 
 // AllocUpsertRequest inserts or replaces allocation lifecycles. Charging

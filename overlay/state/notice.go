@@ -97,22 +97,36 @@ func (v *View) Notices() []*Notice { return all[Notice](v, TableNotices) }
 // replaceNotices replaces the stored notices with ns, refusing the entry
 // for the first invalid one.
 func replaceNotices(txn *memdb.Txn, ns []Notice) error {
-	if _, err := txn.DeleteAll(TableNotices, "id"); err != nil {
-		return err
-	}
-	for i := range ns {
-		n := ns[i]
-		if err := checkNotice(&n); err != nil {
-			return fmt.Errorf("notice %d (job %s): %w", i, QuotePrefix(n.JobID), err)
+	return replaceByJob(txn, TableNotices, "notice", ns, func(n *Notice) (string, error) {
+		if err := checkNotice(n); err != nil {
+			return n.JobID, err
 		}
 		n.Allocs = slices.Clone(n.Allocs)
 		n.SentAt, n.Deadline, n.Stop.At = n.SentAt.UTC(), n.Deadline.UTC(), n.Stop.At.UTC()
-		if raw, err := txn.First(TableNotices, "id", n.JobID); err != nil {
+		return n.JobID, nil
+	})
+}
+
+// replaceByJob replaces the rows of table, one per job, with rows: prep
+// checks a copy of each and readies it for storing, and returns its job;
+// the first invalid row, or a second row for one job, refuses the entry
+// with an error naming it (item is what a row is called).
+func replaceByJob[T any](txn *memdb.Txn, table, item string, rows []T, prep func(*T) (string, error)) error {
+	if _, err := txn.DeleteAll(table, "id"); err != nil {
+		return err
+	}
+	for i := range rows {
+		r := rows[i]
+		job, err := prep(&r)
+		if err != nil {
+			return fmt.Errorf("%s %d (job %s): %w", item, i, QuotePrefix(job), err)
+		}
+		if raw, err := txn.First(table, "id", job); err != nil {
 			return err
 		} else if raw != nil {
-			return fmt.Errorf("notice %d: a second notice for job %s (one per job)", i, QuotePrefix(n.JobID))
+			return fmt.Errorf("%s %d: a second %s for job %s (one per job)", item, i, item, QuotePrefix(job))
 		}
-		if err := txn.Insert(TableNotices, &n); err != nil {
+		if err := txn.Insert(table, &r); err != nil {
 			return err
 		}
 	}

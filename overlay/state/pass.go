@@ -39,13 +39,18 @@ type PassRequest struct {
 	// before notices were replicated have neither.
 	ReplaceNotices bool     `json:",omitempty"`
 	Notices        []Notice `json:",omitempty"`
+	// ReplaceHeldVictims replaces the victims held below the job they made
+	// room for with HeldVictims (empty: none); false keeps them (held.go).
+	// Entries written before held victims were replicated have neither.
+	ReplaceHeldVictims bool         `json:",omitempty"`
+	HeldVictims        []HeldVictim `json:",omitempty"`
 }
 
 // Empty reports whether the pass records nothing.
 func (r *PassRequest) Empty() bool {
 	return len(r.Jobs) == 0 && len(r.DeletedJobs) == 0 && len(r.Allocs) == 0 && len(r.Nodes) == 0 &&
 		len(r.Priorities) == 0 && !r.ReplaceQueue && len(r.Charges) == 0 && len(r.Demand) == 0 &&
-		len(r.Decisions) == 0 && len(r.Drains) == 0 && !r.ReplaceNotices
+		len(r.Decisions) == 0 && len(r.Drains) == 0 && !r.ReplaceNotices && !r.ReplaceHeldVictims
 }
 
 // PassResult is what Apply returns for a pass it applied.
@@ -126,6 +131,12 @@ func applyPassRows(txn *memdb.Txn, req *PassRequest) error {
 			}
 			return replaceNotices(txn, req.Notices)
 		}},
+		{"held victims", func() error {
+			if !req.ReplaceHeldVictims {
+				return nil
+			}
+			return replaceHeldVictims(txn, req.HeldVictims)
+		}},
 	}
 	for _, st := range steps {
 		if err := st.apply(); err != nil {
@@ -190,7 +201,7 @@ func (f *FSM) recordItem(txn *memdb.Txn, it *ledgerItem) error {
 
 // Preview calls read with a view of the state as it would be once the
 // rows of req (jobs, allocations, deleted jobs, nodes, priorities, queue,
-// notices) are applied, changing nothing: the leader computes a pass's
+// notices, held victims) are applied, changing nothing: the leader computes a pass's
 // charges and demand on it (ChargesDue, DemandDue), so that allocations the pass
 // records are charged by the same entry. read must not keep the view.
 func (f *FSM) Preview(req *PassRequest, read func(*View)) error {

@@ -99,7 +99,7 @@ func TestPassAllOrNothing(t *testing.T) {
 		{name: "a drain change without its count", spoil: func(r *PassRequest) { r.Drains[0].Stats.Transitions = nil },
 			want: "0 phase(s) entered for 2 transition(s)"},
 		{name: "a bucket overflow in the ledger (last step)", spoil: overflow, want: "bucket overflow"},
-	}, badNotices()...) { // notice_test.go
+	}, append(badNotices(), badHeldVictims()...)...) { // notice_test.go, held_test.go
 		t.Run(tc.name, func(t *testing.T) {
 			f, req := passFixture(t)
 			before := snapshotBytes(t, f)

@@ -22,6 +22,7 @@ func schema() *memdb.DBSchema {
 		budgetsTableSchema(), jobsTableSchema(), allocsTableSchema(), nodesTableSchema(),
 		decisionsTableSchema(), prioritiesTableSchema(), queueTableSchema(), serversTableSchema(),
 		demandMarksTableSchema(), drainsTableSchema(), drainStatsTableSchema(), noticesTableSchema(),
+		heldVictimsTableSchema(),
 	}
 	s := &memdb.DBSchema{Tables: make(map[string]*memdb.TableSchema, len(tables))}
 	for _, t := range tables {

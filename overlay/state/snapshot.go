@@ -36,6 +36,9 @@ type tables struct {
 	// Notices: absent from snapshots taken before they were replicated
 	// (and when none is in flight, so those encode as they did).
 	Notices []*Notice `json:",omitempty"`
+	// HeldVictims: likewise absent before they were replicated, and when
+	// no victim is held.
+	HeldVictims []*HeldVictim `json:",omitempty"`
 }
 
 // fsmSnapshot is a point-in-time state: memdb's own immutable snapshot and
@@ -91,6 +94,7 @@ func dumpTables(txn *memdb.Txn) *tables {
 	collect(txn, TableDrains, &t.Drains)
 	collect(txn, TableDrainStats, &t.DrainStats)
 	collect(txn, TableNotices, &t.Notices)
+	collect(txn, TableHeldVictims, &t.HeldVictims)
 	return t
 }
 
@@ -179,7 +183,7 @@ func loadTables(db *memdb.MemDB, t *tables) error {
 		insertAll(txn, TablePriorities, t.Priorities), insertAll(txn, TableQueue, t.Queue),
 		insertAll(txn, TableServers, t.Servers), insertAll(txn, TableDemandMarks, t.DemandMarks),
 		insertAll(txn, TableDrains, t.Drains), insertAll(txn, TableDrainStats, t.DrainStats),
-		insertAll(txn, TableNotices, t.Notices),
+		insertAll(txn, TableNotices, t.Notices), insertAll(txn, TableHeldVictims, t.HeldVictims),
 	} {
 		if step != nil {
 			return step

@@ -1,0 +1,130 @@
+package reconcile
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/allot-sched/allot/budgets"
+	"github.com/allot-sched/allot/overlay/nomad"
+	"github.com/allot-sched/allot/overlay/policy"
+	"github.com/allot-sched/allot/overlay/state"
+)
+
+// landed is st after ops landed as Nomad applies them: the priorities
+// written, and each stopped allocation's replacement placed at once on its
+// GPUs (Nomad's eval order: the victim's replacement is placed before the
+// job it was stopped for is evaluated).
+func landed(st *nomad.State, ops []nomad.Op, at time.Time) {
+	for _, o := range ops {
+		switch o.Kind {
+		case nomad.OpSetPriority:
+			j := st.Jobs[o.Job]
+			j.Priority, j.JobModifyIndex = o.Priority, o.ModifyIndex+1000
+			st.Jobs[o.Job] = j
+		case nomad.OpStop:
+			for _, id := range o.Allocs {
+				a := st.Allocs[id]
+				a.DesiredStatus, a.ClientStatus, a.FinishedAt = "stop", "complete", at
+				st.Allocs[id] = a
+				r := a
+				r.ID, r.DesiredStatus, r.ClientStatus, r.StartedAt, r.FinishedAt = id+"-r", "run", "running", at, time.Time{}
+				st.Allocs[r.ID] = r
+			}
+		}
+	}
+}
+
+// A victim held below the job it made room for stays held across a leader
+// change (a new Reconciler, with no memory of its own) and a restart from a
+// snapshot: when Nomad placed the victim's replacement first, the new
+// leader does not raise it over the waiting job (which could then no longer
+// preempt it) but evaluates that job, as the first leader would have; the
+// hold ends when that job places.
+func TestHeldVictimSurvivesLeaderChange(t *testing.T) {
+	t0 := time.Date(2026, 6, 1, 10, 0, 0, 0, time.UTC)
+	fsm := budgetsFSM(t, []budgets.Spec{{Path: "lab"}, {Path: "lab/a", Share: 1}, {Path: "lab/b", Share: 1}})
+	applyEntry(t, fsm, state.AllocUpsertType, state.AllocUpsertRequest{Allocs: []state.Alloc{{ID: "seed", Leaf: "lab/a", GPUs: 8,
+		StartedAt: t0.Add(-3 * time.Hour), StoppedAt: t0.Add(-2 * time.Hour)}}})
+	applyEntry(t, fsm, state.ChargeType, state.ChargeRequest{Charges: []state.Charge{{Alloc: "seed", Leaf: "lab/a", GPUs: 8,
+		From: t0.Add(-3 * time.Hour), To: t0.Add(-2 * time.Hour)}}})
+	victim := gpuJob("default", "victim", "default", 1, 8, map[string]string{"budget": "lab/a", "min_runtime": "10m"})
+	pending := gpuJob("default", "pending", "default", 1, 8, map[string]string{"budget": "lab/b", "min_runtime": "30m"})
+	st := stateOf([]nomad.Job{victim, pending}, []nomad.Alloc{runningAlloc("v1", "victim", 8, t0.Add(-time.Hour))},
+		[]nomad.Node{{ID: "n1", Pool: "default", Status: "ready", Eligible: true, GPUs: []nomad.GPUModel{{Model: "H100", Total: 8, Healthy: 8}}}})
+
+	first := &Reconciler{cfg: Config{Policy: policy.DefaultConfig()}}
+	ops, _ := opsOf(t, first, fsm, st, t0)
+	if stops := opsNamed(ops, nomad.OpStop); len(stops) != 1 || stops[0] != "default/victim" {
+		t.Fatalf("first leader's ops %+v, want default/victim stopped", ops)
+	}
+	held := fsm.Read().HeldVictims()
+	if len(held) != 1 || held[0].JobID != "default/victim" || held[0].For != "default/pending" || !held[0].Since.Equal(t0) {
+		t.Fatalf("held victims recorded %+v, want default/victim held for default/pending since %s", held, t0)
+	}
+	landed(st, ops, t0.Add(time.Second))
+	if got := st.Jobs[victim.Key].Priority; got >= st.Jobs[pending.Key].Priority {
+		t.Fatalf("the victim written at %d, not below the job it made room for (%d)", got, st.Jobs[pending.Key].Priority)
+	}
+	low := st.Jobs[victim.Key].Priority
+
+	// The leader changes (or the server restarts from its snapshot) while
+	// the victim's replacement runs on the GPUs.
+	fsm = restarted(t, fsm)
+	second := &Reconciler{cfg: Config{Policy: policy.DefaultConfig()}}
+	at := t0.Add(2 * time.Second)
+	ops, _ = opsOf(t, second, fsm, st, at)
+	for _, o := range ops {
+		if o.Kind == nomad.OpSetPriority && o.Job == victim.Key && o.Priority > low {
+			t.Fatalf("the new leader raised the held victim's replacement from %d to %d (ops %+v)", low, o.Priority, ops)
+		}
+	}
+	if ev := opsNamed(ops, nomad.OpEvaluate); len(ev) != 1 || ev[0] != "default/pending" {
+		t.Fatalf("the new leader's ops %+v, want default/pending evaluated (Nomad preempts the replacement for it)", ops)
+	}
+	if h := fsm.Read().HeldVictims(); len(h) != 1 || !h[0].Since.Equal(t0) {
+		t.Fatalf("held victims after the change %+v, want the first leader's", h)
+	}
+	if q := fsm.Read().QueueEntry("default/victim"); q == nil || !strings.Contains(q.Explanation, "stopped for default/pending at 2026-06-01T10:00:00Z: held") {
+		t.Fatalf("the victim's explanation after the change %+v, want it held for default/pending since the first leader stopped it", q)
+	}
+
+	// The job it was held for places: the hold ends, and is cleared.
+	delete(st.Allocs, "v1-r")
+	p := runningAlloc("p1", "pending", 8, at.Add(time.Second))
+	st.Allocs[p.ID] = p
+	opsOf(t, second, fsm, st, at.Add(2*time.Second))
+	if h := fsm.Read().HeldVictims(); len(h) != 0 {
+		t.Fatalf("held victims after the job placed %+v, want none", h)
+	}
+}
+
+// heldVictimRows records the held victims only when they change: nil while
+// they are the stored ones (whatever the order, a victim listed twice held
+// below the first job), an empty list when none is left.
+func TestHeldVictimRows(t *testing.T) {
+	t0 := time.Date(2026, 6, 1, 10, 0, 0, 0, time.UTC)
+	fsm := budgetsFSM(t, []budgets.Spec{{Path: "lab"}, {Path: "lab/a", Share: 1}})
+	a := policy.Victim{Job: "default/a", For: "default/p", Since: t0}
+	b := policy.Victim{Job: "default/b", For: "default/p", Since: t0.Add(time.Minute)}
+	applyEntry(t, fsm, state.PassType, state.PassRequest{At: t0, ReplaceHeldVictims: true,
+		HeldVictims: []state.HeldVictim{state.HeldVictimRow(&a), state.HeldVictimRow(&b)}})
+	again := a
+	again.For, again.Since = "default/q", t0.Add(time.Hour)
+	for _, tc := range []struct {
+		name string
+		held []policy.Victim
+		want []state.HeldVictim // nil: keep the stored ones
+	}{
+		{"the stored ones", []policy.Victim{b, a}, nil},
+		{"a victim listed twice", []policy.Victim{a, b, again}, nil},
+		{"one released", []policy.Victim{b}, []state.HeldVictim{state.HeldVictimRow(&b)}},
+		{"one held longer", []policy.Victim{again, b}, []state.HeldVictim{state.HeldVictimRow(&again), state.HeldVictimRow(&b)}},
+		{"none left", nil, []state.HeldVictim{}},
+	} {
+		got := heldVictimRows(rowsInput{view: fsm.Read(), held: tc.held})
+		if (got == nil) != (tc.want == nil) || !sameRow(got, tc.want) {
+			t.Errorf("%s: rows %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,104 @@
+package state
+
+import (
+	"bytes"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/allot-sched/allot/overlay/policy"
+)
+
+// sampleHeld are default/train held below default/olmo and default/eval
+// below default/train.
+func sampleHeld() []HeldVictim {
+	return []HeldVictim{{JobID: "default/eval", For: "default/train", Since: t0}, {JobID: "default/train", For: "default/olmo", Since: t0}}
+}
+
+// A pass records the held victims; a pass that does not replace them keeps
+// them; they survive a snapshot and a restore; a job's deletion forgets its
+// hold as a victim and the holds of the victims held for it; a pass that
+// replaces them with none clears them, and the snapshot encodes as before.
+func TestPassRecordsHeldVictims(t *testing.T) {
+	f, req := passFixture(t)
+	req.ReplaceHeldVictims, req.HeldVictims = true, sampleHeld()
+	mustApply(t, f, PassType, req)
+	if got := f.Read().HeldVictims(); len(got) != 2 || got[1].JobID != "default/train" || got[1].For != "default/olmo" || !got[1].Since.Equal(t0) {
+		t.Fatalf("held victims after the pass %+v", got)
+	}
+	mustApply(t, f, PassType, PassRequest{At: req.At.Add(time.Second), ReplaceQueue: true})
+	if len(f.Read().HeldVictims()) != 2 {
+		t.Fatalf("a pass that does not replace the held victims dropped them")
+	}
+	snap := snapshotBytes(t, f)
+	if !bytes.Contains(snap, []byte(`"HeldVictims":[{"JobID":"default/eval","For":"default/train"`)) {
+		t.Fatalf("the snapshot has no held victims: %q", snap)
+	}
+	for _, tc := range []struct {
+		deleted string
+		left    int
+	}{{"default/eval", 1}, {"default/olmo", 1}, {"default/train", 0}} {
+		g := newFSM(t, FSMConfig{})
+		if err := g.Restore(io.NopCloser(bytes.NewReader(snap))); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(snapshotBytes(t, g), snap) {
+			t.Fatalf("the restored state differs")
+		}
+		mustApply(t, g, JobDeleteType, JobDeleteRequest{JobIDs: []string{tc.deleted}})
+		got := g.Read().HeldVictims()
+		if len(got) != tc.left {
+			t.Fatalf("held victims after %s's deletion %+v, want %d", tc.deleted, got, tc.left)
+		}
+		for _, h := range got {
+			if h.JobID == tc.deleted || h.For == tc.deleted {
+				t.Fatalf("held victims after %s's deletion %+v still name it", tc.deleted, got)
+			}
+		}
+	}
+	mustApply(t, f, PassType, PassRequest{At: req.At.Add(2 * time.Second), ReplaceHeldVictims: true})
+	if h := f.Read().HeldVictims(); len(h) != 0 {
+		t.Fatalf("held victims after a pass that cleared them %+v", h)
+	}
+	if bytes.Contains(snapshotBytes(t, f), []byte("HeldVictims")) {
+		t.Fatalf("a state with no held victim encodes them: snapshots written before they were replicated must stay byte-identical")
+	}
+}
+
+// badHeldVictims are passes whose second held victim is spoilt, each with
+// the error naming it: TestPassAllOrNothing refuses them whole.
+func badHeldVictims() []passSpoil {
+	var out []passSpoil
+	for _, tc := range []struct {
+		name  string
+		spoil func(*HeldVictim)
+		want  string
+	}{
+		{"no job", func(h *HeldVictim) { h.JobID = "" }, `held victim 1 (job ""): no job ID`},
+		{"no job held for", func(h *HeldVictim) { h.For = "" }, `held victim 1 (job "default/train"): no job it is held for`},
+		{"a job held for itself", func(h *HeldVictim) { h.For = h.JobID }, `held victim 1 (job "default/train"): held for itself`},
+		{"no time chosen", func(h *HeldVictim) { h.Since = time.Time{} }, "no time it was chosen (since)"},
+		{"a long beneficiary", func(h *HeldVictim) { h.For = strings.Repeat("j", MaxIDBytes+1) }, "for is 257 bytes"},
+		{"a victim held twice", func(h *HeldVictim) { h.JobID = "default/eval" },
+			`held victim 1: a second held victim for job "default/eval" (one per job)`},
+	} {
+		out = append(out, passSpoil{"a held victim with " + tc.name, func(r *PassRequest) {
+			r.ReplaceHeldVictims, r.HeldVictims = true, sampleHeld()
+			tc.spoil(&r.HeldVictims[1])
+		}, tc.want})
+	}
+	return out
+}
+
+// A held victim comes back from its row as it went in, in UTC.
+func TestHeldVictimRowRoundTrip(t *testing.T) {
+	v := policy.Victim{Job: "default/train", For: "default/olmo", Since: t0.In(time.FixedZone("x", 3600))}
+	row := HeldVictimRow(&v)
+	if row.Since.Location() != time.UTC {
+		t.Fatalf("row's since %s, want UTC", row.Since)
+	}
+	if back := row.Policy(); back.Job != v.Job || back.For != v.For || !back.Since.Equal(v.Since) {
+		t.Fatalf("%+v came back as %+v", v, back)
+	}
+}
