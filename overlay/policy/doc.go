@@ -143,12 +143,13 @@
 // standing's level no job before it could preempt it, so the release
 // freed nothing and the next decision made it again. On the 30-day
 // example with -eval-order -kill-timeout (before rule 5d) that was 12,602
-// releases (30,576 of the 39,847 time-slice stops). With rule 5d, the gap
-// and the hold: time-slice stops 27,398 -> 8,358, work redone 184,205 ->
-// 145,752 GPU hours, debug p90 1.2m -> 36s, train p90 3.3h -> 35.2m;
-// with both off, stops 10,328 -> 2,982 and work redone 74,880 -> 76,279.
-// The gap alone (no hold) gave 14,812 stops and 144,369 GPU hours on, and
-// 11,436 and 77,864 off.
+// releases (30,576 of the 39,847 time-slice stops). With rules 5d and the
+// free-work levels, the gap and the hold: time-slice stops 38,564 ->
+// 7,091, work redone 124,250 -> 114,477 GPU hours, debug p90 52s -> 30s,
+// train p90 39.6m -> 28.4m; with both off, stops 14,353 -> 2,896 and work
+// redone 62,880 -> 54,830. Measured before the free-work levels, the gap
+// alone (no hold) gave 14,812 stops and 144,369 GPU hours on (the hold:
+// 8,358 and 145,752), and 11,436 and 77,864 off (2,982 and 76,279).
 //
 // Gangs wait whole (rule 5d): a pending gang (more than one allocation)
 // that the placement model cannot place whole, examined without victims
