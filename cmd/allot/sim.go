@@ -43,8 +43,8 @@ func simFlags() []cli.Flag {
 		&cli.Uint64Flag{Name: "seed", Local: true, Value: 1, Usage: "seed of the model's random choices and of a generated trace"},
 		&cli.DurationFlag{Name: "reaction-delay", Local: true, Value: sim.DefaultOptions().ReactionDelay, Usage: "time from a change to the policy's reconcile (0 or more)"},
 		&cli.DurationFlag{Name: "start-latency", Local: true, Usage: "time from a placement to the task running (the GPUs are held, the work clock waits); 0: at once"},
-		&cli.BoolFlag{Name: "eval-order", Local: true, Usage: "process the eval each of the policy's calls creates before its next call, as Nomad's broker does (a stopped victim's replacement takes its GPUs back and the job it was stopped for preempts it); off: by priority at the end of the instant"},
-		&cli.BoolFlag{Name: "kill-timeout", Local: true, Usage: "model stopped tasks' exit: a task exits -stop-latency plus its kill_timeout (the trace's column, Nomad's default 5s) after its stop, and one placed on its GPUs starts then"},
+		evalOrderFlag(),
+		killTimeoutFlag(),
 		&cli.DurationFlag{Name: "start-spacing", Local: true, Usage: "time the clients take per task start when starts come together: a start waits this long after the one before it began; 0: starts never queue"},
 		&cli.DurationFlag{Name: "stop-latency", Local: true, Usage: "time from a stop to the client signalling the task, which then exits after its kill_timeout; a task placed on its GPUs starts after that; 0: at once"},
 		&cli.DurationFlag{Name: "checkpoint-loss", Local: true, Value: sim.DefaultOptions().CheckpointLoss, Usage: "most work a resumable job loses when preempted: its run since it last started, up to this (0 or more)"},
@@ -56,6 +56,16 @@ func simFlags() []cli.Flag {
 		&cli.StringFlag{Name: "events", Local: true, Usage: "write the run's event log (JSON lines, sim.Event) to this file; with several policies, one file each (FILE.allot.jsonl, ...)"},
 		localFlag(jsonFlag()),
 	}
+}
+
+// evalOrderFlag and killTimeoutFlag turn on Options.EvalOrder and
+// Options.KillTimeout, for allot sim and allot sim suite alike.
+func evalOrderFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "eval-order", Local: true, Usage: "process the eval each of the policy's calls creates before its next call, as Nomad's broker does (a stopped victim's replacement takes its GPUs back and the job it was stopped for preempts it); off: by priority at the end of the instant"}
+}
+
+func killTimeoutFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "kill-timeout", Local: true, Usage: "model stopped tasks' exit: a task exits -stop-latency plus its kill_timeout (the trace's column, Nomad's default 5s) after its stop, and one placed on its GPUs starts then"}
 }
 
 // localFlag is f, not inherited by subcommands.

@@ -44,12 +44,13 @@ func simSuiteCommand() *cli.Command {
 		Name:      "suite",
 		Usage:     "run every scenario of DIR/suite.json under allot and the baseline and print one table",
 		ArgsUsage: "DIR",
-		Flags:     []cli.Flag{jsonFlag()},
+		Flags:     []cli.Flag{jsonFlag(), evalOrderFlag(), killTimeoutFlag()},
 		Action: func(_ context.Context, c *cli.Command) error {
 			if c.NArg() != 1 {
 				return usagef("sim suite takes one directory holding suite.json, e.g. allot sim suite examples/sim/suite")
 			}
-			rows, err := runSuite(c.Args().First(), c.Root().ErrWriter)
+			model := suiteModel{evalOrder: c.Bool("eval-order"), killTimeout: c.Bool("kill-timeout")}
+			rows, err := runSuite(c.Args().First(), model, c.Root().ErrWriter)
 			if err != nil {
 				return err
 			}
@@ -63,8 +64,12 @@ func simSuiteCommand() *cli.Command {
 	}
 }
 
+// suiteModel is what of the Nomad model a suite run turns on (allot sim
+// suite -eval-order, -kill-timeout), for every scenario alike.
+type suiteModel struct{ evalOrder, killTimeout bool }
+
 // runSuite runs the suite in dir; progress goes to log, one line a run.
-func runSuite(dir string, log io.Writer) ([]sim.SuiteRow, error) {
+func runSuite(dir string, model suiteModel, log io.Writer) ([]sim.SuiteRow, error) {
 	path := filepath.Join(dir, "suite.json")
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -87,7 +92,7 @@ func runSuite(dir string, log io.Writer) ([]sim.SuiteRow, error) {
 		}
 		for _, seed := range seeds {
 			start := time.Now()
-			row, err := runSuiteScenario(dir, s, seed)
+			row, err := runSuiteScenario(dir, s, seed, model)
 			if err != nil {
 				return nil, fmt.Errorf("%s: scenario %s, seed %d: %w", path, s.Name, seed, err)
 			}
@@ -99,7 +104,7 @@ func runSuite(dir string, log io.Writer) ([]sim.SuiteRow, error) {
 }
 
 // runSuiteScenario resolves one scenario for one seed and runs both policies.
-func runSuiteScenario(dir string, s suiteScenario, seed uint64) (sim.SuiteRow, error) {
+func runSuiteScenario(dir string, s suiteScenario, seed uint64, model suiteModel) (sim.SuiteRow, error) {
 	sc, base := s.scenarioFile, dir
 	if s.Scenario != "" {
 		file := rel(dir, s.Scenario)
@@ -158,6 +163,7 @@ func runSuiteScenario(dir string, s suiteScenario, seed uint64) (sim.SuiteRow, e
 	opts := sim.DefaultOptions()
 	opts.Seed = seed
 	opts.Warmup = defaultWarmup
+	opts.EvalOrder, opts.KillTimeout = model.evalOrder, model.killTimeout
 	if s.Warmup != "" {
 		if opts.Warmup, err = time.ParseDuration(s.Warmup); err != nil {
 			return sim.SuiteRow{}, fmt.Errorf("warmup: %v", err)

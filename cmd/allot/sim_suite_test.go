@@ -16,7 +16,7 @@ import (
 // tolerance written next to each; where a bound is short of an issue-12
 // target the comment says so.
 func TestSimSuiteFigures(t *testing.T) {
-	rows, err := runSuite("../../examples/sim/suite/regress", io.Discard)
+	rows, err := runSuite("../../examples/sim/suite/regress", suiteModel{}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,6 +39,8 @@ type jobInfo struct {
 	moving     bool  // a drain stops some of its allocations in this plan
 	givenBack  bool  // placed in part, its allocations stopped in this plan (releasePartial)
 	whole      bool  // a gang that cannot be placed whole: written at the bottom of the pending band (waitWhole)
+	keptBack   bool  // placed in part again after a release still held (keepVictims): held low, not stopped again
+	backHeld   bool  // a release of it (rule 5c) is held: Snapshot.Victims names it for itself
 	movedOn    int32 // 1 + the last draining node that looked at it
 	fits       bool  // the placement model places it without victims
 	reserved   int32 // index in plan.Reservations, -1

@@ -115,7 +115,11 @@ func (d *Decider) keepVictims() {
 	for _, v := range d.snap.Victims {
 		vj, ok1 := d.jobIndex(v.Job)
 		bj, ok2 := d.jobIndex(v.For)
-		if !ok1 || !ok2 || vj == bj {
+		if ok1 && ok2 && vj == bj {
+			d.keepRelease(vj, v)
+			continue
+		}
+		if !ok1 || !ok2 {
 			continue
 		}
 		vi, bi := &d.jobs[vj], &d.jobs[bj]
@@ -141,6 +145,25 @@ func (d *Decider) keepVictims() {
 		}
 	}
 	d.holdLanders() // reserve.go: jobs that took nodes released for a waiting job
+}
+
+// keepRelease keeps the hold of a release (rule 5c; a Victim naming the
+// job for itself): while job j waits (pending, or placed in part again)
+// and the hold is younger than VictimHold, it is not released again but,
+// when placed in part, kept at releasedLevel (tier.go), where the jobs
+// before it can preempt its replacements. A release repeated at every
+// decision frees nothing on Nomad: each replacement takes the GPUs its
+// stop freed back at once, and one preempted by a job before it is placed
+// in part again as soon as GPUs free.
+func (d *Decider) keepRelease(j int32, v Victim) {
+	info := &d.jobs[j]
+	until := v.Since.Add(d.cfg.VictimHold)
+	if info.backHeld || (info.state != jsPartial && info.state != jsPending) || !d.now.Before(until) {
+		return
+	}
+	info.backHeld = true
+	d.wakeAt(until)
+	d.plan.Victims = append(d.plan.Victims, v)
 }
 
 // creditHeld gives waiting job j, before it is placed in the model, the
@@ -224,6 +247,10 @@ func (d *Decider) recordVictims() {
 		if b := d.jobs[j].victimFor; b >= 0 {
 			d.wakeAt(d.now.Add(d.cfg.VictimHold))
 			d.plan.Victims = append(d.plan.Victims, Victim{Job: d.jp[j].ID, For: d.jp[b].ID, Since: d.now})
+		}
+		if d.jobs[j].givenBack { // a release, held (keepRelease)
+			d.wakeAt(d.now.Add(d.cfg.VictimHold))
+			d.plan.Victims = append(d.plan.Victims, Victim{Job: d.jp[j].ID, For: d.jp[j].ID, Since: d.now})
 		}
 	}
 }

@@ -199,13 +199,17 @@ func checkPlan(t *testing.T, seed int64, snap *Snapshot, p *Plan, now time.Time,
 	minPending := 1 << 30
 	victims := map[string]bool{}
 	for _, s := range p.Stops {
-		if s.Reason.Code == ReasonVictim || s.Reason.Code == ReasonVictimOwn || s.Reason.Code == ReasonVictimPartial || s.Reason.Code == ReasonReservationStop {
+		if s.Reason.Code == ReasonVictim || s.Reason.Code == ReasonVictimOwn || s.Reason.Code == ReasonVictimPartial || s.Reason.Code == ReasonReservationStop ||
+			s.Reason.Code == ReasonPartialRelease { // released (rule 5c): a preemption gap below its standing (releasedLevel)
 			victims[s.Job] = true
 		}
 	}
 	for _, e := range p.Explanations {
 		if e.VictimOf != "" {
 			victims[e.Job] = true // held below the job it made room for (checkMemory)
+		}
+		if e.Reason.Code == ReasonPartialRelease {
+			victims[e.Job] = true // released earlier and kept back (keepRelease)
 		}
 	}
 	for _, e := range p.Explanations {

@@ -574,6 +574,10 @@ func (w *world) printPlan(p *Plan) string {
 		fmt.Fprintf(&b, "reservation %s on %s since %s (%s)\n", r.Job, strings.Join(r.Nodes, ","), w.at(r.Since), state)
 	}
 	for _, v := range p.Victims {
+		if v.Job == v.For {
+			fmt.Fprintf(&b, "release of %s held since %s\n", v.Job, w.at(v.Since))
+			continue
+		}
 		fmt.Fprintf(&b, "victim %s held below %s since %s\n", v.Job, v.For, w.at(v.Since))
 	}
 	for _, n := range p.Notices {

@@ -26,6 +26,8 @@ type Snapshot struct {
 	// Victims are Plan.Victims of the previous decision: jobs stopped to
 	// make room for another job, held a preemption gap below it while it
 	// waits (nil: none held; a caller that drops them loses the hold).
+	// A Victim whose For is its own Job is a job placed in part and
+	// released (rule 5c), held at releasedLevel and not released again.
 	Victims []Victim
 	// Issued are Plan.Issued of the previous decision, less any action the
 	// caller failed to apply (so that it is issued again at once): stops

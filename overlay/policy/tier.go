@@ -69,11 +69,17 @@ func (d *Decider) target(j int32) {
 		info.target, info.reason = c.Protected, Reason{Code: ReasonStarting}
 	case jsPartial:
 		info.target, info.reason = c.Running, Reason{Code: ReasonPartial, N: int(info.missing)}
-		if info.givenBack {
-			// Released (rule 5c): it waits where a pending job of its
-			// standing waits, so Nomad places the jobs before it first.
-			info.target = d.pendingLevel(d.gapPosition(d.victimPosition(j)))
+		switch {
+		case info.givenBack:
+			// Released (rule 5c): it waits below the jobs of its
+			// standing, so Nomad places the jobs before it first.
+			info.target = d.releasedLevel(j)
 			info.reason = d.plan.Stops[slices.IndexFunc(d.plan.Stops, func(s StopJob) bool { return s.Job == d.jp[j].ID })].Reason
+		case info.keptBack:
+			// Released earlier and placed in part again (its
+			// replacements took GPUs no job before it could): it stays
+			// there until the hold ends, within reach of those jobs.
+			info.target, info.reason = d.releasedLevel(j), d.releaseReason(j)
 		}
 		if info.wait == WaitNone {
 			info.wait = WaitPartial

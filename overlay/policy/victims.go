@@ -73,7 +73,11 @@ func (d *Decider) place() {
 			continue
 		}
 		if info.state == jsPartial && (info.wait == WaitFairShare || info.wait == WaitOrder) {
-			d.releasePartial(j)
+			if info.backHeld {
+				info.keptBack = true // its replacements took the GPUs back: held low, not stopped again
+			} else {
+				d.releasePartial(j)
+			}
 			d.waitWhole(j)
 			continue
 		}
@@ -147,10 +151,7 @@ func quickJob(job *Job, cfg Config) bool {
 func (d *Decider) releasePartial(j int32) {
 	info, job := &d.jobs[j], d.jp[j]
 	info.givenBack = true
-	r := Reason{Code: ReasonPartialRelease, N: int(info.missing), Detail: info.wait.String()}
-	if info.waitFor >= 0 {
-		r.Job = d.jp[info.waitFor].ID
-	}
+	r := d.releaseReason(j)
 	for _, ai := range d.jobAllocs.row(j) {
 		if al := d.ap[ai]; al.live() && d.allocNode[ai] >= 0 {
 			d.cap.change(d.allocNode[ai], int32(al.GPUs))
@@ -197,6 +198,29 @@ func allocations(job *Job) int {
 		}
 	}
 	return n
+}
+
+// releaseReason is why job j, placed in part, is released (rule 5c).
+func (d *Decider) releaseReason(j int32) Reason {
+	info := &d.jobs[j]
+	r := Reason{Code: ReasonPartialRelease, N: int(info.missing), Detail: info.wait.String()}
+	if info.waitFor >= 0 {
+		r.Job = d.jp[info.waitFor].ID
+	}
+	return r
+}
+
+// releasedLevel is where a job released by rule 5c waits: a preemption
+// gap below the level of its standing (pendingLevel of its position), so
+// that the jobs before it in the order, and only they, can preempt its
+// replacements. On Nomad a stopped allocation's replacement eval is
+// processed first and places the replacement on the GPUs its stop just
+// freed (README, "How faithful is the simulator"); at its standing's
+// level no job before it could take them back, and the release would
+// free nothing. Not below Pending.Low - PreemptionGap (as victimLevel).
+func (d *Decider) releasedLevel(j int32) int {
+	c := &d.cfg
+	return max(d.pendingLevel(d.gapPosition(d.victimPosition(j)))-c.PreemptionGap, c.Pending.Low-c.PreemptionGap)
 }
 
 // smallestAsks fills minAskBelow[i]: the smallest per-allocation GPU ask of
