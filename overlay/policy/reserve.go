@@ -225,7 +225,7 @@ func (d *Decider) assign(j int32, nodes []int32, stops bool) bool {
 					vi := &d.jobs[c.job]
 					vi.victimFor, vi.victimNode, vi.victimGPUs = j, n, a.gpus
 					sc.added = append(sc.added, c.job)
-					room[k] += c.gpus
+					d.freeRoom(c.job, nodes, room)
 				}
 				room[k] -= a.gpus
 				best = k
@@ -241,6 +241,20 @@ func (d *Decider) assign(j int32, nodes []int32, stops bool) bool {
 		}
 	}
 	return true
+}
+
+// freeRoom adds to room (by index in nodes) the GPUs that stopping victim
+// v frees on each of nodes: a job of several allocations, stopped for one
+// ask, frees its GPUs on every reserved node it holds, and is not a
+// candidate again (victimOK) for the next.
+func (d *Decider) freeRoom(v int32, nodes []int32, room []int32) {
+	for _, ai := range d.jobAllocs.row(v) {
+		if al := d.ap[ai]; al.live() {
+			if k := slices.Index(nodes, d.allocNode[ai]); k >= 0 {
+				room[k] += int32(al.GPUs)
+			}
+		}
+	}
 }
 
 // heldOn is the GPUs held on node n by jobs held below job j.
