@@ -39,6 +39,9 @@ func (d *Decider) place() {
 		d.asks = d.jobAsks(j, d.asks)
 		if info.reserved >= 0 {
 			info.wait = WaitReserved
+			if info.state == jsPending {
+				d.waitWhole(j) // a gathering reservation's gang waits whole while it gathers
+			}
 			continue
 		}
 		if info.heldFor >= 0 {
@@ -183,7 +186,7 @@ func (d *Decider) releasePartial(j int32) {
 // queue past the first MaxEvaluations are not examined and keep their
 // levels (an Incremental leaves most of them out of its read).
 func (d *Decider) waitWhole(j int32) {
-	if info := &d.jobs[j]; info.reserved < 0 && allocations(d.jp[j]) > 1 {
+	if info := &d.jobs[j]; (info.reserved < 0 || d.gathering(j)) && allocations(d.jp[j]) > 1 {
 		info.whole = true
 	}
 }
@@ -434,7 +437,11 @@ func (d *Decider) mayStop(v, j int32) (ok, marginOnly bool) {
 		}
 		return ok, false
 	}
-	if d.served[vi.leaf] < d.served[ji.leaf]+d.cfg.FairnessMargin {
+	least := d.served[ji.leaf] + d.cfg.FairnessMargin
+	if d.noMargin { // a gathering reservation past RuntimeCap (reserve.go hold)
+		least = math.Nextafter(d.served[ji.leaf], math.Inf(1))
+	}
+	if d.served[vi.leaf] < least {
 		if d.scratch.marginJob < 0 {
 			d.scratch.marginJob = v
 		}
