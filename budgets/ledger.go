@@ -98,6 +98,10 @@ type Ledger struct {
 	// spanSums is WriteSpans' scratch (cleared at each call): a ledger is
 	// written by one goroutine at a time, as every write mutates it.
 	spanSums map[spanBucket]int64
+	// spanOrder, spanShared and spanPlans are WriteSpans' scratch too.
+	spanOrder  []int32
+	spanShared []bool
+	spanPlans  []spanWrite
 }
 
 type leafSeries struct {
@@ -233,13 +237,19 @@ func (l *Ledger) Rewind(m HeadMark) error {
 // checkAhead returns ErrTooFarAhead when bucket j lies more than MaxAdvance
 // after the newest bucket.
 func (l *Ledger) checkAhead(j int64, what, leaf string) error {
-	if l.maxAhead == 0 || !l.written || j <= l.head+l.maxAhead {
+	if !l.tooFarAhead(j) {
 		return nil
 	}
 	return fmt.Errorf("%w: %s for %q at %s, %s after the newest bucket (%s); one write may move it at most %s",
 		ErrTooFarAhead, what, leaf, time.Unix(j*l.bucketSec, 0).UTC().Format(time.RFC3339),
 		time.Duration(min(j-l.head, math.MaxInt64/int64(time.Second)/l.bucketSec)*l.bucketSec)*time.Second,
 		time.Unix(l.head*l.bucketSec, 0).UTC().Format(time.RFC3339), l.MaxAdvance())
+}
+
+// tooFarAhead reports whether bucket j lies more than MaxAdvance after the
+// newest bucket.
+func (l *Ledger) tooFarAhead(j int64) bool {
+	return l.maxAhead != 0 && l.written && j > l.head+l.maxAhead
 }
 
 // moveHead makes j the newest bucket if it is later, moving the horizon.
@@ -321,14 +331,10 @@ func (l *Ledger) series(leaf string, demand bool) *series {
 	return l.leaves[leaf].pick(demand)
 }
 
-// writeBucket adds v > 0 to bucket j >= floor of leaf, which has room for it.
-func (l *Ledger) writeBucket(leaf string, j, v int64, demand bool) {
-	l.writeSeries(leaf, l.leaves[leaf], j, v, demand)
-}
-
-// writeSeries is writeBucket with leaf's entry already looked up (ls, nil
-// when it has none).
-func (l *Ledger) writeSeries(leaf string, ls *leafSeries, j, v int64, demand bool) {
+// writeSeries adds v > 0 to bucket j >= floor of leaf, which has room for
+// it; ls is leaf's entry, nil when it has none (then made). It returns the
+// entry.
+func (l *Ledger) writeSeries(leaf string, ls *leafSeries, j, v int64, demand bool) *leafSeries {
 	if ls == nil {
 		ls = &leafSeries{}
 		l.leaves[leaf] = ls
@@ -337,6 +343,7 @@ func (l *Ledger) writeSeries(leaf string, ls *leafSeries, j, v int64, demand boo
 	l.moveHead(j)
 	ls.pick(demand).add(j, v, l.nb)
 	l.changes++
+	return ls
 }
 
 // Usage returns leaf's charged GPU-seconds in buckets starting in [from, to).

@@ -3,6 +3,7 @@ package budgets
 import (
 	"bytes"
 	"errors"
+	"math/rand/v2"
 	"testing"
 	"time"
 )
@@ -70,5 +71,56 @@ func TestRewindUndoesAdvanceOnly(t *testing.T) {
 	mustWrite(t, l.charge("root/a", t0.Add(time.Minute), 1))
 	if err := l.Rewind(m); !errors.Is(err, ErrRewind) {
 		t.Fatalf("Rewind after a write = %v, want ErrRewind", err)
+	}
+}
+
+// TestWriteSpansMatchesOneByOne: on random batches, some naming a leaf's
+// series more than once (WriteSpans sums only those per bucket), some
+// near a bucket's bound, some not on whole seconds, a batch writes what the same spans written one by
+// one would, and refuses (changing nothing) exactly when one of those
+// writes would be refused.
+func TestWriteSpansMatchesOneByOne(t *testing.T) {
+	rng := rand.New(rand.NewPCG(12, 34))
+	leaves := []string{"root/a", "root/b", "root/c", "root/a/x"}
+	cfg := LedgerConfig{Retention: time.Hour} // the spans lie within 20 minutes; a short ring keeps the test quick
+	for iter := 0; iter < 1000; iter++ {
+		l := NewLedger(cfg)
+		mustWrite(t, l.ChargeSpan("root/a", t0, t0.Add(90*time.Second), 2))
+		base, _ := l.MarshalBinary()
+		spans := make([]Span, rng.IntN(8))
+		for k := range spans {
+			start := t0.Add(time.Duration(rng.IntN(600)) * time.Second)
+			if rng.IntN(4) == 0 {
+				start = start.Add(time.Duration(rng.IntN(int(time.Second)))) // not on a whole second
+			}
+			gpus := int64(rng.IntN(9))
+			if rng.IntN(4) == 0 {
+				gpus = int64(maxBucketValue/60 - 1000 + rng.IntN(2000)) // about a full bucket per minute
+			}
+			spans[k] = Span{Leaf: leaves[rng.IntN(len(leaves))], Start: start,
+				End: start.Add(time.Duration(1+rng.IntN(300)) * time.Second), GPUs: gpus, Demand: rng.IntN(3) == 0}
+		}
+		one := NewLedger(cfg)
+		if err := one.UnmarshalBinary(base); err != nil {
+			t.Fatal(err)
+		}
+		var oneErr error
+		for _, sp := range spans {
+			if oneErr = one.WriteSpans([]Span{sp}); oneErr != nil {
+				break
+			}
+		}
+		err := l.WriteSpans(spans)
+		if (err == nil) != (oneErr == nil) {
+			t.Fatalf("batch %d %+v: WriteSpans = %v, one by one = %v", iter, spans, err, oneErr)
+		}
+		got, _ := l.MarshalBinary()
+		want, _ := one.MarshalBinary()
+		if err != nil {
+			want = base
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("batch %d %+v (err %v): the ledger differs from the spans written one by one", iter, spans, err)
+		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -48,27 +50,36 @@ type Span struct {
 // returns the first error without writing anything. It is the one way
 // charges and demand spread over time reach a ledger.
 func (l *Ledger) WriteSpans(spans []Span) error {
+	// Spans of different (leaf, series) pairs never share a bucket, so
+	// only the buckets of a pair named by several spans need a batch sum:
+	// shared marks those spans (the common batch, one span per leaf, has
+	// none and needs no sums at all).
+	shared := l.sharedSpans(spans)
 	var sums map[spanBucket]int64
-	if len(spans) > 1 {
+	if shared != nil {
 		if l.spanSums == nil {
 			l.spanSums = map[spanBucket]int64{}
 		}
 		sums = l.spanSums
 		clear(sums) // reused: a batch's sums, kept between calls only to save the allocation
 	}
+	planned := l.spanPlans[:0]
 	for i := range spans {
 		sp := &spans[i]
 		w, err := l.planSpan(sp)
-		if err != nil || w.empty() {
-			if err != nil {
-				return err
-			}
+		if err != nil {
+			return err
+		}
+		planned = append(planned, w)
+		if w.empty() {
 			continue
 		}
-		s := l.series(sp.Leaf, sp.Demand)
+		w.ls = l.leaves[sp.Leaf]
+		planned[i].ls = w.ls
+		s := w.ls.pick(sp.Demand)
 		for j := w.keepFrom; j <= w.last; j++ {
 			v := w.amount(j)
-			if sums != nil {
+			if shared != nil && shared[i] {
 				k := spanBucket{sp.Leaf, sp.Demand, j}
 				sums[k] += v
 				v = sums[k]
@@ -83,10 +94,64 @@ func (l *Ledger) WriteSpans(spans []Span) error {
 	// forward: a later span then drops more and checks its bound against a
 	// later bucket, so nothing checked above can fail now.
 	for i := range spans {
-		w, _ := l.planSpan(&spans[i])
-		l.writePlanned(&spans[i], w)
+		w := &planned[i]
+		if !w.empty() {
+			w.keepFrom = l.keepFrom(w) // the horizon may have moved since
+		}
+		l.writePlanned(&spans[i], *w)
 	}
+	l.spanPlans = planned
 	return nil
+}
+
+// sharedSpans marks the spans whose (leaf, series) pair another span of
+// the batch names too; nil when no pair repeats. It sorts the spans'
+// indexes by pair in a scratch slice kept between calls.
+func (l *Ledger) sharedSpans(spans []Span) []bool {
+	if len(spans) < 2 {
+		return nil
+	}
+	sorted := true // then no pair repeats unless two neighbours share it
+	for k := 1; k < len(spans) && sorted; k++ {
+		sorted = compareSpanPairs(&spans[k-1], &spans[k]) < 0
+	}
+	if sorted {
+		return nil
+	}
+	ord := l.spanOrder[:0]
+	for i := range spans {
+		ord = append(ord, int32(i))
+	}
+	l.spanOrder = ord
+	pair := func(a, b int32) int { return compareSpanPairs(&spans[a], &spans[b]) }
+	slices.SortFunc(ord, pair)
+	var shared []bool
+	for k := 1; k < len(ord); k++ {
+		if pair(ord[k-1], ord[k]) != 0 {
+			continue
+		}
+		if shared == nil {
+			l.spanShared = slices.Grow(l.spanShared[:0], len(spans))[:len(spans)]
+			clear(l.spanShared)
+			shared = l.spanShared
+		}
+		shared[ord[k-1]], shared[ord[k]] = true, true
+	}
+	return shared
+}
+
+// compareSpanPairs orders spans by leaf, then charge before demand.
+func compareSpanPairs(a, b *Span) int {
+	if c := strings.Compare(a.Leaf, b.Leaf); c != 0 {
+		return c
+	}
+	switch {
+	case a.Demand == b.Demand:
+		return 0
+	case b.Demand:
+		return -1
+	}
+	return 1
 }
 
 // spanBucket names one bucket of one leaf's charge or demand series, for
@@ -108,10 +173,17 @@ func (sp *Span) what() string {
 type spanSplit struct {
 	start time.Time
 	gpus  uint64
+	// whole: the span starts and ends on whole seconds, as bucket starts
+	// do, so every x upTo is asked for is a whole number of seconds after
+	// start and the product needs no division.
+	whole bool
 }
 
 // upTo returns floor(gpus × seconds(x−start)) for x in [start, end].
 func (p spanSplit) upTo(x time.Time) int64 {
+	if p.whole {
+		return int64(p.gpus) * (x.Unix() - p.start.Unix()) // fitsGPUSeconds held for the whole span
+	}
 	hi, lo := bits.Mul64(p.gpus, uint64(x.Sub(p.start)))
 	q, _ := bits.Div64(hi, lo, uint64(time.Second)) // fitsGPUSeconds held for the whole span
 	return int64(q)
@@ -125,6 +197,9 @@ type spanWrite struct {
 	keepFrom    int64
 	bucketSec   int64
 	nothing     bool
+	// ls is the leaf's entry when WriteSpans checked the span, nil when it
+	// had none.
+	ls *leafSeries
 }
 
 func (w *spanWrite) empty() bool { return w.nothing }
@@ -157,14 +232,17 @@ func (l *Ledger) planSpan(sp *Span) (spanWrite, error) {
 	if d := sp.End.Sub(sp.Start); d == math.MaxInt64 || !fitsGPUSeconds(uint64(sp.GPUs), uint64(d)) {
 		return spanWrite{}, fmt.Errorf("%w: %s of %d GPUs over %v for %q: GPU-seconds must fit in an int64", ErrSpanTooLarge, sp.what(), sp.GPUs, d, sp.Leaf)
 	}
-	w := spanWrite{split: spanSplit{start: sp.Start, gpus: uint64(sp.GPUs)}, start: sp.Start, end: sp.End,
+	w := spanWrite{split: spanSplit{start: sp.Start, gpus: uint64(sp.GPUs), whole: sp.Start.Nanosecond() == 0 && sp.End.Nanosecond() == 0}, start: sp.Start, end: sp.End,
 		first: l.bucketAt(sp.Start), last: l.bucketAt(sp.End.Add(-1)), bucketSec: l.bucketSec}
-	if err := l.checkAhead(w.last, sp.what()+" span", sp.Leaf); err != nil {
-		return spanWrite{}, err
+	if l.tooFarAhead(w.last) {
+		return spanWrite{}, l.checkAhead(w.last, sp.what()+" span", sp.Leaf)
 	}
-	w.keepFrom = max(w.first, l.floor, w.last-l.span+1)
+	w.keepFrom = l.keepFrom(&w)
 	return w, nil
 }
+
+// keepFrom is the first bucket of w the ledger keeps as it stands.
+func (l *Ledger) keepFrom(w *spanWrite) int64 { return max(w.first, l.floor, w.last-l.span+1) }
 
 // writePlanned writes a checked span.
 func (l *Ledger) writePlanned(sp *Span, w spanWrite) {
@@ -178,9 +256,13 @@ func (l *Ledger) writePlanned(sp *Span, w spanWrite) {
 			l.droppedSeconds += lost
 		}
 	}
+	ls := w.ls
+	if ls == nil {
+		ls = l.leaves[sp.Leaf] // an earlier span of the batch may have made it
+	}
 	for j := w.keepFrom; j <= w.last; j++ {
 		if v := w.amount(j); v > 0 {
-			l.writeBucket(sp.Leaf, j, v, sp.Demand)
+			ls = l.writeSeries(sp.Leaf, ls, j, v, sp.Demand)
 		}
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/allot-sched/allot/overlay/policy"
 )
 
 // The reaction times of allot against a real Nomad, as tests with bounds
@@ -29,11 +31,12 @@ func checkNoFallBack(t *testing.T, what string, lats []time.Duration) {
 
 // registerLatencies registers n one-GPU jobs without a budget, 25 ms apart,
 // and returns how long allot took from each registration to writing its
-// priority (29, the unallocated band), read from Nomad's own job versions:
-// blocked for the jobs Nomad did not place before the write, placed for
-// the others. The jobs preempt each other: each arrives at 50, at least 10
-// above the running ones at 29, so most placements wait for a victim to
-// stop, and allot writes no priority until it has.
+// priority (the lowest of free work's levels, 20: policy free.go), read
+// from Nomad's own job versions: blocked for the jobs Nomad did not place
+// before the write, placed for the others. The jobs preempt each other:
+// each arrives at 50, at least 10 above the running ones at 20-29, so most
+// placements wait for a victim to stop, and allot writes no priority until
+// it has.
 func registerLatencies(t testing.TB, c *gpuCluster, prefix string, n int) (blocked, placed []time.Duration) {
 	t.Helper()
 	for i := 0; i < n; i++ {
@@ -47,8 +50,8 @@ func registerLatencies(t testing.TB, c *gpuCluster, prefix string, n int) (block
 			vs = c.versions(t, id)
 			return len(vs) >= 2, nil
 		})
-		if vs[1].Priority != 29 {
-			t.Fatalf("%s version 1 has priority %d, want 29 (unallocated band)", id, vs[1].Priority)
+		if low := policy.DefaultConfig().FreeLevels().Low; vs[1].Priority != low {
+			t.Fatalf("%s version 1 has priority %d, want %d (free work's lowest level)", id, vs[1].Priority, low)
 		}
 		lat := time.Duration(vs[1].SubmitTime - vs[0].SubmitTime)
 		wasPlaced := false

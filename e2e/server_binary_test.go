@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/allot-sched/allot/overlay/policy"
 )
 
 // allotBinary returns the allot CLI (see allotCommand).
@@ -52,8 +54,9 @@ func TestServerBinaryDrivesNomad(t *testing.T) {
 	if pc := sc.SchedulerConfig.PreemptionConfig; !pc.BatchSchedulerEnabled || !pc.ServiceSchedulerEnabled {
 		t.Fatalf("preemption after allot's start: %+v", pc)
 	}
-	c.register(t, gpuJob{ID: "free", GPUs: 1}) // no budget: unallocated
-	c.waitPriority(t, "free", func(p int) bool { return p == 29 }, "= 29 (unallocated band)", 30*time.Second)
+	c.register(t, gpuJob{ID: "free", GPUs: 1})     // no budget: unallocated
+	low := policy.DefaultConfig().FreeLevels().Low // a free job that has not run 5m yet
+	c.waitPriority(t, "free", func(p int) bool { return p == low }, fmt.Sprintf("= %d (free work's lowest level)", low), 30*time.Second)
 }
 
 // nomadServerConfig writes the config of a one-server allot (write token

@@ -63,9 +63,10 @@ func TestSimSuiteFigures(t *testing.T) {
 	check("own-priority", own.DebugJobs == 1 && own.DebugP99 <= secs(time.Minute), "own-debug waited %.0fs, want <= 1m", own.DebugP99)
 
 	// The published example, 4 days on 256 GPUs (measured: debug p90 0s,
-	// p99 22s, worst leaf 100%, 15 of 15 leaves, occupancy 99.2%, lost
-	// 1.89x the baseline's: the 1.5x target is not met on this variant;
-	// the 10-day suite runs reach 1.30x and 1.37x).
+	// p99 51s, worst leaf 100%, 15 of 15 leaves, occupancy 99.1%, lost
+	// 1.44x the baseline's, 1,771 against 1,228 GPU h: the 1.5x target is
+	// met; it was 1.88x before free work was levelled by the work a stop
+	// would lose and a resumable job's loss was bounded by its run).
 	ex := fig("example-small", "allot")
 	check("example-small", ex.DebugP90 <= 60, "debug p90 %.0fs, want <= 60s", ex.DebugP90)
 	check("example-small", ex.DebugP99 <= secs(5*time.Minute), "debug p99 %.0fs, want <= 5m", ex.DebugP99)
@@ -73,7 +74,7 @@ func TestSimSuiteFigures(t *testing.T) {
 	check("example-small", ex.LeavesAt95 >= ex.Leaves-1, "%d of %d leaves at >= 95%%, want all but one at most", ex.LeavesAt95, ex.Leaves)
 	check("example-small", ex.AllLeaves >= 0.98, "all leaves %.3f of owed, want >= 0.98", ex.AllLeaves)
 	check("example-small", ex.Occupancy >= 0.97, "occupancy %.3f, want >= 0.97", ex.Occupancy)
-	check("example-small", ratio("example-small") <= 2.1, "lost %.2fx the baseline's, want <= 2.1 (measured 1.89; target 1.5 not met)", ratio("example-small"))
+	check("example-small", ratio("example-small") <= 1.6, "lost %.2fx the baseline's, want <= 1.6 (measured 1.44; target 1.5)", ratio("example-small"))
 
 	// The heavy-tailed shape, 4 days on 512 GPUs (measured: debug p90
 	// 1.1h against the baseline's 2.6h, worst leaf 56%, 19 of 22 leaves,
@@ -96,7 +97,9 @@ func TestSimSuiteFigures(t *testing.T) {
 	check("heavy-small", hv.AllLeaves >= 0.92, "all leaves %.3f of owed, want >= 0.92", hv.AllLeaves)
 	check("heavy-small", hv.WorstRatio >= 0.40, "worst leaf %.2f of owed, want >= 0.40", hv.WorstRatio)
 	check("heavy-small", hv.DebugP90 <= secs(2*time.Hour), "debug p90 %.0fs, want <= 2h", hv.DebugP90)
-	check("heavy-small", ratio("heavy-small") <= 21, "lost %.2fx the baseline's, want <= 21", ratio("heavy-small"))
+	// Lost 22.9x with free-work levels and a resumable job's loss bounded
+	// by its run: allot's 14,903 -> 13,747 GPU h, the baseline's 795 -> 600.
+	check("heavy-small", ratio("heavy-small") <= 25, "lost %.2fx the baseline's, want <= 25", ratio("heavy-small"))
 
 	// Gangs as wide as the cluster, 3 days on 128 GPUs (16 nodes, gangs up
 	// to 16): a gang placed in part whose last nodes fair share keeps from

@@ -16,9 +16,9 @@ import (
 //
 // It is a plain value with no clock: time comes in as the Plan's Now and
 // Health's now. Its zero value is ready. A caller that loses it (a new
-// leader) starts again from its zero value, or from Reservations rebuilt
-// from what it recorded: memory only saves work and time, so losing it
-// loses no charge and no protection.
+// leader) starts again from its zero value, or from the Reservations and
+// Notices it recorded (the server replicates both): the rest only saves
+// work and time, so losing it loses no charge and no protection.
 type Carry struct {
 	// Reservations: Plan.Reservations of the previous decision.
 	Reservations []Reservation
@@ -29,6 +29,8 @@ type Carry struct {
 	// Notices: Plan.Notices of the previous decision, the checkpoint
 	// notices running (notice.go). A notice is kept even where its signal
 	// failed, so a failed signal never keeps a job running past its stop.
+	// A caller must not lose them (a notice forgotten is sent again and its
+	// stop comes a whole notice late): the server replicates them.
 	Notices []Notice
 	// LastDecision: the Now of the previous decision.
 	LastDecision time.Time

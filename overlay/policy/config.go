@@ -90,7 +90,9 @@ type BandsConfig struct {
 type MarginsConfig struct {
 	// FairnessMargin: a running job past its window is a victim for a
 	// pending job only when served(victim leaf) >= served(pending leaf) +
-	// FairnessMargin, where served = usage share / effective share. The
+	// margin, where served = usage share / effective share and margin is
+	// FairnessMargin when the pending job begins to wait, shrinking
+	// linearly to 0 as it waits out its own protected window. The
 	// default 0.20 (was 0.10) is what the 30-day example supports (doc.go,
 	// rule 5).
 	FairnessMargin float64 `hcl:"fairness,optional"`

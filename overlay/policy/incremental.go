@@ -40,10 +40,14 @@ type Incremental struct {
 	jobs    []incJob // Snapshot order, with holes
 	jobAt   map[string]int32
 	holes   int
-	allocs  []incAlloc // Snapshot order, with holes
+	allocs  []incAlloc // Snapshot order, with holes: what read scans at each decision
+	recs    []Alloc    // by the same index: the allocations themselves
 	allocAt map[string]int32
 	aHoles  int
-	perJob  map[string]int32 // allocations by job ID
+	// orphans counts the allocation records of job IDs that hold no slot
+	// (an allocation put before its job, or left by a removed job); a
+	// job's own are counted in its incJob.allocs.
+	orphans map[string]int32
 
 	// Classification, for one tree and configuration.
 	tree     *budgets.Tree
@@ -58,14 +62,16 @@ type Incremental struct {
 	view     Snapshot
 	tl       tail
 	mark     []uint32
-	slotGen  []uint32 // by job slot: bumped when its job is removed
-	jobEra   uint32   // bumped when job slots are renumbered (compact)
-	nodeEra  uint32   // bumped when node indexes shift (RemoveNode)
-	plain    []bool   // by node: healthy, no Nomad drain, in service (read)
-	plainAt  uint64   // tl.nodesGen+1 when plain was filled (0: never)
-	aj, an   []int32  // by allocation record: its job slot and node index (read)
-	pin      []uint32 // by job slot: epoch when it has an allocation on a node that is not plain
-	runs     []uint32 // by job slot: epoch when it has a live allocation on a plain node
+	slotGen  []uint32  // by job slot: bumped when its job is removed
+	jobEra   uint32    // bumped when job slots are renumbered (compact)
+	nodeEra  uint32    // bumped when node indexes shift (RemoveNode)
+	plain    []bool    // by node: healthy, no Nomad drain, in service (read)
+	plainAt  uint64    // tl.nodesGen+1 when plain was filled (0: never)
+	aj, an   []int32   // by allocation record: its job slot and node index (read)
+	pin      []uint32  // by job slot: epoch when it has an allocation on a node that is not plain
+	runs     []uint32  // by job slot: epoch when it has a live allocation on a plain node
+	free     []freeRun // by job slot: its live allocations on plain nodes, when runs is this epoch
+	now      int64     // of the decision being read, in Unix nanoseconds
 	epoch    uint32
 	viewAt   []int32 // by job slot: its index in view, when marked this epoch
 	rankAt   []int32 // by job slot: its queued rank, when read in the top; else 0
@@ -95,13 +101,17 @@ type incJob struct {
 	managed bool
 	leaf    int32 // managed and allocated to a leaf budget: its index; else -1
 	ask     int32 // smallest GPUs of one allocation
+	allocs  int32 // allocation records naming it (put and not removed)
 }
 
+// incAlloc is what a decision's read scans of every allocation record,
+// kept apart from the Alloc (Incremental.recs) so that the scan touches
+// a few bytes per allocation, not the whole record.
 type incAlloc struct {
-	Alloc
 	live bool
 	// running is Alloc.live(): placed and meant to keep running.
 	running bool
+	gpus    int32 // Alloc.GPUs
 	// job and node cache the slot of its job and the index of its node,
 	// valid while the slot's generation and the eras they were read in
 	// last (either may come and go).
@@ -179,7 +189,6 @@ func (x *Incremental) RemoveNode(id string) {
 func (x *Incremental) PutJob(j Job) {
 	if x.jobAt == nil {
 		x.jobAt = make(map[string]int32)
-		x.perJob = make(map[string]int32)
 	}
 	s, ok := x.jobAt[j.ID]
 	if ok {
@@ -188,7 +197,13 @@ func (x *Incremental) PutJob(j Job) {
 	} else {
 		s = int32(len(x.jobs))
 		x.jobAt[j.ID] = s
-		x.jobs = append(x.jobs, incJob{Job: j, live: true})
+		n := int32(0)
+		if len(x.orphans) > 0 {
+			if n = x.orphans[j.ID]; n != 0 {
+				delete(x.orphans, j.ID) // its allocations came first
+			}
+		}
+		x.jobs = append(x.jobs, incJob{Job: j, live: true, allocs: n})
 	}
 	x.classify(s)
 }
@@ -221,7 +236,7 @@ func (x *Incremental) offIdle(j *incJob) bool {
 	case kindQueued:
 		return j.Priority != x.cfg.Pending.Low
 	case kindIdle:
-		return j.managed && !x.cfg.Unallocated.contains(j.Priority)
+		return j.managed && !x.cfg.FreeLevels().contains(j.Priority)
 	}
 	return false
 }
@@ -234,6 +249,9 @@ func (x *Incremental) RemoveJob(id string) {
 		return
 	}
 	x.unclassify(s)
+	if n := x.jobs[s].allocs; n != 0 {
+		x.orphan(id, n) // they stay until removed
+	}
 	x.jobs[s] = incJob{}
 	if int(s) >= len(x.slotGen) {
 		x.slotGen = slices.Grow(x.slotGen, int(s)+1-len(x.slotGen))[:s+1]
@@ -253,18 +271,27 @@ func (x *Incremental) PutAlloc(a Alloc) {
 		x.allocAt = make(map[string]int32)
 	}
 	if i, ok := x.allocAt[a.ID]; ok {
+		moved := x.recs[i].Job != a.Job
+		if moved {
+			x.countAlloc(i, -1)
+		}
+		if x.recs[i].Node != a.Node {
+			x.allocs[i].node = -1
+		}
+		x.recs[i] = a
 		r := &x.allocs[i]
-		old := r.Job
-		r.Alloc, r.running, r.job, r.node = a, a.live(), -1, -1
-		if old != a.Job {
-			x.countAlloc(old, -1)
-			x.countAlloc(a.Job, 1)
+		r.running, r.gpus = a.live(), int32(a.GPUs)
+		if moved {
+			r.job = -1
+			x.countAlloc(i, 1)
 		}
 		return
 	}
-	x.allocAt[a.ID] = int32(len(x.allocs))
-	x.allocs = append(x.allocs, incAlloc{Alloc: a, live: true, running: a.live(), job: -1, node: -1})
-	x.countAlloc(a.Job, 1)
+	i := int32(len(x.allocs))
+	x.allocAt[a.ID] = i
+	x.allocs = append(x.allocs, incAlloc{live: true, running: a.live(), gpus: int32(a.GPUs), job: -1, node: -1})
+	x.recs = append(x.recs, a)
+	x.countAlloc(i, 1)
 }
 
 // RemoveAlloc removes an allocation (garbage-collected, or of an older
@@ -274,38 +301,50 @@ func (x *Incremental) RemoveAlloc(id string) {
 	if !ok {
 		return
 	}
-	x.countAlloc(x.allocs[i].Job, -1)
-	x.allocs[i] = incAlloc{}
+	x.countAlloc(i, -1)
+	x.allocs[i], x.recs[i] = incAlloc{}, Alloc{}
 	delete(x.allocAt, id)
 	x.aHoles++
 	if x.aHoles > 64 && x.aHoles > len(x.allocs)/2 {
 		k := 0
-		for _, a := range x.allocs {
+		for i, a := range x.allocs {
 			if a.live {
-				x.allocAt[a.ID] = int32(k)
-				x.allocs[k] = a
+				x.allocAt[x.recs[i].ID] = int32(k)
+				x.allocs[k], x.recs[k] = a, x.recs[i]
 				k++
 			}
 		}
 		clear(x.allocs[k:])
-		x.allocs, x.aHoles = x.allocs[:k], 0
+		clear(x.recs[k:])
+		x.allocs, x.recs, x.aHoles = x.allocs[:k], x.recs[:k], 0
 	}
 }
 
-func (x *Incremental) countAlloc(job string, d int32) {
-	if x.perJob == nil {
-		x.perJob = make(map[string]int32)
+// countAlloc counts d more allocation records of allocation record i's
+// job, filing the job again when it gains its first or loses its last.
+func (x *Incremental) countAlloc(i int32, d int32) {
+	s := x.allocJobSlot(i)
+	if s < 0 {
+		x.orphan(x.recs[i].Job, d)
+		return
 	}
-	before := x.perJob[job]
-	after := before + d
-	if after == 0 {
-		delete(x.perJob, job)
-	} else {
-		x.perJob[job] = after
-	}
-	if s, ok := x.jobAt[job]; ok && (before == 0) != (after == 0) {
+	j := &x.jobs[s]
+	before := j.allocs
+	if j.allocs += d; (before == 0) != (j.allocs == 0) {
 		x.unclassify(s)
 		x.classify(s)
+	}
+}
+
+// orphan counts d more allocation records of job id, which holds no slot.
+func (x *Incremental) orphan(id string, d int32) {
+	if x.orphans == nil {
+		x.orphans = make(map[string]int32)
+	}
+	if n := x.orphans[id] + d; n != 0 {
+		x.orphans[id] = n
+	} else {
+		delete(x.orphans, id)
 	}
 }
 
@@ -322,7 +361,7 @@ func (x *Incremental) Snapshot() *Snapshot {
 	}
 	for i := range x.allocs {
 		if x.allocs[i].live {
-			s.Allocs = append(s.Allocs, x.allocs[i].Alloc)
+			s.Allocs = append(s.Allocs, x.recs[i])
 		}
 	}
 	return s
@@ -384,7 +423,7 @@ func (x *Incremental) classify(s int32) {
 			j.leaf = int32(n.LeafIndex)
 		}
 	}
-	if x.perJob[j.ID] > 0 {
+	if j.allocs > 0 {
 		j.kind = kindActive // its leaf goes to the Decider (tail.leaf)
 		x.active.add(s)
 		return

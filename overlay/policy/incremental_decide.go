@@ -17,6 +17,7 @@ func (x *Incremental) Decide(tree *budgets.Tree, fs *budgets.FairShare, now time
 		fs = budgets.ComputeFairShare(tree, nil)
 	}
 	x.configure(tree, &cfg)
+	x.now = now.UnixNano()
 	x.orderLeaves(fs)
 	base := cfg.Pending.Levels() + 2*cfg.MaxEvaluations
 	h := max(x.head, base)
@@ -174,12 +175,13 @@ func (x *Incremental) read(h int) {
 	v.Nodes = x.nodes
 	x.Fill(v)
 	x.tl.jp = x.tl.jp[:0]
-	x.tl.rank, x.tl.leaf = x.tl.rank[:0], x.tl.leaf[:0]
+	x.tl.rank, x.tl.leaf, x.tl.managed = x.tl.rank[:0], x.tl.leaf[:0], x.tl.managed[:0]
 	extra := x.extra[:0]
 	for k, s := range inc {
 		x.viewAt[s] = int32(k)
 		x.tl.jp = append(x.tl.jp, &x.jobs[s].Job)
 		x.tl.leaf = append(x.tl.leaf, x.jobs[s].leaf)
+		x.tl.managed = append(x.tl.managed, x.jobs[s].managed)
 		r := int32(0)
 		if x.jobs[s].kind == kindQueued {
 			r = x.rankAt[s]
@@ -214,11 +216,11 @@ func (x *Incremental) read(h int) {
 			// Running free work left out (pinFreeWork): its live
 			// allocations hold GPUs Nomad may preempt, on plain nodes.
 			if a.running {
-				x.tl.outFree[n] += int32(a.GPUs)
+				x.tl.outFree[n] += a.gpus
 			}
 			continue
 		}
-		x.tl.ap = append(x.tl.ap, &a.Alloc)
+		x.tl.ap = append(x.tl.ap, &x.recs[i])
 		if j >= 0 {
 			j = x.viewAt[j] // every job with allocations read is
 		}
@@ -239,6 +241,7 @@ func (x *Incremental) read(h int) {
 func (x *Incremental) pinFreeWork() {
 	x.pin = resize(x.pin, len(x.jobs))
 	x.runs = resize(x.runs, len(x.jobs))
+	x.free = resize(x.free, len(x.jobs))
 	if x.plainAt != x.tl.nodesGen+1 { // nodes put or removed since
 		x.plain = resize(x.plain, len(x.nodes))
 		for n := range x.nodes {
@@ -254,13 +257,18 @@ func (x *Incremental) pinFreeWork() {
 		if !a.live {
 			continue
 		}
-		j, n := x.allocJobSlot(a), x.allocNodeIndex(a)
+		j, n := x.allocJobSlot(int32(i)), x.allocNodeIndex(int32(i))
 		x.aj[i], x.an[i] = j, n
 		switch {
 		case j < 0:
 		case n >= 0 && x.plain[n]:
 			if a.running {
-				x.runs[j] = x.epoch
+				if x.runs[j] != x.epoch {
+					x.runs[j], x.free[j] = x.epoch, freeRun{}
+				}
+				if x.jobs[j].leaf < 0 { // free work: leftOutRunning reads its level
+					x.free[j].add(&x.recs[i])
+				}
 			}
 		default:
 			x.pin[j] = x.epoch
@@ -271,25 +279,27 @@ func (x *Incremental) pinFreeWork() {
 // leftOutRunning reports whether job slot s, which has allocations, is
 // running free work a decision need not read: managed, of no leaf
 // (unallocated, or its budget left the tree), its priority inside the
-// unallocated band (nothing to write), a live allocation (not finished)
+// levels, at its level (free.go: nothing to write), a live allocation (not finished)
 // and no allocation on a node that is not plain. All a decision does with such a job is count its live
 // allocations' GPUs as held and preemptible by Nomad on their nodes
 // (tail.outFree); it is never a victim, never moved, never written, and
 // its explanation is that of an idle unallocated job.
 func (x *Incremental) leftOutRunning(s int32) bool {
 	j := &x.jobs[s]
-	return j.managed && j.leaf < 0 && x.cfg.Unallocated.contains(j.Priority) && x.runs[s] == x.epoch &&
-		x.pin[s] != x.epoch
+	return j.managed && j.leaf < 0 && x.runs[s] == x.epoch && x.pin[s] != x.epoch &&
+		x.cfg.freePriority(j.Priority, x.free[s], j.Contract.Resumable, x.now) == j.Priority
 }
 
-// allocJobSlot is the slot of a's job, -1 when it has none. The slot
-// cached in a holds while no compaction renumbered the slots (jobEra) and
-// the job in it was not removed (slotGen); PutAlloc clears it.
-func (x *Incremental) allocJobSlot(a *incAlloc) int32 {
+// allocJobSlot is the slot of allocation record i's job, -1 when it has
+// none. The slot cached in its incAlloc holds while no compaction
+// renumbered the slots (jobEra) and the job in it was not removed
+// (slotGen) and its job ID did not change (PutAlloc clears it then).
+func (x *Incremental) allocJobSlot(i int32) int32 {
+	a := &x.allocs[i]
 	if s := a.job; s >= 0 && a.jobEra == x.jobEra && a.jobGen == x.gen(s) {
 		return s
 	}
-	s, ok := x.jobAt[a.Job]
+	s, ok := x.jobAt[x.recs[i].Job]
 	if !ok {
 		a.job = -1
 		return -1
@@ -306,13 +316,16 @@ func (x *Incremental) gen(s int32) uint32 {
 	return 0
 }
 
-// allocNodeIndex is the index of a's node, -1 when it is not known. The
-// index cached in a holds while no node was removed (nodeEra).
-func (x *Incremental) allocNodeIndex(a *incAlloc) int32 {
+// allocNodeIndex is the index of allocation record i's node, -1 when it
+// is not known. The index cached in its incAlloc holds while no node was
+// removed (nodeEra) and its node ID did not change (PutAlloc clears it
+// then).
+func (x *Incremental) allocNodeIndex(i int32) int32 {
+	a := &x.allocs[i]
 	if n := a.node; n >= 0 && a.nodeEra == x.nodeEra {
 		return n
 	}
-	n, ok := x.nodeAt[a.Node]
+	n, ok := x.nodeAt[x.recs[i].Node]
 	if !ok {
 		n = -1
 	}
@@ -408,7 +421,8 @@ func (x *Incremental) explainLeftOut(s int32, fs *budgets.FairShare) Explanation
 	j := &x.jobs[s]
 	e := Explanation{Job: j.ID, Namespace: j.Namespace, Priority: j.Priority, Warnings: j.Contract.Warnings}
 	if j.kind != kindQueued {
-		e.Band, e.Target, e.Reason = BandUnallocated, x.cfg.Unallocated.High, Reason{Code: ReasonUnallocated}
+		// Left out, so at its level already (leftOutRunning, offIdle).
+		e.Band, e.Target, e.Reason = BandUnallocated, j.Priority, Reason{Code: ReasonUnallocated}
 		if j.Contract.Allocated {
 			e.Reason = Reason{Code: ReasonBudgetGone, Detail: j.Contract.Budget}
 		}

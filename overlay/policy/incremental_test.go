@@ -184,6 +184,14 @@ func (w *incWorld) delta() {
 		if r.Intn(4) == 0 {
 			j.Priority = w.cfg.Pending.Low
 		}
+		if r.Intn(6) == 0 && len(snap.Nodes) > 0 {
+			// Its allocation is seen before the job itself (Nomad's events
+			// come in any order): counted for a job not there yet.
+			w.seq++
+			n := snap.Nodes[r.Intn(len(snap.Nodes))]
+			w.inc.PutAlloc(Alloc{ID: fmt.Sprintf("a%d", w.seq), Job: id, Node: n.ID, Group: "g", GPUs: gpus,
+				StartedAt: w.now, ClientStatus: ClientRunning, DesiredStatus: DesiredRun})
+		}
 		w.inc.PutJob(j)
 	case 2: // start an allocation of a waiting job
 		j := pick(func(j *Job) bool { return live[j.ID] < j.Groups[0].Count })
@@ -216,6 +224,9 @@ func (w *incWorld) delta() {
 				if a.Job == j.ID && r.Intn(4) > 0 {
 					w.inc.RemoveAlloc(a.ID)
 				}
+			}
+			if r.Intn(3) == 0 {
+				w.inc.PutJob(*j) // registered again while allocations of it remain
 			}
 		}
 	case 5: // a node's health, eligibility or drain changes

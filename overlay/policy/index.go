@@ -52,6 +52,7 @@ type jobInfo struct {
 	freeAt     time.Time
 	lost       int64 // lostWork, once computed (lostSet)
 	lostSet    bool
+	free       freeRun // its live allocations, for free work's level (free.go)
 }
 
 // victimOf is the job j was stopped for, in this plan or held from an
@@ -271,7 +272,7 @@ func (d *Decider) jobState(j int32, info *jobInfo) {
 		info.state, info.leaf = jsPending, d.tl.leaf[j]
 		return
 	}
-	if !d.managed(job) {
+	if d.tl != nil && !d.tl.managed[j] || d.tl == nil && !d.managed(job) {
 		return
 	}
 	var wanted, live, done int32
@@ -312,6 +313,11 @@ func (d *Decider) jobState(j int32, info *jobInfo) {
 	switch {
 	case info.leaf < 0:
 		info.state = jsUnallocated
+		for _, ai := range d.jobAllocs.row(j) {
+			if a := d.ap[ai]; a.live() {
+				info.free.add(a)
+			}
+		}
 	case live == 0:
 		info.state = jsPending
 	case info.missing > 0:

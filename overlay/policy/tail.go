@@ -17,6 +17,9 @@ type tail struct {
 	// leaf is by job of the snapshot read: for a managed job allocated to
 	// a budget that is a leaf of the tree, its leaf index; else -1.
 	leaf []int32
+	// managed is by job of the snapshot read: whether the configuration
+	// manages it (Config.Manages, as the Incremental classified it).
+	managed []bool
 	// queuedOrder lists the queued jobs of the snapshot read by rank: in
 	// pending order already, so orderPending merges rather than sorts.
 	queuedOrder []int32

@@ -13,11 +13,10 @@ import (
 //	pending at position p:                        pendingLevel(gapPosition(p)), then levels (hysteresis, order)
 //	pending gang that cannot be placed whole (rule 5d): Pending.Low
 //	victim stopped for job B (fresh or held):     victimLevel: min(pendingLevel(its position + shift), final(B) - PreemptionGap, ceiling)
-//	unallocated:                                  Unallocated.High
+//	unallocated:                                  FreeLevels, by the work a stop would lose (free.go)
 //
 // A write is planned when the job's priority is not its target, except that
-// pending jobs get the levels chosen by levels, an unallocated job already
-// inside the unallocated band is left where it is, and a victim keeps a
+// pending jobs get the levels chosen by levels, and a victim keeps a
 // priority at most final(B) - PreemptionGap and less than Hysteresis below
 // its target. Victims are done last, so that they land below the final
 // priority of the job they make room for. Jobs sorting after a job that
@@ -88,7 +87,7 @@ func (d *Decider) target(j int32) {
 			info.reason.Code = ReasonPendingRestart
 		}
 	case jsUnallocated:
-		info.target, info.reason = c.Unallocated.High, Reason{Code: ReasonUnallocated}
+		info.target, info.reason = c.freePriority(d.jp[j].Priority, info.free, d.jp[j].Contract.Resumable, d.now.UnixNano()), Reason{Code: ReasonUnallocated}
 		if info.gone {
 			info.reason = Reason{Code: ReasonBudgetGone, Detail: d.jp[j].Contract.Budget}
 		}
@@ -124,8 +123,6 @@ func (d *Decider) write(j int32) {
 	case info.state == jsPending:
 		to = info.level
 		change = cur != to
-	case info.state == jsUnallocated:
-		change = !c.Unallocated.contains(cur)
 	}
 	info.final = cur
 	if !change {

@@ -277,10 +277,7 @@ func (d *Decider) lostWork(v int32) int64 {
 		return 0
 	}
 	start := info.windowEnd.Add(-min(job.Contract.Protected, d.cfg.RuntimeCap))
-	ran := max(d.now.Sub(start), 0)
-	if job.Contract.Resumable {
-		ran = min(ran, d.cfg.ResumeLoss)
-	}
+	ran := d.cfg.unsaved(d.now.Sub(start), job.Contract.Resumable)
 	if job.Contract.Notice > 0 {
 		ran = 0 // it saves its work when signalled (notice.go)
 	}
@@ -348,6 +345,9 @@ func (d *Decider) sliceFor(j int32, asks []ask) bool {
 				d.wakeAt(info.freeAt)
 			case blockedByMargin:
 				info.wait, info.waitFor = WaitFairShare, sc.marginJob
+				if gap := d.vServed - d.served[info.leaf]; gap > 0 {
+					d.wakeAt(d.marginEnds(j, gap)) // the margin shrinks to the most served victim's gap
+				}
 			case sc.order:
 				info.wait, info.waitFor = WaitOrder, sc.orderJob
 			default:
@@ -397,8 +397,8 @@ func (d *Decider) liveAllocs(j, n int32) []string {
 // victimOK reports whether running job v may be stopped for pending job j:
 // past its window, not already leaving, and either of j's own leaf with a
 // lower meta priority than j's (the budget's own order rotates its own
-// work), or of another leaf served at least FairnessMargin more than j's
-// (served = usage share / effective share). marginOnly reports a job that
+// work), or of another leaf served at least the margin more than j's
+// (served = usage share / effective share; marginFor). marginOnly reports a job that
 // only the margin protects.
 func (d *Decider) victimOK(v, j int32) (ok, marginOnly bool) {
 	vi := &d.jobs[v]
@@ -422,8 +422,8 @@ func (d *Decider) partialBefore(j, v int32) bool {
 }
 
 // mayStop is victimOK's rule on standing alone, whatever v's state: the
-// budget's own order within a leaf, fair share with FairnessMargin across
-// leaves. Within a leaf only a higher meta priority stops a job: submit
+// budget's own order within a leaf, fair share with the margin (marginFor)
+// across leaves. Within a leaf only a higher meta priority stops a job: submit
 // time orders who waits first, but stopping a running job for an older
 // one of the same budget and priority changes neither the budget's
 // standing nor its own order, and only throws work away (each requeued
@@ -437,11 +437,11 @@ func (d *Decider) mayStop(v, j int32) (ok, marginOnly bool) {
 		}
 		return ok, false
 	}
-	least := d.served[ji.leaf] + d.cfg.FairnessMargin
-	if d.noMargin { // a gathering reservation past RuntimeCap (reserve.go hold)
-		least = math.Nextafter(d.served[ji.leaf], math.Inf(1))
+	m := d.marginFor(j)
+	if d.noMargin { // a gathering reservation (reserve.go): strict fair-share standing
+		m = 0
 	}
-	if d.served[vi.leaf] < least {
+	if d.served[vi.leaf] < d.served[ji.leaf]+m {
 		if d.scratch.marginJob < 0 {
 			d.scratch.marginJob = v
 		}
@@ -510,7 +510,7 @@ func (d *Decider) chooseVictims(j int32, a *ask) (node int32, margin, lossy bool
 	var bestScore victimScore
 	// No candidate anywhere when no possible victim is served enough and
 	// none is of j's own leaf.
-	least := d.served[d.jobs[j].leaf] + d.cfg.FairnessMargin
+	least := d.served[d.jobs[j].leaf] + d.marginFor(j)
 	own := leafBit(d.jobs[j].leaf)
 	some := d.vServed >= least || d.vAnyLeaf&own != 0
 	sc.lossy = false
@@ -787,4 +787,46 @@ func (s victimScore) less(o victimScore) bool {
 		return s.gpus < o.gpus
 	}
 	return s.minServed > o.minServed
+}
+
+// marginFor is the fairness margin job j's victims of other leaves must be
+// served above j's own leaf by (rule 5): FairnessMargin when j begins to
+// wait (it is submitted or requeued: Job.QueuedSince), shrinking linearly
+// to 0 as j waits out its own protected window, min(Protected,
+// RuntimeCap). The margin is hysteresis: between budgets served within it
+// of each other a stop buys little fairness and soon runs back. Bounded
+// by the waiting job's own window it still keeps two nearly equal budgets
+// from trading GPUs at every decision (a stop needs the gap to outlast a
+// wait as long as the job's promised run), but no longer keeps a budget
+// served a little less from a little more served one's past-window job
+// for as long as the gap stays under the margin: weeks on a cluster where
+// every budget asks for more than its share.
+func (d *Decider) marginFor(j int32) float64 {
+	m := d.cfg.FairnessMargin
+	w := min(d.jp[j].Contract.Protected, d.cfg.RuntimeCap)
+	waited := d.now.Sub(d.queuedSince(j))
+	switch {
+	case m <= 0 || w <= 0 || waited >= w:
+		return 0
+	case waited <= 0:
+		return m
+	}
+	return m * float64(w-waited) / float64(w)
+}
+
+// marginEnds is when job j's margin (marginFor) falls to gap, the
+// standing gap to the nearest job it protects; zero when it already has.
+func (d *Decider) marginEnds(j int32, gap float64) time.Time {
+	m := d.cfg.FairnessMargin
+	w := min(d.jp[j].Contract.Protected, d.cfg.RuntimeCap)
+	if m <= 0 || w <= 0 {
+		return time.Time{}
+	}
+	gap = max(gap, 0)
+	at := d.queuedSince(j).Add(time.Duration(float64(w) * (1 - min(gap/m, 1))))
+	at = at.Add(time.Second - 1).Truncate(time.Second) // to the second after
+	if !at.After(d.now) {
+		return time.Time{}
+	}
+	return at
 }

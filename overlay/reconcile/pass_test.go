@@ -16,7 +16,8 @@ import (
 
 // recordPass stores what of a pass's record the next pass reads back in
 // fsm (as the server's record does: jobs, allocations, nodes, priorities,
-// the queue and drain observations), so the next pass starts from it.
+// the queue, drain observations and notices), so the next pass starts
+// from it.
 func recordPass(t testing.TB, fsm *state.FSM, o server.Outcome, now time.Time) {
 	t.Helper()
 	apply := func(mt state.MessageType, req any) {
@@ -47,6 +48,9 @@ func recordPass(t testing.TB, fsm *state.FSM, o server.Outcome, now time.Time) {
 	}
 	if len(o.Drains) > 0 {
 		apply(state.DrainObserveType, state.DrainObserveRequest{At: now, Nodes: o.Drains})
+	}
+	if o.Notices != nil {
+		apply(state.PassType, state.PassRequest{At: now, ReplaceNotices: true, Notices: o.Notices})
 	}
 }
 

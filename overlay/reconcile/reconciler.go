@@ -88,7 +88,7 @@ type landedWrite struct {
 // leadership loses no charge and no protection.
 type termMemory struct {
 	started bool
-	carry   policy.Carry // the policy's memory: reservations, victims, issued actions, node health
+	carry   policy.Carry // the policy's memory: reservations, notices, victims, issued actions, node health
 	landed  map[string]landedWrite
 }
 
@@ -236,8 +236,9 @@ func (r *Reconciler) fairShare(l LedgerReader, t *budgets.Tree, now time.Time) *
 }
 
 // memory fills the policy's memory from the replicated state (node states,
-// reservations, priorities written, first sight of each job) and from this
-// term's own memory (policy.Carry) where the state keeps nothing.
+// reservations, notices in flight, priorities written, first sight of each
+// job) and from this term's own memory (policy.Carry) where the state keeps
+// nothing.
 func (r *Reconciler) memory(v *state.View, st *nomad.State, now time.Time) Memory {
 	m := Memory{
 		NodeStates: map[string]policy.NodeState{}, HealthySince: map[string]time.Time{},
@@ -261,7 +262,7 @@ func (r *Reconciler) memory(v *state.View, st *nomad.State, now time.Time) Memor
 	}
 	if !r.mem.started {
 		r.mem = termMemory{started: true, landed: map[string]landedWrite{},
-			carry: policy.Carry{Reservations: reservationsFromState(v)}}
+			carry: policy.Carry{Reservations: reservationsFromState(v), Notices: noticesFromState(v)}}
 	}
 	for id, n := range st.Nodes {
 		if t := r.mem.carry.Health(id, healthy(&n), m.NodeStates[id], now); !t.IsZero() {

@@ -53,7 +53,8 @@ func buildOutcome(in rowsInput) server.Outcome {
 	out.Nodes = nodeRows(in)
 	out.Priorities, out.Decisions = writeRows(in)
 	out.Queue = queueRows(in)
-	out.Drains = drainRows(in) // drain_rows.go
+	out.Drains = drainRows(in)   // drain_rows.go
+	out.Notices = noticeRows(in) // notice_rows.go
 	return out
 }
 

@@ -210,6 +210,7 @@ func (s *Server) passRequest(o Outcome, now time.Time) (state.PassRequest, error
 	v := s.fsm.Read()
 	req := state.PassRequest{At: now, Jobs: o.Jobs, DeletedJobs: o.DeletedJobs, Allocs: o.Allocs, Nodes: o.Nodes,
 		Priorities: o.Priorities, ReplaceQueue: o.Queue != nil, Queue: o.Queue,
+		ReplaceNotices: o.Notices != nil, Notices: o.Notices,
 		Decisions: withStandings(o.Decisions, o.Queue, v)}
 	drains, err := state.DrainChanges(v, o.Drains, now)
 	if err != nil {

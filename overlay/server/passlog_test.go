@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -160,6 +161,62 @@ func TestOneRaftEntryPerPass(t *testing.T) {
 	for k, n := range perPass {
 		if n != 1 {
 			t.Fatalf("pass %d wrote %d raft entries, want 1 (all passes: %v)", k, n, perPass)
+		}
+	}
+}
+
+// noticeReconciler is a Reconciler whose every pass records the notices
+// the test set last (the leader loop runs passes of its own too).
+type noticeReconciler struct {
+	mu      sync.Mutex
+	notices []state.Notice
+	passes  int
+}
+
+func (r *noticeReconciler) set(ns []state.Notice) { r.mu.Lock(); r.notices = ns; r.mu.Unlock() }
+
+func (r *noticeReconciler) Reconcile(context.Context, *state.View, time.Time) (Outcome, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.passes++
+	return Outcome{Notices: r.notices}, nil
+}
+
+// A pass's notices go in its one raft entry: non-nil replaces the stored
+// ones, nil keeps them, empty clears them.
+func TestPassRecordsNoticesInItsEntry(t *testing.T) {
+	clock := &fakeClock{now: tBase}
+	n := state.Notice{JobID: "default/train", For: "default/olmo", Allocs: []string{"a1"}, SentAt: tBase, Deadline: tBase.Add(5 * time.Minute),
+		Stop: state.NoticeStop{Kind: "victim", Job: "default/olmo", Node: "n1", N: 8}}
+	rec := &noticeReconciler{}
+	s := devServer(t, Config{Token: testToken, Reconciler: rec, Clock: clock.Now})
+	// The leader loop's first pass, then none for the hour devServer waits.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		rec.mu.Lock()
+		n := rec.passes
+		rec.mu.Unlock()
+		if n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the leader loop ran no pass")
+		}
+	}
+	for k, tc := range []struct {
+		set           []state.Notice
+		stored, wrote int
+	}{{[]state.Notice{n}, 1, 1}, {nil, 1, 0}, {[]state.Notice{}, 0, 1}} {
+		rec.set(tc.set)
+		clock.Advance(time.Second)
+		before := s.raft.LastIndex()
+		if err := s.ReconcileOnce(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if got := len(s.FSM().Read().Notices()); got != tc.stored {
+			t.Fatalf("pass %d: %d notices stored, want %d", k, got, tc.stored)
+		}
+		if got := s.raft.LastIndex() - before; got != uint64(tc.wrote) {
+			t.Fatalf("pass %d wrote %d raft entries, want %d", k, got, tc.wrote)
 		}
 	}
 }

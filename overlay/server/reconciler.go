@@ -53,4 +53,8 @@ type Outcome struct {
 	// entering one; the leader works out the drain transitions from them
 	// (state.DrainChanges) and records them with the pass.
 	Drains []state.NodeObservation
+	// Notices are the checkpoint notices in flight after the pass; non-nil
+	// replaces the stored ones (an empty, non-nil slice clears them), nil
+	// keeps them. A new leader starts from them.
+	Notices []state.Notice
 }

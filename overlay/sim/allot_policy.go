@@ -211,6 +211,10 @@ func (a *Allot) apply(s *State, p *policy.Plan) {
 		if !ok {
 			continue
 		}
+		if fl := a.cfg.FreeLevels(); s.now >= s.m.from && s.jobs[i].prio != sp.To &&
+			fl.Low <= sp.From && sp.From <= fl.High && fl.Low <= sp.To && sp.To <= fl.High {
+			s.m.freeWrites++
+		}
 		s.SetPriority(i, sp.To)
 		s.SetPreemptible(i, sp.To == a.cfg.Running || sp.To <= a.cfg.Unallocated.High)
 		if j := &s.jobs[i]; j.status < StatusDone {

@@ -39,6 +39,8 @@ type metrics struct {
 
 	drain  drainMetrics
 	notice noticeMetrics
+	// writes and freeWrites: Result.PriorityWrites and FreeLevelWrites.
+	writes, freeWrites int64
 }
 
 // drainMetrics follows each unhealthy episode of a node from its first

@@ -118,6 +118,9 @@ func WriteSummary(w io.Writer, rs []*Result) error {
 		})
 	}
 	row("lost GPU hours (work redone)", func(r *Result) string { return fmt.Sprintf("%.0f", r.LostGPUHours) })
+	row("priority writes: all / free work between levels", func(r *Result) string {
+		return fmt.Sprintf("%d / %d", r.PriorityWrites, r.FreeLevelWrites)
+	})
 	row("notices: allocations signalled / stops that lost nothing", func(r *Result) string {
 		return fmt.Sprintf("%d / %d", r.Notices.Signalled, r.Notices.Saved)
 	})

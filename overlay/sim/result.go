@@ -25,6 +25,12 @@ type Result struct {
 	NeverPlaceable int64 `json:"jobs_never_placeable"`
 	Events         int64 `json:"events"`
 	Reconciles     int64 `json:"reconciles"`
+	// PriorityWrites counts the priority changes the policy wrote after
+	// the warm-up (job re-registrations: Nomad updates running
+	// allocations in place), FreeLevelWrites those that moved running
+	// free work between its levels (allot: policy free.go).
+	PriorityWrites  int64 `json:"priority_writes"`
+	FreeLevelWrites int64 `json:"free_level_writes"`
 
 	// AtEnd is the work the run left unfinished at its end.
 	AtEnd EndState `json:"at_end"`
@@ -199,6 +205,7 @@ func (s *State) result(name string, tr *Trace, horizon int64) *Result {
 	}
 	r.LostGPUHours = float64(m.lostSec) / 3600
 	r.Notices = m.noticeResult()
+	r.PriorityWrites, r.FreeLevelWrites = m.writes, m.freeWrites
 	// GPU time held without progress (a job placed in part, or its tasks not
 	// running yet) is stalled, for allocated and unallocated work alike. Work
 	// lost later was progress while it ran: it stays occupied time.

@@ -134,7 +134,9 @@ type Options struct {
 	// a pass that would only read them back is left out. Wake-ups the policy
 	// asks for (its NextWake) run at their exact time.
 	ReactionDelay time.Duration
-	// CheckpointLoss is the work a resumable job loses when interrupted.
+	// CheckpointLoss is the most work a resumable job loses when
+	// interrupted: what it ran since it last started (it resumed from its
+	// checkpoint then), up to CheckpointLoss.
 	CheckpointLoss time.Duration
 	// Placement selects the node-scoring model.
 	Placement PlacementMode
@@ -520,6 +522,9 @@ func (s *State) SetPriority(i int32, p int) {
 	if p == j.prio || j.status >= StatusDone {
 		return
 	}
+	if s.now >= s.m.from {
+		s.m.writes++
+	}
 	for _, a := range j.slots {
 		if a >= 0 {
 			g := int64(s.allocs[a].gpus)
@@ -871,7 +876,9 @@ func (s *State) interrupt(i int32, why StopReason) {
 	j.done += ran
 	var lost int64
 	if j.spec.Resumable {
-		lost = min(j.done, int64(s.opts.CheckpointLoss/time.Second))
+		// It resumed from a checkpoint when this run started, so it
+		// loses at most this run, and at most CheckpointLoss of it.
+		lost = min(ran, int64(s.opts.CheckpointLoss/time.Second))
 	} else {
 		lost = j.done
 	}

@@ -404,7 +404,7 @@ func (f *FSM) applyJobDelete(body []byte) any {
 
 func deleteJobs(txn *memdb.Txn, ids []string) error {
 	for _, id := range ids {
-		for _, table := range []string{TableJobs, TablePriorities, TableQueue} {
+		for _, table := range []string{TableJobs, TablePriorities, TableQueue, TableNotices} {
 			if _, err := txn.DeleteAll(table, "id", id); err != nil {
 				return err
 			}

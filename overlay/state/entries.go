@@ -98,7 +98,8 @@ type DemandRequest struct {
 // JobUpsertRequest inserts or replaces managed jobs.
 type JobUpsertRequest struct{ Jobs []Job }
 
-// JobDeleteRequest forgets jobs, their allocations, priorities and queue rows.
+// JobDeleteRequest forgets jobs, their allocations, priorities, queue rows
+// and notices.
 type JobDeleteRequest struct{ JobIDs []string }
 
 // AllocUpsertRequest inserts or replaces allocation lifecycles. Charging

@@ -34,13 +34,18 @@ type PassRequest struct {
 	Demand    []DemandSample `json:",omitempty"`
 	Decisions []Decision     `json:",omitempty"`
 	Drains    []DrainChange  `json:",omitempty"`
+	// ReplaceNotices replaces the checkpoint notices in flight with
+	// Notices (empty: none); false keeps them (notice.go). Entries written
+	// before notices were replicated have neither.
+	ReplaceNotices bool     `json:",omitempty"`
+	Notices        []Notice `json:",omitempty"`
 }
 
 // Empty reports whether the pass records nothing.
 func (r *PassRequest) Empty() bool {
 	return len(r.Jobs) == 0 && len(r.DeletedJobs) == 0 && len(r.Allocs) == 0 && len(r.Nodes) == 0 &&
 		len(r.Priorities) == 0 && !r.ReplaceQueue && len(r.Charges) == 0 && len(r.Demand) == 0 &&
-		len(r.Decisions) == 0 && len(r.Drains) == 0
+		len(r.Decisions) == 0 && len(r.Drains) == 0 && !r.ReplaceNotices
 }
 
 // PassResult is what Apply returns for a pass it applied.
@@ -115,6 +120,12 @@ func applyPassRows(txn *memdb.Txn, req *PassRequest) error {
 			}
 			return replaceQueue(txn, req.At, req.Queue)
 		}},
+		{"notices", func() error {
+			if !req.ReplaceNotices {
+				return nil
+			}
+			return replaceNotices(txn, req.Notices)
+		}},
 	}
 	for _, st := range steps {
 		if err := st.apply(); err != nil {
@@ -178,9 +189,9 @@ func (f *FSM) recordItem(txn *memdb.Txn, it *ledgerItem) error {
 }
 
 // Preview calls read with a view of the state as it would be once the
-// rows of req (jobs, allocations, deleted jobs, nodes, priorities, queue)
-// are applied, changing nothing: the leader computes a pass's charges and
-// demand on it (ChargesDue, DemandDue), so that allocations the pass
+// rows of req (jobs, allocations, deleted jobs, nodes, priorities, queue,
+// notices) are applied, changing nothing: the leader computes a pass's
+// charges and demand on it (ChargesDue, DemandDue), so that allocations the pass
 // records are charged by the same entry. read must not keep the view.
 func (f *FSM) Preview(req *PassRequest, read func(*View)) error {
 	f.mu.RLock()

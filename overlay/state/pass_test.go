@@ -77,14 +77,17 @@ func TestPassIsTheOldEntriesInOne(t *testing.T) {
 	}
 }
 
+// passSpoil spoils a pass at one step; want is what the error names.
+type passSpoil struct {
+	name  string
+	spoil func(*PassRequest)
+	want  string
+}
+
 // TestPassAllOrNothing fails a pass at each of its steps, in turn: nothing
 // of it may land, neither in the tables nor in the ledger.
 func TestPassAllOrNothing(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		spoil func(*PassRequest)
-		want  string
-	}{
+	for _, tc := range append([]passSpoil{
 		{name: "an invalid row (first step)", spoil: func(r *PassRequest) { r.Priorities = append(r.Priorities, Priority{}) },
 			want: "priority 1 has no job ID"},
 		{name: "a charge to the wrong budget", spoil: func(r *PassRequest) { r.Charges[1].Leaf = "ai2/nlp" },
@@ -96,7 +99,7 @@ func TestPassAllOrNothing(t *testing.T) {
 		{name: "a drain change without its count", spoil: func(r *PassRequest) { r.Drains[0].Stats.Transitions = nil },
 			want: "0 phase(s) entered for 2 transition(s)"},
 		{name: "a bucket overflow in the ledger (last step)", spoil: overflow, want: "bucket overflow"},
-	} {
+	}, badNotices()...) { // notice_test.go
 		t.Run(tc.name, func(t *testing.T) {
 			f, req := passFixture(t)
 			before := snapshotBytes(t, f)

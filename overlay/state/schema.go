@@ -21,7 +21,7 @@ func schema() *memdb.DBSchema {
 	tables := []*memdb.TableSchema{
 		budgetsTableSchema(), jobsTableSchema(), allocsTableSchema(), nodesTableSchema(),
 		decisionsTableSchema(), prioritiesTableSchema(), queueTableSchema(), serversTableSchema(),
-		demandMarksTableSchema(), drainsTableSchema(), drainStatsTableSchema(),
+		demandMarksTableSchema(), drainsTableSchema(), drainStatsTableSchema(), noticesTableSchema(),
 	}
 	s := &memdb.DBSchema{Tables: make(map[string]*memdb.TableSchema, len(tables))}
 	for _, t := range tables {

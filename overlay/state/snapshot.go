@@ -33,6 +33,9 @@ type tables struct {
 	DemandMarks []*DemandMark
 	Drains      []*DrainRecord
 	DrainStats  []*DrainStats
+	// Notices: absent from snapshots taken before they were replicated
+	// (and when none is in flight, so those encode as they did).
+	Notices []*Notice `json:",omitempty"`
 }
 
 // fsmSnapshot is a point-in-time state: memdb's own immutable snapshot and
@@ -87,6 +90,7 @@ func dumpTables(txn *memdb.Txn) *tables {
 	collect(txn, TableDemandMarks, &t.DemandMarks)
 	collect(txn, TableDrains, &t.Drains)
 	collect(txn, TableDrainStats, &t.DrainStats)
+	collect(txn, TableNotices, &t.Notices)
 	return t
 }
 
@@ -175,6 +179,7 @@ func loadTables(db *memdb.MemDB, t *tables) error {
 		insertAll(txn, TablePriorities, t.Priorities), insertAll(txn, TableQueue, t.Queue),
 		insertAll(txn, TableServers, t.Servers), insertAll(txn, TableDemandMarks, t.DemandMarks),
 		insertAll(txn, TableDrains, t.Drains), insertAll(txn, TableDrainStats, t.DrainStats),
+		insertAll(txn, TableNotices, t.Notices),
 	} {
 		if step != nil {
 			return step
