@@ -261,18 +261,19 @@
 // for it. It lasts ReservationAge (ReservationMaxAge + RuntimeCap); at
 // RuntimeCap every window on its nodes has ended, and if its asks still
 // cannot all be freed it expires at once instead of keeping them idle.
-// Measured on the suite (allot sim suite examples/sim/suite, allot with
-// gather_nodes = 1000 against 0): heavy-256's lab/platform/inference (a
-// 32-node gang on the 32-node cluster, its budget's only job) went from
-// 0% of owed to past 65% (worst leaf 0% to 65%), heavy-1024 seed 2's
-// worst leaf 38% to 63% and two-pools-heavy's 83% to 87%, but heavy-1024
-// seeds 1 and 3 fell from 96% and 81% to 90% and 79%, bursty from 80% to
-// 65%, occupancy fell on every heavy shape (heavy-1024 99.5/99.3/99.4% to
-// 97.5/98.0/99.1%, heavy-256 98.4% to 92.7% with 4.9% stalled, large-gangs
-// 97.3% to 95.3%, bursty 99.3% to 97.9%), heavy-256's debug p90 rose from
-// 53m to 5.2h, and the largest jobs' p90 waits did not move (3.2-11.1d:
-// most gangs of 16+ nodes submitted on a cluster at 3x demand never run
-// before the horizon under either setting). So it is off by default.
+// Measured on the suite's heavy shapes (allot sim suite, allot with
+// gather_nodes = 1000 against 0, over main a4eb181): heavy-256's
+// lab/platform/inference (a 32-node gang on the 32-node cluster, its
+// budget's only job) starts (worst leaf 0% to 60%) and bursty's worst leaf
+// rose from 69% to 74%, but heavy-1024's fell from 95/64/81% to
+// 86/47/81%, large-gangs' from 18% to 2% and two-pools-heavy's from 90% to
+// 88%; occupancy fell on every one (heavy-1024 99.5/99.4/99.4% to
+// 97.8/98.3/98.7%, heavy-256 98.1% to 92.1% with 4.0% stalled, large-gangs
+// 96.3% to 94.9%, bursty 99.2% to 97.6%, two-pools-heavy 98.1% to 96.6%),
+// heavy-256's debug p90 rose from 1.6h to 5.0h, and the largest jobs' p90
+// waits did not move (3.2-11.0d against 3.3-11.0d: most gangs of 16+
+// nodes submitted on a cluster at 3x demand never run before the horizon
+// under either setting). So it is off by default.
 //
 // Releasing races with Nomad: the GPUs freeing on the reserved nodes wake
 // every blocked job, the reserved job X's retry may run while the nodes are
