@@ -70,9 +70,10 @@ policy {
   }
 
   reservation {
-    max     = 1    # reservations held at once for large jobs
-    nodes   = 4    # nodes one reservation may hold
-    max_age = "2h" # how long one reservation is held at most
+    max          = 1    # reservations held at once for large jobs
+    nodes        = 4    # nodes one reservation may hold
+    max_age      = "2h" # how long one reservation is held at most
+    gather_nodes = 0    # nodes a gathering reservation for a starved, wider gang may hold (0: none)
   }
 
   bounds {

@@ -115,6 +115,23 @@ type ReservationConfig struct {
 	ReservationNodes int `hcl:"nodes,optional"`
 	// ReservationMaxAge bounds how long one reservation is held (M).
 	ReservationMaxAge time.Duration `hcl:"max_age,optional"`
+	// GatherNodes bounds the nodes of a gathering reservation, held for a
+	// starved gang of more than ReservationNodes allocations (reserve.go,
+	// gathers); 0, the default, holds none. Measured on the suite it lets
+	// gangs as wide as the cluster start, at a cost in occupancy (doc.go).
+	GatherNodes int `hcl:"gather_nodes,optional"`
+}
+
+// ReservationAge bounds how long a reservation of nodes nodes is held:
+// ReservationMaxAge; a gathering reservation (more than ReservationNodes
+// nodes, reserve.go) RuntimeCap longer. Its nodes take no new work, so
+// every protected window on them ends within RuntimeCap; past that it
+// expires at once unless rule 5 frees its nodes (hold).
+func (c Config) ReservationAge(nodes int) time.Duration {
+	if nodes > c.ReservationNodes {
+		return c.ReservationMaxAge + c.RuntimeCap
+	}
+	return c.ReservationMaxAge
 }
 
 // BoundsConfig is the bounds {} block.
@@ -233,6 +250,9 @@ func (c Config) Problems() []FieldError {
 	}
 	if c.ReservationNodes < 1 || c.ReservationNodes > 10000 {
 		bad(f("ReservationNodes"), "nodes = %d: want a whole number from 1 to 10000", c.ReservationNodes)
+	}
+	if c.GatherNodes < 0 || c.GatherNodes > 100000 {
+		bad(f("GatherNodes"), "gather_nodes = %d: want a whole number from 0 to 100000 (0 holds no gathering reservation)", c.GatherNodes)
 	}
 	if c.ReservationMaxAge <= 0 {
 		bad(f("ReservationMaxAge"), "max_age = %v: want a positive duration such as \"2h\"", c.ReservationMaxAge)

@@ -68,6 +68,7 @@ type Decider struct {
 	reserveFor  []orderRef // examined jobs without victims, in order: reservation candidates
 	minAskBelow []int32    // by order index: smallest ask from there down
 	active      int        // reservations held
+	noMargin    bool       // rule 5 stops without FairnessMargin: a gathering reservation past RuntimeCap (hold)
 	recovered   int32      // a node that recovered or returned to service, -1
 	leafPos     []int32    // by leaf index: position in the fair-share order
 	served      []float64  // by leaf index: usage share / effective share

@@ -227,6 +227,8 @@ func (w *world) config(m map[string]string) error {
 			w.cfg.QuickWindow = d()
 		case "reservation-nodes":
 			w.cfg.ReservationNodes, err = strconv.Atoi(v)
+		case "reservation-gather-nodes":
+			w.cfg.GatherNodes, err = strconv.Atoi(v)
 		case "reservation-max-age":
 			w.cfg.ReservationMaxAge = d()
 		case "drain-return-after":

@@ -39,6 +39,9 @@ func (d *Decider) place() {
 		d.asks = d.jobAsks(j, d.asks)
 		if info.reserved >= 0 {
 			info.wait = WaitReserved
+			if info.state == jsPending {
+				d.waitWhole(j) // a gathering reservation's gang waits whole while it gathers
+			}
 			continue
 		}
 		if info.heldFor >= 0 {
@@ -184,7 +187,7 @@ func (d *Decider) releasePartial(j int32) {
 // queue past the first MaxEvaluations are not examined and keep their
 // levels (an Incremental leaves most of them out of its read).
 func (d *Decider) waitWhole(j int32) {
-	if info := &d.jobs[j]; info.reserved < 0 && allocations(d.jp[j]) > 1 {
+	if info := &d.jobs[j]; (info.reserved < 0 || d.gathering(j)) && allocations(d.jp[j]) > 1 {
 		info.whole = true
 	}
 }
@@ -458,7 +461,11 @@ func (d *Decider) mayStop(v, j int32) (ok, marginOnly bool) {
 		}
 		return ok, false
 	}
-	if d.served[vi.leaf] < d.served[ji.leaf]+d.marginFor(j) {
+	m := d.marginFor(j)
+	if d.noMargin { // a gathering reservation (reserve.go): strict fair-share standing
+		m = 0
+	}
+	if d.served[vi.leaf] < d.served[ji.leaf]+m {
 		if d.scratch.marginJob < 0 {
 			d.scratch.marginJob = v
 		}

@@ -273,7 +273,7 @@ func nodeRows(in rowsInput) []state.Node {
 			row.Reason = na.Reason.String()
 		}
 		if r, ok := reservedFor[pn.ID]; ok && row.Drain == policy.NodeReserved {
-			row.ReservedFor, row.ReservedUntil = r.Job, r.Since.Add(in.cfg.Policy.ReservationMaxAge).UTC()
+			row.ReservedFor, row.ReservedUntil = r.Job, r.Since.Add(in.cfg.Policy.ReservationAge(len(r.Nodes))).UTC()
 		}
 		if old == nil || !sameRow(*old, row) {
 			out = append(out, row)
