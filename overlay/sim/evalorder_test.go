@@ -12,18 +12,19 @@ import (
 // GPUs) gets h's node when h ends, its second allocation waiting for fair
 // share, which keeps t: rule 5c releases g. With evalOrder, g's
 // replacement eval is processed first and takes the node back at once.
-func releaseRun(t *testing.T, evalOrder bool) *Result {
+// extra jobs join the trace; events, if not nil, sees every event.
+func releaseRun(t *testing.T, evalOrder bool, events func(*Event), extra ...JobSpec) *Result {
 	t.Helper()
 	tree, err := budgets.NewTree([]budgets.Spec{{Path: "lab", Share: 1}, {Path: "lab/a", Share: 1}, {Path: "lab/b", Share: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := &Trace{Jobs: []JobSpec{
+	tr := &Trace{Jobs: append([]JobSpec{
 		{ID: "t", Budget: "lab/b", Class: ClassTrain, Count: 1, GPUs: 8, Work: 20 * time.Hour, MinRuntime: time.Hour, Resumable: true, Priority: 50},
 		{ID: "h", Budget: "lab/a", Class: ClassTrain, Count: 1, GPUs: 8, Work: 2 * time.Hour, MinRuntime: time.Hour, Resumable: true, Priority: 50},
 		{ID: "g", Submit: 90 * time.Minute, Budget: "lab/a", Class: ClassTrain, Count: 2, GPUs: 8, Work: time.Hour,
 			MinRuntime: time.Hour, Resumable: true, Priority: 50},
-	}}
+	}, extra...)}
 	p, err := NewAllot(policyDefault())
 	if err != nil {
 		t.Fatal(err)
@@ -31,6 +32,7 @@ func releaseRun(t *testing.T, evalOrder bool) *Result {
 	opts := DefaultOptions()
 	opts.Warmup, opts.Horizon = 0, 4*time.Hour
 	opts.EvalOrder, opts.KillTimeout = evalOrder, evalOrder
+	opts.Events = events
 	r, err := Run(tr, UniformCluster(2, 8), tree, p, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -53,53 +55,28 @@ func sliceStops(r *Result) int64 {
 // VictimHold (10m), so over the 2h it waits it is stopped at most once per
 // hold (12 times), not once per decision (240 times before the hold).
 func TestEvalOrder_ReleasedGangNotReleasedAgainAtOnce(t *testing.T) {
-	on := releaseRun(t, true)
+	on := releaseRun(t, true, nil)
 	if got := sliceStops(on); got < 1 || got > 13 {
 		t.Errorf("eval order: %d releases of g in 2h; want 1 to 13 (one per 10m hold at most)", got)
 	}
-	off := releaseRun(t, false)
+	off := releaseRun(t, false, nil)
 	if got := sliceStops(off); got < 1 || got > 13 {
 		t.Errorf("no eval order: %d releases of g in 2h; want 1 to 13", got)
 	}
 }
 
-// yieldRun runs two 8-GPU nodes under allot: t (lab/b) runs on one past
-// its window, h (lab/a) on the other until 2h, and gang g (lab/a, 2 x 8
-// GPUs) gets h's node when h ends, its second allocation waiting for fair
-// share, which keeps t. s (lab/b, 8 GPUs, before g in the order) comes at
-// 2h10m: rule 5c releases g, so that s runs. With evalOrder, g's replacement eval is
-// processed first and takes the node back at once. It returns when s
-// started (-1: never).
+// yieldRun is releaseRun with s (lab/b, 8 GPUs, before g in the order)
+// submitted at 2h10m: rule 5c releases g, so that s runs. It returns when
+// s started (-1: never).
 func yieldRun(t *testing.T, evalOrder bool) time.Duration {
 	t.Helper()
-	tree, err := budgets.NewTree([]budgets.Spec{{Path: "lab", Share: 1}, {Path: "lab/a", Share: 1}, {Path: "lab/b", Share: 1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := &Trace{Jobs: []JobSpec{
-		{ID: "t", Budget: "lab/b", Class: ClassTrain, Count: 1, GPUs: 8, Work: 20 * time.Hour, MinRuntime: time.Hour, Resumable: true, Priority: 50},
-		{ID: "h", Budget: "lab/a", Class: ClassTrain, Count: 1, GPUs: 8, Work: 2 * time.Hour, MinRuntime: time.Hour, Resumable: true, Priority: 50},
-		{ID: "g", Submit: 90 * time.Minute, Budget: "lab/a", Class: ClassTrain, Count: 2, GPUs: 8, Work: time.Hour,
-			MinRuntime: time.Hour, Resumable: true, Priority: 50},
-		{ID: "s", Submit: 130 * time.Minute, Budget: "lab/b", Class: ClassTrain, Count: 1, GPUs: 8, Work: time.Hour,
-			MinRuntime: time.Hour, Resumable: true, Priority: 50},
-	}}
-	p, err := NewAllot(policyDefault())
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := DefaultOptions()
-	opts.Warmup, opts.Horizon = 0, 4*time.Hour
-	opts.EvalOrder, opts.KillTimeout = evalOrder, evalOrder
 	started := time.Duration(-1)
-	opts.Events = func(e *Event) {
+	releaseRun(t, evalOrder, func(e *Event) {
 		if e.Kind == EventStart && e.Job == "s" && started < 0 {
 			started = time.Duration(e.T) * time.Second
 		}
-	}
-	if _, err := Run(tr, UniformCluster(2, 8), tree, p, opts); err != nil {
-		t.Fatal(err)
-	}
+	}, JobSpec{ID: "s", Submit: 130 * time.Minute, Budget: "lab/b", Class: ClassTrain, Count: 1, GPUs: 8, Work: time.Hour,
+		MinRuntime: time.Hour, Resumable: true, Priority: 50})
 	return started
 }
 
