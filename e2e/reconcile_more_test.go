@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/allot-sched/allot/overlay/client"
+	"github.com/allot-sched/allot/overlay/policy"
 )
 
 // Scenario 4: a user re-runs a managed job with a new priority: the user's
@@ -151,8 +152,9 @@ func TestReconcileStreamCut(t *testing.T) {
 	c := startGPUCluster(t)
 	px := newCutProxy(t, strings.TrimPrefix(c.Addr, "http://"))
 	al := startAllot(t, c, allotOptions{NomadAddr: "http://" + px.Addr()})
+	low := policy.DefaultConfig().FreeLevels().Low // free work that has not run 5m yet
 	c.register(t, gpuJob{ID: "before", GPUs: 1})
-	c.waitPriority(t, "before", func(p int) bool { return p == 29 }, "= 29", 10*time.Second)
+	c.waitPriority(t, "before", func(p int) bool { return p == low }, fmt.Sprintf("= %d", low), 10*time.Second)
 	resyncs := al.Rec.Watcher().Resyncs()
 	px.Cut()
 	c.register(t, gpuJob{ID: "during", GPUs: 1}) // directly at Nomad: allot cannot see it now
@@ -161,7 +163,7 @@ func TestReconcileStreamCut(t *testing.T) {
 		t.Fatalf("during the cut allot wrote priority %d", p)
 	}
 	px.Restore()
-	c.waitPriority(t, "during", func(p int) bool { return p == 29 }, "= 29 after the stream is back", 30*time.Second)
+	c.waitPriority(t, "during", func(p int) bool { return p == low }, fmt.Sprintf("= %d after the stream is back", low), 30*time.Second)
 	t.Logf("after the cut: %d rebuild(s) from the list endpoints, %d proxied connection(s) cut",
 		al.Rec.Watcher().Resyncs()-resyncs, px.Cuts())
 }
