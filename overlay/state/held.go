@@ -21,7 +21,10 @@ import (
 const TableHeldVictims = "held_victims"
 
 // HeldVictim is victim JobID held below For since Since (when it was chosen:
-// the hold ends at Since + the policy's VictimHold).
+// the hold ends at Since + the policy's VictimHold). For == JobID is a gang
+// released by rule 5c, held a preemption gap below its own standing so
+// that its replacement cannot take its GPUs straight back (policy
+// recordVictims).
 type HeldVictim struct {
 	JobID string
 	For   string
@@ -65,8 +68,6 @@ func checkHeldVictim(h *HeldVictim) error {
 		return fmt.Errorf("no job ID")
 	case h.For == "":
 		return fmt.Errorf("no job it is held for: want the waiting job's ID")
-	case h.For == h.JobID:
-		return fmt.Errorf("held for itself: want another job's ID")
 	case h.Since.IsZero():
 		return fmt.Errorf("no time it was chosen (since)")
 	}

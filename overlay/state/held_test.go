@@ -66,6 +66,18 @@ func TestPassRecordsHeldVictims(t *testing.T) {
 	}
 }
 
+// A gang released by rule 5c is held below its own standing (policy
+// recordVictims: For is the job itself): the pass that releases it is
+// recorded, not refused whole, and the hold survives for the next leader.
+func TestPassRecordsARelease(t *testing.T) {
+	f, req := passFixture(t)
+	req.ReplaceHeldVictims, req.HeldVictims = true, []HeldVictim{{JobID: "default/train", For: "default/train", Since: t0}}
+	mustApply(t, f, PassType, req)
+	if got := f.Read().HeldVictims(); len(got) != 1 || got[0].JobID != "default/train" || got[0].For != "default/train" {
+		t.Fatalf("held victims after a pass that released default/train %+v", got)
+	}
+}
+
 // badHeldVictims are passes whose second held victim is spoilt, each with
 // the error naming it: TestPassAllOrNothing refuses them whole.
 func badHeldVictims() []passSpoil {
@@ -77,7 +89,6 @@ func badHeldVictims() []passSpoil {
 	}{
 		{"no job", func(h *HeldVictim) { h.JobID = "" }, `held victim 1 (job ""): no job ID`},
 		{"no job held for", func(h *HeldVictim) { h.For = "" }, `held victim 1 (job "default/train"): no job it is held for`},
-		{"a job held for itself", func(h *HeldVictim) { h.For = h.JobID }, `held victim 1 (job "default/train"): held for itself`},
 		{"no time chosen", func(h *HeldVictim) { h.Since = time.Time{} }, "no time it was chosen (since)"},
 		{"a long beneficiary", func(h *HeldVictim) { h.For = strings.Repeat("j", MaxIDBytes+1) }, "for is 257 bytes"},
 		{"a victim held twice", func(h *HeldVictim) { h.JobID = "default/eval" },
