@@ -15,7 +15,9 @@ import (
 	"github.com/allot-sched/allot/overlay/state"
 )
 
-func applyEntry(t *testing.T, f *state.FSM, typ state.MessageType, req any) {
+// applyEntry applies one raft entry of type typ to f, failing t if the FSM
+// refuses it.
+func applyEntry(t testing.TB, f *state.FSM, typ state.MessageType, req any) {
 	t.Helper()
 	b, err := state.Encode(typ, req)
 	if err != nil {

@@ -20,17 +20,7 @@ import (
 // pass starts from it.
 func recordPass(t testing.TB, fsm *state.FSM, o server.Outcome, now time.Time) {
 	t.Helper()
-	apply := func(mt state.MessageType, req any) {
-		b, err := state.Encode(mt, req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res := fsm.ApplyEntry(b); res != nil {
-			if e, ok := res.(error); ok {
-				t.Fatalf("apply %v: %v", mt, e)
-			}
-		}
-	}
+	apply := func(mt state.MessageType, req any) { t.Helper(); applyEntry(t, fsm, mt, req) }
 	if len(o.Jobs) > 0 {
 		apply(state.JobUpsertType, state.JobUpsertRequest{Jobs: o.Jobs})
 	}

@@ -25,18 +25,7 @@ func storedState(t *testing.T, jobs []state.Job, allocs []state.Alloc, nodes []s
 	if err != nil {
 		t.Fatal(err)
 	}
-	apply := func(mt state.MessageType, req any) {
-		t.Helper()
-		b, err := state.Encode(mt, req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res := fsm.ApplyEntry(b); res != nil {
-			if e, ok := res.(error); ok {
-				t.Fatalf("apply %v: %v", mt, e)
-			}
-		}
-	}
+	apply := func(mt state.MessageType, req any) { t.Helper(); applyEntry(t, fsm, mt, req) }
 	if len(jobs) > 0 {
 		apply(state.JobUpsertType, state.JobUpsertRequest{Jobs: jobs})
 	}

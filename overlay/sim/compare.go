@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"math"
@@ -332,15 +333,7 @@ func byTime(evs []Event) []Event {
 	return out
 }
 
-func cmpEventT(x, y Event) int {
-	switch {
-	case x.T < y.T:
-		return -1
-	case x.T > y.T:
-		return 1
-	}
-	return 0
-}
+func cmpEventT(x, y Event) int { return cmp.Compare(x.T, y.T) }
 
 func stopCounts(evs []Event) map[string]int {
 	m := map[string]int{}

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"math/bits"
 	"math/rand/v2"
 	"slices"
@@ -747,13 +748,7 @@ func (s *State) queueCmp(a, b int32) int {
 	if ja.prio != jb.prio {
 		return jb.prio - ja.prio
 	}
-	switch {
-	case ja.evalIdx < jb.evalIdx:
-		return -1
-	case ja.evalIdx > jb.evalIdx:
-		return 1
-	}
-	return 0
+	return cmp.Compare(ja.evalIdx, jb.evalIdx)
 }
 
 // dequeue removes job i's eval from the blocked queue.
