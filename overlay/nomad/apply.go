@@ -50,6 +50,9 @@ type Op struct {
 	Node        string   // OpEligibility
 	Eligible    bool     // OpEligibility
 	Reason      string   // for logs; the decision log keeps the full reason
+	// Step orders ops of one kind: Apply finishes those of one step before
+	// it starts the next (a plan's priority writes: policy.WriteStep).
+	Step uint8
 }
 
 // Outcome is what happened to one Op.
@@ -163,18 +166,20 @@ func NewApplier(client *api.Client, cfg ApplyConfig, log hclog.Logger) *Applier 
 }
 
 // Apply runs ops in order, rate-limited, and reports each outcome. Ops
-// of one kind in a row (a plan's priorities, then stops, node actions,
-// evaluations) form a step: up to Parallel of its ops to different jobs or
-// nodes go at once, a job's or node's own ops one after another, and the
-// next step starts when the step is done, so a stop still comes after the
-// same job's priority write and evaluations after every priority. After a
-// failed write its worker pauses (exponential backoff) before the next one.
+// of one kind and Step in a row (a plan's priorities step by step, then
+// stops, node actions, evaluations) form a step: up to Parallel of its ops
+// to different jobs or nodes go at once, a job's or node's own ops one
+// after another, and the next step starts when the step is done, so a stop
+// still comes after the same job's priority write, evaluations after every
+// priority, and a write that makes Nomad place (and maybe preempt) after
+// every write that lifts a placed job out of its reach. After a failed
+// write its worker pauses (exponential backoff) before the next one.
 func (a *Applier) Apply(ctx context.Context, ops []Op) []Outcome {
 	out := make([]Outcome, len(ops))
 	b := &batch{failed: map[JobKey]bool{}, registered: map[JobKey]string{}}
 	for start := 0; start < len(ops); {
 		end := start + 1
-		for end < len(ops) && ops[end].Kind == ops[start].Kind {
+		for end < len(ops) && ops[end].Kind == ops[start].Kind && ops[end].Step == ops[start].Step {
 			end++
 		}
 		a.step(ctx, b, ops[start:end], out[start:end])

@@ -85,6 +85,9 @@ type slowNomad struct {
 	mu             sync.Mutex
 	inFlight, most int
 	log            []string
+	// seq has "begin J" when a registration of job J arrives and "end J"
+	// when it is answered.
+	seq []string
 }
 
 func (f *slowNomad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -99,11 +102,13 @@ func (f *slowNomad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		f.inFlight++
 		f.most = max(f.most, f.inFlight)
+		f.seq = append(f.seq, "begin "+req.Job.ID)
 		f.mu.Unlock()
 		time.Sleep(30 * time.Millisecond)
 		f.mu.Lock()
 		f.inFlight--
 		f.log = append(f.log, "register "+req.Job.ID)
+		f.seq = append(f.seq, "end "+req.Job.ID)
 		f.mu.Unlock()
 		reply(map[string]any{"JobModifyIndex": 8})
 	case strings.HasSuffix(r.URL.Path, "/evaluate"):
@@ -137,6 +142,43 @@ func TestApplyWritesInParallelStepByStep(t *testing.T) {
 	}
 	if n := len(fake.log); n != 13 || fake.log[n-1] != "evaluate j00" {
 		t.Errorf("Nomad saw %v, want 12 registrations then the evaluation", fake.log)
+	}
+}
+
+// Priority writes of one step go Parallel at a time, and a write of the
+// next step starts only once every write of the step before is answered:
+// a write that makes Nomad place (and maybe preempt) never overtakes one
+// that lifts a placed job out of its reach (policy.WriteStep).
+func TestApplyWriteStepsInOrder(t *testing.T) {
+	fake := &slowNomad{}
+	a := fakeApplier(t, fake, ApplyConfig{Parallel: 4})
+	var ops []Op
+	step := map[string]uint8{}
+	for i := 0; i < 10; i++ {
+		id := fmt.Sprintf("j%02d", i)
+		step[id] = uint8(i / 4) // steps 0, 0, 0, 0, 1, 1, 1, 1, 2, 2
+		ops = append(ops, Op{Kind: OpSetPriority, Job: JobKey{"default", id}, Priority: 89, ModifyIndex: 7, Step: step[id]})
+	}
+	for i, o := range a.Apply(context.Background(), ops) {
+		if o.Err != nil {
+			t.Fatalf("outcome %d = %+v, want done", i, o)
+		}
+	}
+	ended := map[uint8]int{}
+	for _, e := range fake.seq {
+		what, id, _ := strings.Cut(e, " ")
+		if what == "end" {
+			ended[step[id]]++
+			continue
+		}
+		for s := uint8(0); s < step[id]; s++ {
+			if ended[s] != 4 { // steps 0 and 1 have 4 writes each
+				t.Errorf("%s (step %d) began with %d of step %d's 4 writes answered; Nomad saw %v", id, step[id], ended[s], s, fake.seq)
+			}
+		}
+	}
+	if fake.most < 2 {
+		t.Errorf("%d registrations in flight at once, want 2 to 4 (Parallel 4, 4 writes a step)", fake.most)
 	}
 }
 

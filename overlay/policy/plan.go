@@ -8,8 +8,9 @@ import (
 )
 
 // Plan is one decision: what to write to Nomad and why. The Nomad adapter
-// applies it in order: SetPriorities (check-and-set on ModifyIndex), Stops
-// (migrations: requeued, never rescheduled), NodeActions, then Evaluations.
+// applies it in order: SetPriorities (check-and-set on ModifyIndex, step by
+// step: WriteStep), Stops (migrations: requeued, never rescheduled),
+// NodeActions, then Evaluations.
 type Plan struct {
 	Now           time.Time
 	SetPriorities []SetPriority
@@ -58,7 +59,36 @@ type SetPriority struct {
 	// check-and-set so a user's concurrent `nomad job run` wins.
 	ModifyIndex uint64
 	Reason      Reason
+	// Step is when the write goes (the plan lists its writes in step
+	// order; the adapter finishes a step before it starts the next).
+	Step WriteStep
 }
+
+// WriteStep orders a plan's priority writes by what Nomad does with each.
+// A write re-registers the job, and Nomad processes the evaluation that
+// creates before allot's next call (the fidelity harness measured it: the
+// simulator's -eval-order): a job with allocations still to place is
+// placed at once, at its new priority, preempting what it may (anything a
+// preemption gap below it). So the writes that lift placed jobs out of
+// reach go before any write that makes Nomad place, and the victims a plan
+// lowers go after them: a job placed since the last decision still sits at
+// its pending level (within reach of every pending job a gap above) until
+// its write to Protected lands, and a job written to Protected after
+// another write's evaluation preempted it would be placed again at
+// Protected, a preemption gap above Running.
+type WriteStep uint8
+
+const (
+	// StepShield: the job has every allocation placed; its write makes
+	// Nomad place nothing (running allocations are updated in place).
+	StepShield WriteStep = iota
+	// StepPlace: the job has allocations to place; Nomad places them at
+	// the new priority as soon as the write lands.
+	StepPlace
+	// StepLower: a victim lowered below the job it makes room for; it is in
+	// reach from the write until its stop, which follows the writes.
+	StepLower
+)
 
 // Evaluate asks Nomad to re-evaluate a pending job now (POST /v1/job/<id>/evaluate).
 type Evaluate struct {

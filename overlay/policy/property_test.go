@@ -38,6 +38,7 @@ func TestProperties(t *testing.T) {
 		checkMemory(t, seed, snap, p, now, cfg)
 		checkReservations(t, seed, snap, p, now, cfg, fs.Position)
 		checkFreeAt(t, seed, p, now)
+		checkWriteSteps(t, seed, snap, p, now, cfg)
 		if t.Failed() {
 			return
 		}
@@ -64,6 +65,47 @@ func TestProperties(t *testing.T) {
 			if e, ok := p.Explain(s.Job); ok && e.Band == BandPending && e.VictimOf == "" {
 				t.Errorf("seed %d: pending %s rewritten %d->%d right after it was written (%s)", seed, s.Job, s.From, s.To, s.Reason)
 			}
+		}
+	}
+}
+
+// checkWriteSteps: the writes are in WriteStep order, a victim's last, a
+// job's with allocations still to place (Nomad places them as soon as the
+// write lands; a stop still settling counts as done) after every write of
+// a placed job.
+func checkWriteSteps(t *testing.T, seed int64, snap *Snapshot, p *Plan, now time.Time, cfg Config) {
+	t.Helper()
+	missing := map[string]int{}
+	for _, j := range snap.Jobs {
+		for _, g := range j.Groups {
+			missing[j.ID] += g.Count
+		}
+	}
+	stopping := map[string]bool{}
+	for _, is := range snap.Issued {
+		if is.Kind == IssuedStop && !is.At.After(now) && now.Before(is.At.Add(cfg.Settle)) {
+			for _, id := range is.Allocs {
+				stopping[id] = true
+			}
+		}
+	}
+	for _, a := range snap.Allocs {
+		if a.live() && !stopping[a.ID] || a.done() {
+			missing[a.Job]--
+		}
+	}
+	for k, s := range p.SetPriorities {
+		if k > 0 && s.Step < p.SetPriorities[k-1].Step {
+			t.Errorf("seed %d: write %d (%s, step %d) after a write of step %d", seed, k, s.Job, s.Step, p.SetPriorities[k-1].Step)
+		}
+		want := StepShield
+		if e, ok := p.Explain(s.Job); ok && e.VictimOf != "" {
+			want = StepLower
+		} else if missing[s.Job] > 0 {
+			want = StepPlace
+		}
+		if s.Step != want {
+			t.Errorf("seed %d: %s %d->%d (%s) in step %d, want %d (%d allocations to place)", seed, s.Job, s.From, s.To, s.Reason, s.Step, want, missing[s.Job])
 		}
 	}
 }

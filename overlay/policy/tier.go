@@ -42,6 +42,9 @@ func (d *Decider) tier() {
 			d.write(int32(j))
 		}
 	}
+	// Victims were written last; the other writes go in step order
+	// (WriteStep), each step in job order.
+	slices.SortStableFunc(d.plan.SetPriorities, func(a, b SetPriority) int { return int(a.Step) - int(b.Step) })
 }
 
 func (d *Decider) target(j int32) {
@@ -142,8 +145,15 @@ func (d *Decider) write(j int32) {
 	if job.LastWrittenPriority != 0 && cur != job.LastWrittenPriority {
 		r = Reason{Code: ReasonUserPriority, N: cur}
 	}
+	step := StepShield
+	switch {
+	case info.victimOf() >= 0:
+		step = StepLower
+	case info.missing > 0:
+		step = StepPlace
+	}
 	d.plan.SetPriorities = append(d.plan.SetPriorities, SetPriority{Job: job.ID, Namespace: job.Namespace,
-		From: cur, To: to, ModifyIndex: job.ModifyIndex, Reason: r})
+		From: cur, To: to, ModifyIndex: job.ModifyIndex, Reason: r, Step: step})
 }
 
 func abs(x int) int {

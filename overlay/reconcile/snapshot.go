@@ -216,13 +216,14 @@ func fillJob(pj *policy.Job, j *nomad.Job, id string, in SnapshotInput) {
 }
 
 // OpsFromPlan lists a plan's writes in the order the plan prescribes:
-// priorities, stops, node actions, evaluations. The Applier skips the stops
-// of a job whose priority write failed.
+// priorities (in their policy.WriteStep steps), stops, signals, node
+// actions, evaluations. The Applier skips the stops of a job whose
+// priority write failed.
 func OpsFromPlan(p *policy.Plan) []nomad.Op {
 	var ops []nomad.Op
 	for _, sp := range p.SetPriorities {
 		ops = append(ops, nomad.Op{Kind: nomad.OpSetPriority, Job: jobKeyOf(sp.Namespace, sp.Job), Priority: sp.To,
-			ModifyIndex: sp.ModifyIndex, Reason: sp.Reason.String()})
+			ModifyIndex: sp.ModifyIndex, Reason: sp.Reason.String(), Step: uint8(sp.Step)})
 	}
 	for _, st := range p.Stops {
 		ops = append(ops, nomad.Op{Kind: nomad.OpStop, Job: jobKeyOf(st.Namespace, st.Job), Allocs: st.Allocs,

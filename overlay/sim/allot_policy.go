@@ -203,8 +203,10 @@ func stopReason(c policy.ReasonCode) StopReason {
 	return StopOther
 }
 
-// apply carries the plan out in the adapter's order: priorities, stops,
-// node actions, evaluations.
+// apply carries the plan out in the adapter's order: priorities (in the
+// plan's order, its policy.WriteStep steps: with Options.EvalOrder each
+// write's eval is processed before the next write), stops, node actions,
+// evaluations.
 func (a *Allot) apply(s *State, p *policy.Plan) {
 	for _, sp := range p.SetPriorities {
 		i, ok := a.jobIndex[sp.Job]
