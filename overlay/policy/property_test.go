@@ -255,7 +255,7 @@ func checkPlan(t *testing.T, seed int64, snap *Snapshot, p *Plan, now time.Time,
 		}
 	}
 	for _, e := range p.Explanations {
-		if e.Band == BandPending && !victims[e.Job] {
+		if e.Band == BandPending && !victims[e.Job] && !heldRestart(&e) { // rule 5e: held below free work's reach on purpose
 			minPending = min(minPending, final[e.Job])
 		}
 	}
@@ -294,7 +294,7 @@ func checkPlan(t *testing.T, seed int64, snap *Snapshot, p *Plan, now time.Time,
 				t.Errorf("seed %d: rule 4: unallocated %s at %d, lowest pending %d", seed, j.ID, final[j.ID], minPending)
 			}
 		}
-		if e.Band == BandPending && !victims[j.ID] && !cfg.Pending.contains(final[j.ID]) {
+		if e.Band == BandPending && !victims[j.ID] && !heldRestart(e) && !cfg.Pending.contains(final[j.ID]) {
 			t.Errorf("seed %d: pending %s at %d, outside the pending band", seed, j.ID, final[j.ID])
 		}
 	}
@@ -429,6 +429,10 @@ func checkPlan(t *testing.T, seed int64, snap *Snapshot, p *Plan, now time.Time,
 // waitsWhole reports whether e is a pending gang waiting whole (rule 5d).
 func waitsWhole(e *Explanation) bool { return e.Reason.Code == ReasonPendingWhole }
 
+// heldRestart reports whether e is a requeued job whose restart rule 5e
+// holds back.
+func heldRestart(e *Explanation) bool { return e.Wait == WaitRestart }
+
 // checkOrder: rule 3 with hysteresis. Pending levels keep the order
 // (strictly where the targets differ) and stay less than Hysteresis from
 // their targets.
@@ -446,11 +450,20 @@ func checkOrder(t *testing.T, seed int64, pend []*Explanation, final map[string]
 			}
 			continue
 		}
+		if heldRestart(a) {
+			// Rule 5e: a restart held back sits at the victims' floor,
+			// out of the order's levels, and names the job it waits for.
+			if r := a.Reason.Code; final[a.Job] != cfg.Pending.Low-cfg.PreemptionGap || a.WaitsFor == "" ||
+				r != ReasonPendingRestartHeld && r != ReasonPendingRestartServed {
+				t.Errorf("seed %d: %s held back (rule 5e) at %d for %q (%v); want %d, naming a job", seed, a.Job, final[a.Job], a.WaitsFor, a.Reason, cfg.Pending.Low-cfg.PreemptionGap)
+			}
+			continue
+		}
 		if d := final[a.Job] - a.Target; d >= cfg.Hysteresis || -d >= cfg.Hysteresis {
 			t.Errorf("seed %d: pending %s at %d, target %d, hysteresis %d", seed, a.Job, final[a.Job], a.Target, cfg.Hysteresis)
 		}
 		for _, b := range pend {
-			if b.Band != BandPending || victims[b.Job] || a.Position >= b.Position || waitsWhole(b) {
+			if b.Band != BandPending || victims[b.Job] || a.Position >= b.Position || waitsWhole(b) || heldRestart(b) {
 				continue
 			}
 			if (a.Target > b.Target && final[a.Job] <= final[b.Job]) || final[a.Job] < final[b.Job] {

@@ -59,6 +59,9 @@ func (d *Decider) target(j int32) {
 		if info.landed {
 			info.reason = Reason{Code: ReasonReservationLanded, Job: d.jp[b].ID, At: info.heldSince}
 		}
+		if d.restartLoses(j) && d.stopsAgain(j) >= 0 { // rule 5e (restart.go): its replacement would be stopped again
+			info.target, info.restartHeld = c.Pending.Low-c.PreemptionGap, true
+		}
 		return
 	}
 	switch info.state {
@@ -116,6 +119,10 @@ func (d *Decider) target(j int32) {
 		info.target, info.level = c.Pending.Low, c.Pending.Low
 		info.reason = Reason{Code: ReasonPendingWhole, N: int(info.position)}
 	}
+	if info.restartHeld && info.state == jsPending { // rule 5e (restart.go): at the victims' floor, evicting no running work (levels leaves it out)
+		info.target, info.level = c.Pending.Low-c.PreemptionGap, c.Pending.Low-c.PreemptionGap
+		info.reason = Reason{Code: info.restartWhy, N: int(info.position), Job: d.jp[info.waitFor].ID}
+	}
 }
 
 // write plans the SetPriority for job j if its priority must change, and
@@ -128,7 +135,7 @@ func (d *Decider) write(j int32) {
 	switch {
 	case info.victimOf() >= 0:
 		ceil := d.victimCeiling(j, info.victimOf())
-		change = cur > ceil || cur <= to-c.Hysteresis || cur < c.Pending.Low-c.PreemptionGap
+		change = cur > ceil || cur <= to-c.Hysteresis || cur < c.Pending.Low-c.PreemptionGap || info.restartHeld && cur != to
 	case info.state == jsPending:
 		to = info.level
 		change = cur != to
