@@ -12,6 +12,7 @@ import (
 //	running (past the window) or placed in part:  Running
 //	pending at position p:                        pendingLevel(gapPosition(p)), then levels (hysteresis, order)
 //	pending gang that cannot be placed whole (rule 5d): Pending.Low
+//	requeued job whose restart rule 5e holds back:    Pending.Low - PreemptionGap
 //	victim stopped for job B (fresh or held):     victimLevel: min(pendingLevel(its position + shift), final(B) - PreemptionGap, ceiling)
 //	unallocated:                                  FreeLevels, by the work a stop would lose (free.go)
 //
