@@ -160,9 +160,13 @@ func checkMemory(t *testing.T, seed int64, snap *Snapshot, p *Plan, now time.Tim
 		if e.VictimOf == "" {
 			continue
 		}
-		if final[e.Job] > final[e.VictimOf]-cfg.PreemptionGap || final[e.Job] < cfg.Pending.Low-cfg.PreemptionGap {
+		floor := cfg.Pending.Low - cfg.PreemptionGap
+		if vj, ok := findJob(snap, e.Job); ok && !vj.Contract.Resumable && vj.Contract.Notice <= 0 {
+			floor = cfg.restartLevel() // rule 5e may hold its replacement back (restart.go)
+		}
+		if final[e.Job] > final[e.VictimOf]-cfg.PreemptionGap || final[e.Job] < floor {
 			t.Errorf("seed %d: victim %s at %d, %s at %d: want at least %d below it and at least %d",
-				seed, e.Job, final[e.Job], e.VictimOf, final[e.VictimOf], cfg.PreemptionGap, cfg.Pending.Low-cfg.PreemptionGap)
+				seed, e.Job, final[e.Job], e.VictimOf, final[e.VictimOf], cfg.PreemptionGap, floor)
 		}
 		if b, ok := p.Explain(e.VictimOf); !ok || (b.Band != BandPending && (b.Band != BandRunning || b.Wait == WaitNone)) {
 			t.Errorf("seed %d: %s held below %s, which does not wait", seed, e.Job, e.VictimOf)
@@ -451,11 +455,11 @@ func checkOrder(t *testing.T, seed int64, pend []*Explanation, final map[string]
 			continue
 		}
 		if heldRestart(a) {
-			// Rule 5e: a restart held back sits at the victims' floor,
+			// Rule 5e: a restart held back sits at restartLevel,
 			// out of the order's levels, and names the job it waits for.
-			if r := a.Reason.Code; final[a.Job] != cfg.Pending.Low-cfg.PreemptionGap || a.WaitsFor == "" ||
+			if r := a.Reason.Code; final[a.Job] != cfg.restartLevel() || a.WaitsFor == "" ||
 				r != ReasonPendingRestartHeld && r != ReasonPendingRestartServed {
-				t.Errorf("seed %d: %s held back (rule 5e) at %d for %q (%v); want %d, naming a job", seed, a.Job, final[a.Job], a.WaitsFor, a.Reason, cfg.Pending.Low-cfg.PreemptionGap)
+				t.Errorf("seed %d: %s held back (rule 5e) at %d for %q (%v); want %d, naming a job", seed, a.Job, final[a.Job], a.WaitsFor, a.Reason, cfg.restartLevel())
 			}
 			continue
 		}

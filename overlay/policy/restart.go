@@ -32,15 +32,14 @@ import (
 //     stop it at its window end, and the evicted free work is the room
 //     that job would have found.
 //
-// A held job is written at the victims' floor, Pending.Low -
-// PreemptionGap, below every pending job and too low to evict free work
-// that ran more than FreeLevelBase (a job placed in part is released by
-// rule 5c instead); it waits (WaitRestart, naming the job of (a) or (b))
+// A held job is written at restartLevel (29 at the defaults), below every
+// pending job and too low to evict any free work (a job placed in part is
+// released by rule 5c instead); it waits (WaitRestart, naming the job of (a) or (b))
 // while the rule holds, and may still start on GPUs nobody holds. No job is
 // protected by it: it holds back only jobs that are not running, only
 // while fair share or their own budget's order puts another job first,
 // and in (b) only while their budget has at least its share. A victim
-// that is not resumable is written at the same floor when it is stopped
+// that is not resumable is written at the same level when it is stopped
 // and (a) holds for it, so that its replacement does not evict free work in
 // the instant of its stop, before the next decision could hold it.
 //
@@ -228,4 +227,15 @@ func (d *Decider) groupsFit(c int32, job *Job) bool {
 		}
 	}
 	return false
+}
+
+// restartLevel is where rule 5e holds a restart back: the highest priority
+// that evicts no free work (FreeLevels().Low + PreemptionGap - 1, 29 at the
+// defaults), below every pending job (Validate keeps Pending.Low at least
+// PreemptionGap above Unallocated.High). Held there, the job starts only on
+// GPUs nobody holds; one level higher it could evict free work that ran
+// less than FreeLevelBase, and Nomad then replaced its allocation to write
+// it protected, a preemption gap above jobs running past their windows.
+func (c *Config) restartLevel() int {
+	return c.FreeLevels().Low + c.PreemptionGap - 1
 }
