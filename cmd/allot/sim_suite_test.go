@@ -81,7 +81,10 @@ func TestSimSuiteFigures(t *testing.T) {
 	// margin, free-work levels, a resumable job's loss bounded by its run):
 	// debug p90 1.0h against the baseline's 6.4h, 17 of 22 leaves at >= 95%,
 	// all leaves 93.5%, occupancy 98.5% with 0.7% stalled against 64.8%
-	// with 33.1%, lost 24.2x (14,507 against 600 GPU h). The worst leaf,
+	// with 33.1%, lost 24.2x (14,507 against 600 GPU h). With rule 5c's
+	// release of a gang whose rest frees only past the reservation max_age
+	// (restFarOff): debug p90 39.2m, 19 of 22 leaves, all leaves 94.6%,
+	// occupancy 98.4% with 0.8% stalled, lost 22.7x (13,637). The worst leaf,
 	// lab/vision/robot-vision, gets 0% of what it is owed (46% with rule 5d
 	// alone, 26% once the margin was bounded in time, 0% once the
 	// simulator charged a resumable job only its last run); no bound is
@@ -93,11 +96,11 @@ func TestSimSuiteFigures(t *testing.T) {
 	check("heavy-small", hv.Occupancy >= 0.97, "occupancy %.3f, want >= 0.97", hv.Occupancy)
 	check("heavy-small", hv.Stalled <= 0.02, "stalled %.3f of the cluster, want <= 0.02", hv.Stalled)
 	check("heavy-small", hv.Occupancy > hb.Occupancy, "occupancy %.3f not above the baseline's %.3f", hv.Occupancy, hb.Occupancy)
-	check("heavy-small", hv.LeavesAt95 >= 16, "%d of %d leaves at >= 95%%, want >= 16", hv.LeavesAt95, hv.Leaves)
+	check("heavy-small", hv.LeavesAt95 >= 18, "%d of %d leaves at >= 95%%, want >= 18", hv.LeavesAt95, hv.Leaves)
 	check("heavy-small", hv.AllLeaves >= 0.92, "all leaves %.3f of owed, want >= 0.92", hv.AllLeaves)
 	check("heavy-small", hv.DebugP90 <= secs(2*time.Hour), "debug p90 %.0fs, want <= 2h", hv.DebugP90)
 	check("heavy-small", hv.DebugP90*5 <= hb.DebugP90, "debug p90 %.0fs not 5x below the baseline's %.0fs", hv.DebugP90, hb.DebugP90)
-	check("heavy-small", ratio("heavy-small") <= 26, "lost %.2fx the baseline's, want <= 26 (target 1.5 not met)", ratio("heavy-small"))
+	check("heavy-small", ratio("heavy-small") <= 24, "lost %.2fx the baseline's, want <= 24 (target 1.5 not met)", ratio("heavy-small"))
 
 	// Gangs as wide as the cluster, 3 days on 128 GPUs (16 nodes, gangs up
 	// to 16): a gang placed in part whose last nodes fair share keeps from
@@ -108,7 +111,9 @@ func TestSimSuiteFigures(t *testing.T) {
 	// 15 of 21 leaves at >= 95%, all leaves 85.6%, debug p90 55.5m (the
 	// baseline's 4.6h). Before rule 5d: stalled 29.8%, occupancy 69.7%, 17
 	// of 21 leaves, debug p90 5.0h; before rule 5c, 1 leaf and debug p90
-	// 1.8d.
+	// 1.8d. With rule 5c's far-off release (restFarOff): stalled 1.5%,
+	// occupancy 97.8%, 15 of 21 leaves, all leaves 86.5%, debug p90 1.1h,
+	// lost 22.3x (27.7x before).
 	gs := fig("gangs-small", "allot")
 	check("gangs-small", gs.Stalled <= 0.05, "stalled %.3f of the cluster, want <= 0.05", gs.Stalled)
 	check("gangs-small", gs.Occupancy >= 0.96, "occupancy %.3f, want >= 0.96", gs.Occupancy)
