@@ -233,25 +233,41 @@ func (x *Incremental) read(h int) {
 	}
 }
 
-// pinFreeWork marks (pin) the jobs with an allocation on a node that is
-// not plain: unknown, unhealthy, under a Nomad drain, or in a drain or
-// reservation state. Those are always read (drains and reservations stop
-// or count allocations one by one); see leftOutRunning.
+// pinFreeWork counts, by job, the allocations on nodes that are not plain:
+// unknown, unhealthy, under a Nomad drain, or in a drain or reservation
+// state (jobRuns.pinned). Jobs with one are always read (drains and
+// reservations stop or count allocations one by one); see leftOutRunning.
+// It counts too the live allocations on plain nodes (jobRuns.plain and
+// free). PutAlloc and RemoveAlloc keep the counts from one decision to
+// the next; they are made again from every record only when nodes, job
+// slots or an orphan's job changed since (runsOK false).
 // It resolves each allocation's job slot and node index for read (aj, an).
 func (x *Incremental) pinFreeWork() {
-	x.pin = resize(x.pin, len(x.jobs))
-	x.runs = resize(x.runs, len(x.jobs))
-	x.free = resize(x.free, len(x.jobs))
 	if x.plainAt != x.tl.nodesGen+1 { // nodes put or removed since
+		if len(x.plain) != len(x.nodes) {
+			x.runsOK = false
+		}
 		x.plain = resize(x.plain, len(x.nodes))
 		for n := range x.nodes {
 			nd := &x.nodes[n]
-			x.plain[n] = nd.Healthy && nd.Drain == nil && nd.State == NodeNormal
+			p := nd.Healthy && nd.Drain == nil && nd.State == NodeNormal
+			if x.plain[n] != p {
+				x.plain[n], x.runsOK = p, false // runs counted on the node as it was
+			}
 		}
 		x.plainAt = x.tl.nodesGen + 1
 	}
 	x.aj = resize(x.aj, len(x.allocs))
 	x.an = resize(x.an, len(x.allocs))
+	if len(x.runs) > len(x.jobs) {
+		x.runs, x.runsOK = x.runs[:len(x.jobs)], false // compacted
+	} else if len(x.runs) < len(x.jobs) {
+		x.growRuns(len(x.jobs)) // jobs put since: none has a record counted
+	}
+	recount := !x.runsOK
+	if recount {
+		clear(x.runs)
+	}
 	for i := range x.allocs {
 		a := &x.allocs[i]
 		if !a.live {
@@ -259,21 +275,11 @@ func (x *Incremental) pinFreeWork() {
 		}
 		j, n := x.allocJobSlot(int32(i)), x.allocNodeIndex(int32(i))
 		x.aj[i], x.an[i] = j, n
-		switch {
-		case j < 0:
-		case n >= 0 && x.plain[n]:
-			if a.running {
-				if x.runs[j] != x.epoch {
-					x.runs[j], x.free[j] = x.epoch, freeRun{}
-				}
-				if x.jobs[j].leaf < 0 { // free work: leftOutRunning reads its level
-					x.free[j].add(&x.recs[i])
-				}
-			}
-		default:
-			x.pin[j] = x.epoch
+		if recount && j >= 0 {
+			x.runs[j].count(a, n >= 0 && x.plain[n], 1)
 		}
 	}
+	x.runsOK = true
 }
 
 // leftOutRunning reports whether job slot s, which has allocations, is
@@ -285,9 +291,9 @@ func (x *Incremental) pinFreeWork() {
 // (tail.outFree); it is never a victim, never moved, never written, and
 // its explanation is that of an idle unallocated job.
 func (x *Incremental) leftOutRunning(s int32) bool {
-	j := &x.jobs[s]
-	return j.managed && j.leaf < 0 && x.runs[s] == x.epoch && x.pin[s] != x.epoch &&
-		x.cfg.freePriority(j.Priority, x.free[s], j.Contract.Resumable, x.now) == j.Priority
+	j, r := &x.jobs[s], &x.runs[s]
+	return j.managed && j.leaf < 0 && r.plain > 0 && r.pinned == 0 &&
+		x.cfg.freePriority(j.Priority, r.free, j.Contract.Resumable, x.now) == j.Priority
 }
 
 // allocJobSlot is the slot of allocation record i's job, -1 when it has

@@ -28,6 +28,9 @@ type incWorld struct {
 	// running free work out (Incremental.leftOutRunning), and pinned those
 	// that read running free work because of a node that is not plain.
 	leftOut, smaller, freeOut, pinned int
+	// runsKept counts decisions that began with the run counts kept
+	// through the deltas since the last (Incremental.runsOK).
+	runsKept int
 	gone                              []Node // removed nodes, to come back
 }
 
@@ -56,9 +59,21 @@ func (w *incWorld) decide(t *testing.T, step int) {
 	t.Helper()
 	snap := w.inc.Snapshot()
 	want := Decide(snap, w.tree, w.fs, w.now, w.cfg)
+	if w.inc.runsOK {
+		w.runsKept++
+	}
 	got := w.inc.Decide(w.tree, w.fs, w.now, w.cfg)
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("step %d (%v): incremental plan differs from Decide:\n%s", step, w.steps, planDiff(got, want))
+	}
+	// The run counts kept through the deltas are those counted afresh.
+	kept := slices.Clone(w.inc.runs)
+	w.inc.runsOK = false
+	w.inc.pinFreeWork()
+	for s := range kept {
+		if kept[s] != w.inc.runs[s] && w.inc.jobs[s].live {
+			t.Fatalf("step %d (%v): job %s: run counts kept %+v, counted afresh %+v", step, w.steps, w.inc.jobs[s].ID, kept[s], w.inc.runs[s])
+		}
 	}
 	if w.inc.tl.first > 0 {
 		w.leftOut++
@@ -70,7 +85,7 @@ func (w *incWorld) decide(t *testing.T, step int) {
 		w.freeOut++
 	}
 	for _, j := range w.inc.tl.jp {
-		if s := w.inc.jobAt[j.ID]; w.inc.jobs[s].leaf < 0 && w.inc.jobs[s].managed && w.inc.pin[s] == w.inc.epoch {
+		if s := w.inc.jobAt[j.ID]; w.inc.jobs[s].leaf < 0 && w.inc.jobs[s].managed && w.inc.runs[s].pinned > 0 {
 			w.pinned++
 			break
 		}
@@ -299,7 +314,7 @@ func TestIncrementalMatchesDecide(t *testing.T) {
 	cfgs := map[string]Config{"default": DefaultConfig(), "narrow band, few evaluations": narrow}
 	for name, cfg := range cfgs {
 		t.Run(name, func(t *testing.T) {
-			leftOut, smaller, freeOut, pinned, decisions := 0, 0, 0, 0, 0
+			leftOut, smaller, freeOut, pinned, kept, decisions := 0, 0, 0, 0, 0, 0
 			for seed := int64(1); seed <= 12; seed++ {
 				w := newIncWorld(seed, cfg, 150+int(seed)*20)
 				for step := 0; step < 60; step++ {
@@ -313,9 +328,13 @@ func TestIncrementalMatchesDecide(t *testing.T) {
 				smaller += w.smaller
 				freeOut += w.freeOut
 				pinned += w.pinned
+				kept += w.runsKept
 			}
-			t.Logf("%d decisions: %d left queued jobs out, %d read fewer jobs than the snapshot, %d left running free work out, %d read free work pinned by a node",
-				decisions, leftOut, smaller, freeOut, pinned)
+			if kept < decisions/4 {
+				t.Errorf("only %d of %d decisions kept the run counts through the deltas: the test does not exercise them", kept, decisions)
+			}
+			t.Logf("%d decisions: %d left queued jobs out, %d read fewer jobs than the snapshot, %d left running free work out, %d read free work pinned by a node, %d kept the run counts",
+				decisions, leftOut, smaller, freeOut, pinned, kept)
 			if freeOut < decisions/2 || pinned < decisions/10 {
 				t.Errorf("%d of %d decisions left running free work out and %d read some pinned by a node: the test does not exercise both", freeOut, decisions, pinned)
 			}
