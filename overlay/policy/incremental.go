@@ -50,30 +50,30 @@ type Incremental struct {
 	orphans map[string]int32
 
 	// Classification, for one tree and configuration.
-	tree     *budgets.Tree
-	cfg      Config
-	leaves   [][]int32 // by leaf index: queued jobs in pending order
-	asks     askCounts // queued jobs by smallest ask
-	active   slotSet   // jobs with allocations
-	dirty    slotSet   // jobs never left out: priority not where the policy keeps idle jobs
-	quick    slotSet   // queued debug-shaped jobs (quickJob), never left out: rule 5b may examine any
-	head     int       // pending jobs read at the top of the order last time
-	d        Decider
-	view     Snapshot
-	tl       tail
-	mark     []uint32
-	slotGen  []uint32  // by job slot: bumped when its job is removed
-	jobEra   uint32    // bumped when job slots are renumbered (compact)
-	nodeEra  uint32    // bumped when node indexes shift (RemoveNode)
-	plain    []bool    // by node: healthy, no Nomad drain, in service (read)
-	plainAt  uint64    // tl.nodesGen+1 when plain was filled (0: never)
-	aj, an   []int32   // by allocation record: its job slot and node index (read)
+	tree    *budgets.Tree
+	cfg     Config
+	leaves  [][]int32 // by leaf index: queued jobs in pending order
+	asks    askCounts // queued jobs by smallest ask
+	active  slotSet   // jobs with allocations
+	dirty   slotSet   // jobs never left out: priority not where the policy keeps idle jobs
+	quick   slotSet   // queued debug-shaped jobs (quickJob), never left out: rule 5b may examine any
+	head    int       // pending jobs read at the top of the order last time
+	d       Decider
+	view    Snapshot
+	tl      tail
+	mark    []uint32
+	slotGen []uint32 // by job slot: bumped when its job is removed
+	jobEra  uint32   // bumped when job slots are renumbered (compact)
+	nodeEra uint32   // bumped when node indexes shift (RemoveNode)
+	plain   []bool   // by node: healthy, no Nomad drain, in service (read)
+	plainAt uint64   // tl.nodesGen+1 when plain was filled (0: never)
+	aj, an  []int32  // by allocation record: its job slot and node index (read)
 	// runs is by job slot: its allocation records counted as pinFreeWork
 	// reads them, kept up to date by PutAlloc and RemoveAlloc while runsOK
 	// (else counted again from every record at the next decision).
-	runs   []jobRuns
-	runsOK bool
-	now      int64     // of the decision being read, in Unix nanoseconds
+	runs     []jobRuns
+	runsOK   bool
+	now      int64 // of the decision being read, in Unix nanoseconds
 	epoch    uint32
 	viewAt   []int32 // by job slot: its index in view, when marked this epoch
 	rankAt   []int32 // by job slot: its queued rank, when read in the top; else 0

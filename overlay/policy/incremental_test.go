@@ -31,7 +31,7 @@ type incWorld struct {
 	// runsKept counts decisions that began with the run counts kept
 	// through the deltas since the last (Incremental.runsOK).
 	runsKept int
-	gone                              []Node // removed nodes, to come back
+	gone     []Node // removed nodes, to come back
 }
 
 func newIncWorld(seed int64, cfg Config, pending int) *incWorld {
