@@ -67,7 +67,6 @@ type Incremental struct {
 	nodeEra uint32   // bumped when node indexes shift (RemoveNode)
 	plain   []bool   // by node: healthy, no Nomad drain, in service (read)
 	plainAt uint64   // tl.nodesGen+1 when plain was filled (0: never)
-	aj, an  []int32  // by allocation record: its job slot and node index (read)
 	// runs is by job slot: its allocation records counted as pinFreeWork
 	// reads them, kept up to date by PutAlloc and RemoveAlloc while runsOK
 	// (else counted again from every record at the next decision).
@@ -136,6 +135,17 @@ type jobRuns struct {
 	atStart int32   // of started, those that started at free.start
 	waiting int32   // of plain, those not running yet
 	free    freeRun // of the plain ones
+	// What leftOutRunning reads of the job itself, next to its counts
+	// (classify and PutPriority set them): its priority, whether it is
+	// managed and of no leaf (free work), and resumable.
+	prio      int32
+	freeWork  bool
+	resumable bool
+}
+
+// recount empties the counts, keeping the job's own fields.
+func (r *jobRuns) recount() {
+	*r = jobRuns{prio: r.prio, freeWork: r.freeWork, resumable: r.resumable}
 }
 
 // count adds (d = 1) or takes away (d = -1) record a, of a job, on a plain
@@ -278,6 +288,7 @@ func (x *Incremental) PutPriority(id string, priority, lastWritten int, modifyIn
 	if x.tree == nil {
 		return // classified at the next decision
 	}
+	x.runs[s].prio = int32(priority)
 	if x.offIdle(j) {
 		x.dirty.add(s)
 	} else {
@@ -527,6 +538,11 @@ func (x *Incremental) classify(s int32) {
 			j.leaf = int32(n.LeafIndex)
 		}
 	}
+	if int(s) >= len(x.runs) {
+		x.growRuns(int(s) + 1)
+	}
+	r := &x.runs[s]
+	r.prio, r.freeWork, r.resumable = int32(j.Priority), j.managed && j.leaf < 0, j.Contract.Resumable
 	if j.allocs > 0 {
 		j.kind = kindActive // its leaf goes to the Decider (tail.leaf)
 		x.active.add(s)

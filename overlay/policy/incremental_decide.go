@@ -211,7 +211,7 @@ func (x *Incremental) read(h int) {
 		if !a.live {
 			continue
 		}
-		j, n := x.aj[i], x.an[i] // resolved by pinFreeWork
+		j, n := x.allocJobSlot(int32(i)), x.allocNodeIndex(int32(i))
 		if j >= 0 && x.mark[j] != x.epoch {
 			// Running free work left out (pinFreeWork): its live
 			// allocations hold GPUs Nomad may preempt, on plain nodes.
@@ -241,7 +241,6 @@ func (x *Incremental) read(h int) {
 // free). PutAlloc and RemoveAlloc keep the counts from one decision to
 // the next; they are made again from every record only when nodes, job
 // slots or an orphan's job changed since (runsOK false).
-// It resolves each allocation's job slot and node index for read (aj, an).
 func (x *Incremental) pinFreeWork() {
 	if x.plainAt != x.tl.nodesGen+1 { // nodes put or removed since
 		if len(x.plain) != len(x.nodes) {
@@ -257,25 +256,23 @@ func (x *Incremental) pinFreeWork() {
 		}
 		x.plainAt = x.tl.nodesGen + 1
 	}
-	x.aj = resize(x.aj, len(x.allocs))
-	x.an = resize(x.an, len(x.allocs))
 	if len(x.runs) > len(x.jobs) {
 		x.runs, x.runsOK = x.runs[:len(x.jobs)], false // compacted
 	} else if len(x.runs) < len(x.jobs) {
 		x.growRuns(len(x.jobs)) // jobs put since: none has a record counted
 	}
-	recount := !x.runsOK
-	if recount {
-		clear(x.runs)
+	if x.runsOK {
+		return
+	}
+	for s := range x.runs {
+		x.runs[s].recount()
 	}
 	for i := range x.allocs {
 		a := &x.allocs[i]
 		if !a.live {
 			continue
 		}
-		j, n := x.allocJobSlot(int32(i)), x.allocNodeIndex(int32(i))
-		x.aj[i], x.an[i] = j, n
-		if recount && j >= 0 {
+		if j, n := x.allocJobSlot(int32(i)), x.allocNodeIndex(int32(i)); j >= 0 {
 			x.runs[j].count(a, n >= 0 && x.plain[n], 1)
 		}
 	}
@@ -291,9 +288,9 @@ func (x *Incremental) pinFreeWork() {
 // (tail.outFree); it is never a victim, never moved, never written, and
 // its explanation is that of an idle unallocated job.
 func (x *Incremental) leftOutRunning(s int32) bool {
-	j, r := &x.jobs[s], &x.runs[s]
-	return j.managed && j.leaf < 0 && r.plain > 0 && r.pinned == 0 &&
-		x.cfg.freePriority(j.Priority, r.free, j.Contract.Resumable, x.now) == j.Priority
+	r := &x.runs[s]
+	return r.freeWork && r.plain > 0 && r.pinned == 0 &&
+		x.cfg.freePriority(int(r.prio), r.free, r.resumable, x.now) == int(r.prio)
 }
 
 // allocJobSlot is the slot of allocation record i's job, -1 when it has

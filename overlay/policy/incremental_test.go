@@ -71,8 +71,16 @@ func (w *incWorld) decide(t *testing.T, step int) {
 	w.inc.runsOK = false
 	w.inc.pinFreeWork()
 	for s := range kept {
-		if kept[s] != w.inc.runs[s] && w.inc.jobs[s].live {
-			t.Fatalf("step %d (%v): job %s: run counts kept %+v, counted afresh %+v", step, w.steps, w.inc.jobs[s].ID, kept[s], w.inc.runs[s])
+		j := &w.inc.jobs[s]
+		if !j.live {
+			continue
+		}
+		if kept[s] != w.inc.runs[s] {
+			t.Fatalf("step %d (%v): job %s: run counts kept %+v, counted afresh %+v", step, w.steps, j.ID, kept[s], w.inc.runs[s])
+		}
+		if r := kept[s]; int(r.prio) != j.Priority || r.freeWork != (j.managed && j.leaf < 0) || r.resumable != j.Contract.Resumable {
+			t.Fatalf("step %d (%v): job %s: runs hold priority %d, free work %v, resumable %v; the job %d, %v, %v", step, w.steps, j.ID,
+				r.prio, r.freeWork, r.resumable, j.Priority, j.managed && j.leaf < 0, j.Contract.Resumable)
 		}
 	}
 	if w.inc.tl.first > 0 {
