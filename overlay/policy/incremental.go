@@ -141,6 +141,12 @@ type jobRuns struct {
 	prio      int32
 	freeWork  bool
 	resumable bool
+	// leftOutRunning's last answer for free work (out) holds from outFrom
+	// to outUntil (Unix nanoseconds) while outOK: nothing it reads but the
+	// time changed since, and its level does not change in between
+	// (Config.freeUntil). Any count or field changed clears outOK.
+	outOK, out        bool
+	outFrom, outUntil int64
 }
 
 // recount empties the counts, keeping the job's own fields.
@@ -153,6 +159,7 @@ func (r *jobRuns) recount() {
 // unknown (the record was the last that started then): the counts must be
 // made again from the records.
 func (r *jobRuns) count(a *incAlloc, plain bool, d int32) bool {
+	r.outOK = false
 	if !plain {
 		r.pinned += d
 		return true
@@ -288,7 +295,7 @@ func (x *Incremental) PutPriority(id string, priority, lastWritten int, modifyIn
 	if x.tree == nil {
 		return // classified at the next decision
 	}
-	x.runs[s].prio = int32(priority)
+	x.runs[s].prio, x.runs[s].outOK = int32(priority), false
 	if x.offIdle(j) {
 		x.dirty.add(s)
 	} else {
@@ -503,6 +510,7 @@ func (x *Incremental) compact() {
 func (x *Incremental) configure(tree *budgets.Tree, cfg *Config) {
 	if x.tree == tree && x.cfg.Pending == cfg.Pending && x.cfg.Unallocated == cfg.Unallocated &&
 		x.cfg.QuickWindow == cfg.QuickWindow && x.cfg.QuickGPUs == cfg.QuickGPUs && x.cfg.RuntimeCap == cfg.RuntimeCap &&
+		x.cfg.PreemptionGap == cfg.PreemptionGap && x.cfg.ResumeLoss == cfg.ResumeLoss && // free work's levels (leftOutRunning, offIdle)
 		slices.Equal(x.cfg.Namespaces, cfg.Namespaces) && slices.Equal(x.cfg.NodePools, cfg.NodePools) {
 		return
 	}
@@ -542,7 +550,7 @@ func (x *Incremental) classify(s int32) {
 		x.growRuns(int(s) + 1)
 	}
 	r := &x.runs[s]
-	r.prio, r.freeWork, r.resumable = int32(j.Priority), j.managed && j.leaf < 0, j.Contract.Resumable
+	r.prio, r.freeWork, r.resumable, r.outOK = int32(j.Priority), j.managed && j.leaf < 0, j.Contract.Resumable, false
 	if j.allocs > 0 {
 		j.kind = kindActive // its leaf goes to the Decider (tail.leaf)
 		x.active.add(s)

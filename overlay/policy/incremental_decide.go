@@ -289,8 +289,15 @@ func (x *Incremental) pinFreeWork() {
 // its explanation is that of an idle unallocated job.
 func (x *Incremental) leftOutRunning(s int32) bool {
 	r := &x.runs[s]
-	return r.freeWork && r.plain > 0 && r.pinned == 0 &&
-		x.cfg.freePriority(int(r.prio), r.free, r.resumable, x.now) == int(r.prio)
+	if !r.freeWork || r.plain == 0 || r.pinned != 0 {
+		return false
+	}
+	if r.outOK && r.outFrom <= x.now && x.now < r.outUntil {
+		return r.out // its level has not changed since
+	}
+	p, until := x.cfg.freeUntil(int(r.prio), r.free, r.resumable, x.now)
+	r.out, r.outOK, r.outFrom, r.outUntil = p == int(r.prio), true, x.now, until
+	return r.out
 }
 
 // allocJobSlot is the slot of allocation record i's job, -1 when it has
