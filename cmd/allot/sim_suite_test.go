@@ -81,27 +81,29 @@ func TestSimSuiteFigures(t *testing.T) {
 	// margin, free-work levels, a resumable job's loss bounded by its run):
 	// debug p90 1.0h against the baseline's 6.4h, 17 of 22 leaves at >= 95%,
 	// all leaves 93.5%, occupancy 98.5% with 0.7% stalled against 64.8%
-	// with 33.1%, lost 24.2x (14,507 against 600 GPU h). The worst leaf,
+	// with 33.1%, lost 24.2x (14,507 against 600 GPU h). With rule 5c's
+	// release of a gang whose rest frees only past the reservation max_age
+	// (restFarOff): debug p90 39.2m, 19 of 22 leaves, all leaves 94.6%,
+	// occupancy 98.4% with 0.8% stalled, lost 22.7x (13,637). The worst leaf,
 	// lab/vision/robot-vision, gets 0% of what it is owed (46% with rule 5d
 	// alone, 26% once the margin was bounded in time, 0% once the
 	// simulator charged a resumable job only its last run); no bound is
 	// pinned for it, since one at 0 could not fail: issue 12's worst-leaf
 	// target is not met here. Before rule 5d: occupancy 91.1% with 8.2%
 	// stalled, debug p90 6.1h; before rules 5b and 5c: debug p90 15.2h,
-	// 12 of 22 leaves. Rule 5e (restarts held back) took the lost work
-	// from 24.2x to 17.4x (14,507 -> 10,456 GPU h) and debug p90 from 1.0h
-	// to 25.7m (p99 1.5d -> 20.2h); all leaves 93.5% -> 94.5%, occupancy
-	// 98.5% -> 98.2% with 1.0% stalled, 17 of 22 leaves, the worst leaf
-	// 0% -> 33%.
+	// 12 of 22 leaves. Rule 5e (restarts held back, on top of all that):
+	// lost 22.7x -> 17.6x (10,538 GPU h), debug p90 39.2m -> 20.4m, the
+	// worst leaf 0% -> 28%, but 19 -> 17 of 22 leaves (pinned at >= 16),
+	// all leaves 94.6% -> 94.1%, stalled 0.8% -> 1.0%.
 	hv, hb := fig("heavy-small", "allot"), fig("heavy-small", "baseline")
 	check("heavy-small", hv.Occupancy >= 0.97, "occupancy %.3f, want >= 0.97", hv.Occupancy)
 	check("heavy-small", hv.Stalled <= 0.02, "stalled %.3f of the cluster, want <= 0.02", hv.Stalled)
 	check("heavy-small", hv.Occupancy > hb.Occupancy, "occupancy %.3f not above the baseline's %.3f", hv.Occupancy, hb.Occupancy)
-	check("heavy-small", hv.LeavesAt95 >= 16, "%d of %d leaves at >= 95%%, want >= 16", hv.LeavesAt95, hv.Leaves)
+	check("heavy-small", hv.LeavesAt95 >= 16, "%d of %d leaves at >= 95%%, want >= 16 (measured 17; 19 before rule 5e)", hv.LeavesAt95, hv.Leaves)
 	check("heavy-small", hv.AllLeaves >= 0.92, "all leaves %.3f of owed, want >= 0.92", hv.AllLeaves)
 	check("heavy-small", hv.DebugP90 <= secs(2*time.Hour), "debug p90 %.0fs, want <= 2h", hv.DebugP90)
 	check("heavy-small", hv.DebugP90*5 <= hb.DebugP90, "debug p90 %.0fs not 5x below the baseline's %.0fs", hv.DebugP90, hb.DebugP90)
-	check("heavy-small", ratio("heavy-small") <= 19, "lost %.2fx the baseline's, want <= 19 (measured 17.4; target 1.5 not met)", ratio("heavy-small"))
+	check("heavy-small", ratio("heavy-small") <= 19, "lost %.2fx the baseline's, want <= 19 (measured 17.6; target 1.5 not met)", ratio("heavy-small"))
 
 	// Gangs as wide as the cluster, 3 days on 128 GPUs (16 nodes, gangs up
 	// to 16): a gang placed in part whose last nodes fair share keeps from
@@ -112,13 +114,16 @@ func TestSimSuiteFigures(t *testing.T) {
 	// 15 of 21 leaves at >= 95%, all leaves 85.6%, debug p90 55.5m (the
 	// baseline's 4.6h). Before rule 5d: stalled 29.8%, occupancy 69.7%, 17
 	// of 21 leaves, debug p90 5.0h; before rule 5c, 1 leaf and debug p90
-	// 1.8d. Rule 5e (restarts held back) moved it from 15 to 13 of 21
-	// leaves, all leaves 85.6% -> 84.6%, stalled 1.7% -> 2.8%, occupancy
-	// 97.6% -> 96.1%, debug p90 55.5m -> 41.8m, lost 27.7x -> 23.1x
-	// (2,783 -> 2,316 GPU h).
+	// 1.8d. Rule 5e (restarts held back) moved it from 15 to 12 of 21
+	// leaves (pinned at >= 11), all leaves 86.5% -> 84.4%, stalled 1.5% ->
+	// 2.3%, occupancy 97.8% -> 96.4%, lost 22.3x -> 26.5x, debug p90 1.1h
+	// unchanged; not met: issue 12's leaves target. With rule 5c's
+	// far-off release (restFarOff): stalled 1.5%,
+	// occupancy 97.8%, 15 of 21 leaves, all leaves 86.5%, debug p90 1.1h,
+	// lost 22.3x (27.7x before).
 	gs := fig("gangs-small", "allot")
 	check("gangs-small", gs.Stalled <= 0.05, "stalled %.3f of the cluster, want <= 0.05", gs.Stalled)
 	check("gangs-small", gs.Occupancy >= 0.96, "occupancy %.3f, want >= 0.96", gs.Occupancy)
-	check("gangs-small", gs.LeavesAt95 >= 12, "%d of %d leaves at >= 95%%, want >= 12", gs.LeavesAt95, gs.Leaves)
+	check("gangs-small", gs.LeavesAt95 >= 11, "%d of %d leaves at >= 95%%, want >= 11 (measured 12; 15 before rule 5e)", gs.LeavesAt95, gs.Leaves)
 	check("gangs-small", gs.DebugP90 <= secs(2*time.Hour), "debug p90 %.0fs, want <= 2h", gs.DebugP90)
 }

@@ -73,7 +73,7 @@ policy {
     max          = 1    # reservations held at once for large jobs
     nodes        = 4    # nodes one reservation may hold
     max_age      = "2h" # how long one reservation is held at most
-    gather_nodes = 0    # nodes a gathering reservation for a starved, wider gang may hold (0: none)
+    gather_nodes = 0    # nodes a gathering reservation may hold, for a starved gang wider than half its nodes (0: none)
   }
 
   bounds {

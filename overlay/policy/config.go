@@ -116,9 +116,10 @@ type ReservationConfig struct {
 	// ReservationMaxAge bounds how long one reservation is held (M).
 	ReservationMaxAge time.Duration `hcl:"max_age,optional"`
 	// GatherNodes bounds the nodes of a gathering reservation, held for a
-	// starved gang of more than ReservationNodes allocations (reserve.go,
-	// gathers); 0, the default, holds none. Measured on the suite it lets
-	// gangs as wide as the cluster start, at a cost in occupancy (doc.go).
+	// starved gang of more than ReservationNodes allocations that asks for
+	// more than half the nodes that could host it (reserve.go, gathers);
+	// 0, the default, holds none. Measured on the suite it lets gangs as
+	// wide as the cluster start, at a cost in occupancy (doc.go, gathers).
 	GatherNodes int `hcl:"gather_nodes,optional"`
 }
 

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"math"
 	"math/bits"
 	"time"
 )
@@ -82,6 +83,25 @@ func (c *Config) freePriority(cur int, r freeRun, resumable bool, now int64) int
 		level = bits.Len64(uint64(cost / FreeLevelBase)) // 1 + floor(log2)
 	}
 	return band.Low + min(level, band.Levels()-1)
+}
+
+// freeUntil is freePriority with the time (Unix nanoseconds, after now) at
+// which it may next change, math.MaxInt64 when never: a running job's
+// level rises when its cost reaches FreeLevelBase << level, unless it is
+// at the top level or, resumable, its cost stops at ResumeLoss first.
+func (c *Config) freeUntil(cur int, r freeRun, resumable bool, now int64) (int, int64) {
+	p := c.freePriority(cur, r, resumable, now)
+	band := c.FreeLevels()
+	level := p - band.Low
+	if r.allocs == 0 || r.waiting || level >= band.Levels()-1 {
+		return p, math.MaxInt64
+	}
+	need := int64(FreeLevelBase) << level                 // cost at which the level rises
+	ran := (need + int64(r.allocs) - 1) / int64(r.allocs) // run time that reaches it
+	if resumable && ran > int64(c.ResumeLoss) {
+		return p, math.MaxInt64 // the cost stops at ResumeLoss × allocations, below need
+	}
+	return p, r.start + ran
 }
 
 // add counts one live allocation of the job.

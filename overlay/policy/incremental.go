@@ -50,28 +50,29 @@ type Incremental struct {
 	orphans map[string]int32
 
 	// Classification, for one tree and configuration.
-	tree     *budgets.Tree
-	cfg      Config
-	leaves   [][]int32 // by leaf index: queued jobs in pending order
-	asks     askCounts // queued jobs by smallest ask
-	active   slotSet   // jobs with allocations
-	dirty    slotSet   // jobs never left out: priority not where the policy keeps idle jobs
-	quick    slotSet   // queued debug-shaped jobs (quickJob), never left out: rule 5b may examine any
-	head     int       // pending jobs read at the top of the order last time
-	d        Decider
-	view     Snapshot
-	tl       tail
-	mark     []uint32
-	slotGen  []uint32  // by job slot: bumped when its job is removed
-	jobEra   uint32    // bumped when job slots are renumbered (compact)
-	nodeEra  uint32    // bumped when node indexes shift (RemoveNode)
-	plain    []bool    // by node: healthy, no Nomad drain, in service (read)
-	plainAt  uint64    // tl.nodesGen+1 when plain was filled (0: never)
-	aj, an   []int32   // by allocation record: its job slot and node index (read)
-	pin      []uint32  // by job slot: epoch when it has an allocation on a node that is not plain
-	runs     []uint32  // by job slot: epoch when it has a live allocation on a plain node
-	free     []freeRun // by job slot: its live allocations on plain nodes, when runs is this epoch
-	now      int64     // of the decision being read, in Unix nanoseconds
+	tree    *budgets.Tree
+	cfg     Config
+	leaves  [][]int32 // by leaf index: queued jobs in pending order
+	asks    askCounts // queued jobs by smallest ask
+	active  slotSet   // jobs with allocations
+	dirty   slotSet   // jobs never left out: priority not where the policy keeps idle jobs
+	quick   slotSet   // queued debug-shaped jobs (quickJob), never left out: rule 5b may examine any
+	head    int       // pending jobs read at the top of the order last time
+	d       Decider
+	view    Snapshot
+	tl      tail
+	mark    []uint32
+	slotGen []uint32 // by job slot: bumped when its job is removed
+	jobEra  uint32   // bumped when job slots are renumbered (compact)
+	nodeEra uint32   // bumped when node indexes shift (RemoveNode)
+	plain   []bool   // by node: healthy, no Nomad drain, in service (read)
+	plainAt uint64   // tl.nodesGen+1 when plain was filled (0: never)
+	// runs is by job slot: its allocation records counted as pinFreeWork
+	// reads them, kept up to date by PutAlloc and RemoveAlloc while runsOK
+	// (else counted again from every record at the next decision).
+	runs     []jobRuns
+	runsOK   bool
+	now      int64 // of the decision being read, in Unix nanoseconds
 	epoch    uint32
 	viewAt   []int32 // by job slot: its index in view, when marked this epoch
 	rankAt   []int32 // by job slot: its queued rank, when read in the top; else 0
@@ -118,6 +119,76 @@ type incAlloc struct {
 	job, node      int32
 	jobGen, jobEra uint32
 	nodeEra        uint32
+	// start and waiting are what freeRun.add reads of the record: its
+	// StartedAt in Unix nanoseconds, and whether it does not run yet.
+	start   int64
+	waiting bool
+}
+
+// jobRuns counts a job's allocation records by what pinFreeWork reads of
+// them: the live ones on plain nodes (and their freeRun), and the records
+// on nodes that are not plain or not known.
+type jobRuns struct {
+	plain   int32   // live allocations on plain nodes
+	pinned  int32   // records on nodes that are not plain
+	started int32   // of plain, those running (not waiting)
+	atStart int32   // of started, those that started at free.start
+	waiting int32   // of plain, those not running yet
+	free    freeRun // of the plain ones
+	// What leftOutRunning reads of the job itself, next to its counts
+	// (classify and PutPriority set them): its priority, whether it is
+	// managed and of no leaf (free work), and resumable.
+	prio      int32
+	freeWork  bool
+	resumable bool
+	// leftOutRunning's last answer for free work (out) holds from outFrom
+	// to outUntil (Unix nanoseconds) while outOK: nothing it reads but the
+	// time changed since, and its level does not change in between
+	// (Config.freeUntil). Any count or field changed clears outOK.
+	outOK, out        bool
+	outFrom, outUntil int64
+}
+
+// recount empties the counts, keeping the job's own fields.
+func (r *jobRuns) recount() {
+	*r = jobRuns{prio: r.prio, freeWork: r.freeWork, resumable: r.resumable}
+}
+
+// count adds (d = 1) or takes away (d = -1) record a, of a job, on a plain
+// node or not. It reports false when a removal leaves the latest start
+// unknown (the record was the last that started then): the counts must be
+// made again from the records.
+func (r *jobRuns) count(a *incAlloc, plain bool, d int32) bool {
+	r.outOK = false
+	if !plain {
+		r.pinned += d
+		return true
+	}
+	if !a.running {
+		return true
+	}
+	r.plain += d
+	r.free.allocs += d
+	if a.waiting {
+		r.waiting += d
+		r.free.waiting = r.waiting > 0
+		return true
+	}
+	r.started += d
+	switch {
+	case d > 0 && a.start > r.free.start:
+		r.free.start, r.atStart = a.start, 1
+	case d > 0 && a.start == r.free.start:
+		r.atStart++
+	case d < 0 && a.start == r.free.start:
+		if r.atStart--; r.atStart == 0 {
+			if r.started > 0 {
+				return false // the next latest start is not kept
+			}
+			r.free.start = 0
+		}
+	}
+	return true
 }
 
 // slotSet is a set of job slots with O(1) add and remove.
@@ -160,7 +231,7 @@ func (x *Incremental) PutNode(n Node) {
 	if x.nodeAt == nil {
 		x.nodeAt = make(map[string]int32)
 	}
-	x.tl.nodesGen++
+	x.tl.nodesGen++ // pinFreeWork sees whether plain nodes changed
 	if i, ok := x.nodeAt[n.ID]; ok {
 		x.nodes[i] = n
 		return
@@ -178,6 +249,7 @@ func (x *Incremental) RemoveNode(id string) {
 	x.nodes = slices.Delete(x.nodes, int(i), int(i)+1)
 	x.nodeEra++
 	x.tl.nodesGen++
+	x.runsOK = false
 	delete(x.nodeAt, id)
 	for k := int(i); k < len(x.nodes); k++ {
 		x.nodeAt[x.nodes[k].ID] = int32(k)
@@ -201,6 +273,7 @@ func (x *Incremental) PutJob(j Job) {
 		if len(x.orphans) > 0 {
 			if n = x.orphans[j.ID]; n != 0 {
 				delete(x.orphans, j.ID) // its allocations came first
+				x.runsOK = false        // and are counted for no job
 			}
 		}
 		x.jobs = append(x.jobs, incJob{Job: j, live: true, allocs: n})
@@ -222,6 +295,7 @@ func (x *Incremental) PutPriority(id string, priority, lastWritten int, modifyIn
 	if x.tree == nil {
 		return // classified at the next decision
 	}
+	x.runs[s].prio, x.runs[s].outOK = int32(priority), false
 	if x.offIdle(j) {
 		x.dirty.add(s)
 	} else {
@@ -253,6 +327,9 @@ func (x *Incremental) RemoveJob(id string) {
 		x.orphan(id, n) // they stay until removed
 	}
 	x.jobs[s] = incJob{}
+	if int(s) < len(x.runs) {
+		x.runs[s] = jobRuns{} // its records now belong to no slot
+	}
 	if int(s) >= len(x.slotGen) {
 		x.slotGen = slices.Grow(x.slotGen, int(s)+1-len(x.slotGen))[:s+1]
 	}
@@ -271,6 +348,7 @@ func (x *Incremental) PutAlloc(a Alloc) {
 		x.allocAt = make(map[string]int32)
 	}
 	if i, ok := x.allocAt[a.ID]; ok {
+		x.countRuns(i, -1)
 		moved := x.recs[i].Job != a.Job
 		if moved {
 			x.countAlloc(i, -1)
@@ -281,17 +359,59 @@ func (x *Incremental) PutAlloc(a Alloc) {
 		x.recs[i] = a
 		r := &x.allocs[i]
 		r.running, r.gpus = a.live(), int32(a.GPUs)
+		r.start, r.waiting = runStart(&a)
 		if moved {
 			r.job = -1
 			x.countAlloc(i, 1)
 		}
+		x.countRuns(i, 1)
 		return
 	}
 	i := int32(len(x.allocs))
 	x.allocAt[a.ID] = i
-	x.allocs = append(x.allocs, incAlloc{live: true, running: a.live(), gpus: int32(a.GPUs), job: -1, node: -1})
+	start, waiting := runStart(&a)
+	x.allocs = append(x.allocs, incAlloc{live: true, running: a.live(), gpus: int32(a.GPUs), job: -1, node: -1,
+		start: start, waiting: waiting})
 	x.recs = append(x.recs, a)
 	x.countAlloc(i, 1)
+	x.countRuns(i, 1)
+}
+
+// growRuns makes runs n long, the new slots with nothing counted.
+func (x *Incremental) growRuns(n int) {
+	k := len(x.runs)
+	x.runs = slices.Grow(x.runs, n-k)[:n]
+	clear(x.runs[k:])
+}
+
+// runStart is what freeRun.add reads of allocation a: its start in Unix
+// nanoseconds, and whether it does not run yet.
+func runStart(a *Alloc) (int64, bool) {
+	if a.ClientStatus != ClientRunning || a.StartedAt.IsZero() {
+		return 0, true
+	}
+	return a.StartedAt.UnixNano(), false
+}
+
+// countRuns adds (d = 1) or takes away (d = -1) allocation record i in its
+// job's runs, while they are kept (runsOK).
+func (x *Incremental) countRuns(i int32, d int32) {
+	if !x.runsOK {
+		return
+	}
+	j := x.allocJobSlot(i)
+	if j < 0 {
+		return
+	}
+	if int(j) >= len(x.runs) {
+		x.growRuns(int(j) + 1) // a new slot: nothing counted yet
+	}
+	n := x.allocNodeIndex(i)
+	// plain is as of the last decision: when a node put since changed
+	// it, pinFreeWork sees so and counts again.
+	if !x.runs[j].count(&x.allocs[i], n >= 0 && int(n) < len(x.plain) && x.plain[n], d) {
+		x.runsOK = false
+	}
 }
 
 // RemoveAlloc removes an allocation (garbage-collected, or of an older
@@ -301,6 +421,7 @@ func (x *Incremental) RemoveAlloc(id string) {
 	if !ok {
 		return
 	}
+	x.countRuns(i, -1)
 	x.countAlloc(i, -1)
 	x.allocs[i], x.recs[i] = incAlloc{}, Alloc{}
 	delete(x.allocAt, id)
@@ -381,6 +502,7 @@ func (x *Incremental) compact() {
 	x.jobs, x.holes = x.jobs[:k], 0
 	x.jobEra++   // every cached slot is stale
 	x.tree = nil // slots moved: classify again at the next decision
+	x.runsOK = false
 }
 
 // configure classifies every job again when the tree or the settings that
@@ -388,6 +510,7 @@ func (x *Incremental) compact() {
 func (x *Incremental) configure(tree *budgets.Tree, cfg *Config) {
 	if x.tree == tree && x.cfg.Pending == cfg.Pending && x.cfg.Unallocated == cfg.Unallocated &&
 		x.cfg.QuickWindow == cfg.QuickWindow && x.cfg.QuickGPUs == cfg.QuickGPUs && x.cfg.RuntimeCap == cfg.RuntimeCap &&
+		x.cfg.PreemptionGap == cfg.PreemptionGap && x.cfg.ResumeLoss == cfg.ResumeLoss && // free work's levels (leftOutRunning, offIdle)
 		slices.Equal(x.cfg.Namespaces, cfg.Namespaces) && slices.Equal(x.cfg.NodePools, cfg.NodePools) {
 		return
 	}
@@ -423,6 +546,11 @@ func (x *Incremental) classify(s int32) {
 			j.leaf = int32(n.LeafIndex)
 		}
 	}
+	if int(s) >= len(x.runs) {
+		x.growRuns(int(s) + 1)
+	}
+	r := &x.runs[s]
+	r.prio, r.freeWork, r.resumable, r.outOK = int32(j.Priority), j.managed && j.leaf < 0, j.Contract.Resumable, false
 	if j.allocs > 0 {
 		j.kind = kindActive // its leaf goes to the Decider (tail.leaf)
 		x.active.add(s)

@@ -211,7 +211,7 @@ func (x *Incremental) read(h int) {
 		if !a.live {
 			continue
 		}
-		j, n := x.aj[i], x.an[i] // resolved by pinFreeWork
+		j, n := x.allocJobSlot(int32(i)), x.allocNodeIndex(int32(i))
 		if j >= 0 && x.mark[j] != x.epoch {
 			// Running free work left out (pinFreeWork): its live
 			// allocations hold GPUs Nomad may preempt, on plain nodes.
@@ -233,47 +233,50 @@ func (x *Incremental) read(h int) {
 	}
 }
 
-// pinFreeWork marks (pin) the jobs with an allocation on a node that is
-// not plain: unknown, unhealthy, under a Nomad drain, or in a drain or
-// reservation state. Those are always read (drains and reservations stop
-// or count allocations one by one); see leftOutRunning.
-// It resolves each allocation's job slot and node index for read (aj, an).
+// pinFreeWork counts, by job, the allocations on nodes that are not plain:
+// unknown, unhealthy, under a Nomad drain, or in a drain or reservation
+// state (jobRuns.pinned). Jobs with one are always read (drains and
+// reservations stop or count allocations one by one); see leftOutRunning.
+// It counts too the live allocations on plain nodes (jobRuns.plain and
+// free). PutAlloc and RemoveAlloc keep the counts from one decision to
+// the next; they are made again from every record only when nodes, job
+// slots or an orphan's job changed since (runsOK false).
 func (x *Incremental) pinFreeWork() {
-	x.pin = resize(x.pin, len(x.jobs))
-	x.runs = resize(x.runs, len(x.jobs))
-	x.free = resize(x.free, len(x.jobs))
 	if x.plainAt != x.tl.nodesGen+1 { // nodes put or removed since
+		if len(x.plain) != len(x.nodes) {
+			x.runsOK = false
+		}
 		x.plain = resize(x.plain, len(x.nodes))
 		for n := range x.nodes {
 			nd := &x.nodes[n]
-			x.plain[n] = nd.Healthy && nd.Drain == nil && nd.State == NodeNormal
+			p := nd.Healthy && nd.Drain == nil && nd.State == NodeNormal
+			if x.plain[n] != p {
+				x.plain[n], x.runsOK = p, false // runs counted on the node as it was
+			}
 		}
 		x.plainAt = x.tl.nodesGen + 1
 	}
-	x.aj = resize(x.aj, len(x.allocs))
-	x.an = resize(x.an, len(x.allocs))
+	if len(x.runs) > len(x.jobs) {
+		x.runs, x.runsOK = x.runs[:len(x.jobs)], false // compacted
+	} else if len(x.runs) < len(x.jobs) {
+		x.growRuns(len(x.jobs)) // jobs put since: none has a record counted
+	}
+	if x.runsOK {
+		return
+	}
+	for s := range x.runs {
+		x.runs[s].recount()
+	}
 	for i := range x.allocs {
 		a := &x.allocs[i]
 		if !a.live {
 			continue
 		}
-		j, n := x.allocJobSlot(int32(i)), x.allocNodeIndex(int32(i))
-		x.aj[i], x.an[i] = j, n
-		switch {
-		case j < 0:
-		case n >= 0 && x.plain[n]:
-			if a.running {
-				if x.runs[j] != x.epoch {
-					x.runs[j], x.free[j] = x.epoch, freeRun{}
-				}
-				if x.jobs[j].leaf < 0 { // free work: leftOutRunning reads its level
-					x.free[j].add(&x.recs[i])
-				}
-			}
-		default:
-			x.pin[j] = x.epoch
+		if j, n := x.allocJobSlot(int32(i)), x.allocNodeIndex(int32(i)); j >= 0 {
+			x.runs[j].count(a, n >= 0 && x.plain[n], 1)
 		}
 	}
+	x.runsOK = true
 }
 
 // leftOutRunning reports whether job slot s, which has allocations, is
@@ -285,9 +288,16 @@ func (x *Incremental) pinFreeWork() {
 // (tail.outFree); it is never a victim, never moved, never written, and
 // its explanation is that of an idle unallocated job.
 func (x *Incremental) leftOutRunning(s int32) bool {
-	j := &x.jobs[s]
-	return j.managed && j.leaf < 0 && x.runs[s] == x.epoch && x.pin[s] != x.epoch &&
-		x.cfg.freePriority(j.Priority, x.free[s], j.Contract.Resumable, x.now) == j.Priority
+	r := &x.runs[s]
+	if !r.freeWork || r.plain == 0 || r.pinned != 0 {
+		return false
+	}
+	if r.outOK && r.outFrom <= x.now && x.now < r.outUntil {
+		return r.out // its level has not changed since
+	}
+	p, until := x.cfg.freeUntil(int(r.prio), r.free, r.resumable, x.now)
+	r.out, r.outOK, r.outFrom, r.outUntil = p == int(r.prio), true, x.now, until
+	return r.out
 }
 
 // allocJobSlot is the slot of allocation record i's job, -1 when it has

@@ -28,7 +28,12 @@ type incWorld struct {
 	// running free work out (Incremental.leftOutRunning), and pinned those
 	// that read running free work because of a node that is not plain.
 	leftOut, smaller, freeOut, pinned int
-	gone                              []Node // removed nodes, to come back
+	// runsKept counts decisions that began with the run counts kept
+	// through the deltas since the last (Incremental.runsOK).
+	runsKept int
+	// outKept counts leftOutRunning answers kept from an earlier decision.
+	outKept int
+	gone    []Node // removed nodes, to come back
 }
 
 func newIncWorld(seed int64, cfg Config, pending int) *incWorld {
@@ -56,10 +61,47 @@ func (w *incWorld) decide(t *testing.T, step int) {
 	t.Helper()
 	snap := w.inc.Snapshot()
 	want := Decide(snap, w.tree, w.fs, w.now, w.cfg)
+	if w.inc.runsOK {
+		w.runsKept++
+	}
 	got := w.inc.Decide(w.tree, w.fs, w.now, w.cfg)
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("step %d (%v): incremental plan differs from Decide:\n%s", step, w.steps, planDiff(got, want))
 	}
+	// leftOutRunning's answers kept from earlier decisions are those it
+	// gives afresh now.
+	for _, s := range w.inc.active.items {
+		r := w.inc.runs[s]
+		if r.outOK && r.outFrom < w.inc.now {
+			w.outKept++
+		}
+		got := w.inc.leftOutRunning(s)
+		want := r.freeWork && r.plain > 0 && r.pinned == 0 &&
+			w.cfg.freePriority(int(r.prio), r.free, r.resumable, w.inc.now) == int(r.prio)
+		if got != want {
+			t.Fatalf("step %d (%v): job %s: left out %v, afresh %v (runs %+v)", step, w.steps, w.inc.jobs[s].ID, got, want, r)
+		}
+	}
+	// The run counts kept through the deltas are those counted afresh.
+	kept := slices.Clone(w.inc.runs)
+	w.inc.runsOK = false
+	w.inc.pinFreeWork()
+	for s := range kept {
+		j := &w.inc.jobs[s]
+		if !j.live {
+			continue
+		}
+		k, f := kept[s], w.inc.runs[s]
+		k.outOK, k.out, k.outFrom, k.outUntil = false, false, 0, 0 // checked above
+		if k != f {
+			t.Fatalf("step %d (%v): job %s: run counts kept %+v, counted afresh %+v", step, w.steps, j.ID, k, f)
+		}
+		if r := kept[s]; int(r.prio) != j.Priority || r.freeWork != (j.managed && j.leaf < 0) || r.resumable != j.Contract.Resumable {
+			t.Fatalf("step %d (%v): job %s: runs hold priority %d, free work %v, resumable %v; the job %d, %v, %v", step, w.steps, j.ID,
+				r.prio, r.freeWork, r.resumable, j.Priority, j.managed && j.leaf < 0, j.Contract.Resumable)
+		}
+	}
+	copy(w.inc.runs, kept) // the same counts, with leftOutRunning's answers kept for the next decision
 	if w.inc.tl.first > 0 {
 		w.leftOut++
 	}
@@ -70,7 +112,7 @@ func (w *incWorld) decide(t *testing.T, step int) {
 		w.freeOut++
 	}
 	for _, j := range w.inc.tl.jp {
-		if s := w.inc.jobAt[j.ID]; w.inc.jobs[s].leaf < 0 && w.inc.jobs[s].managed && w.inc.pin[s] == w.inc.epoch {
+		if s := w.inc.jobAt[j.ID]; w.inc.jobs[s].leaf < 0 && w.inc.jobs[s].managed && w.inc.runs[s].pinned > 0 {
 			w.pinned++
 			break
 		}
@@ -299,7 +341,7 @@ func TestIncrementalMatchesDecide(t *testing.T) {
 	cfgs := map[string]Config{"default": DefaultConfig(), "narrow band, few evaluations": narrow}
 	for name, cfg := range cfgs {
 		t.Run(name, func(t *testing.T) {
-			leftOut, smaller, freeOut, pinned, decisions := 0, 0, 0, 0, 0
+			leftOut, smaller, freeOut, pinned, kept, outKept, decisions := 0, 0, 0, 0, 0, 0, 0
 			for seed := int64(1); seed <= 12; seed++ {
 				w := newIncWorld(seed, cfg, 150+int(seed)*20)
 				for step := 0; step < 60; step++ {
@@ -313,9 +355,18 @@ func TestIncrementalMatchesDecide(t *testing.T) {
 				smaller += w.smaller
 				freeOut += w.freeOut
 				pinned += w.pinned
+				kept += w.runsKept
+				outKept += w.outKept
 			}
-			t.Logf("%d decisions: %d left queued jobs out, %d read fewer jobs than the snapshot, %d left running free work out, %d read free work pinned by a node",
-				decisions, leftOut, smaller, freeOut, pinned)
+			t.Logf("%d answers of leftOutRunning kept from an earlier decision", outKept)
+			if outKept < decisions {
+				t.Errorf("only %d answers of leftOutRunning kept in %d decisions: the test does not exercise them", outKept, decisions)
+			}
+			if kept < decisions/4 {
+				t.Errorf("only %d of %d decisions kept the run counts through the deltas: the test does not exercise them", kept, decisions)
+			}
+			t.Logf("%d decisions: %d left queued jobs out, %d read fewer jobs than the snapshot, %d left running free work out, %d read free work pinned by a node, %d kept the run counts",
+				decisions, leftOut, smaller, freeOut, pinned, kept)
 			if freeOut < decisions/2 || pinned < decisions/10 {
 				t.Errorf("%d of %d decisions left running free work out and %d read some pinned by a node: the test does not exercise both", freeOut, decisions, pinned)
 			}

@@ -175,7 +175,14 @@ func (r Reason) Format(at func(time.Time) string) string {
 		if r.Job != "" {
 			by = " (" + r.Job + ")"
 		}
-		return fmt.Sprintf("placed in part, and its %d missing allocation(s) wait for %s%s, which its own stall does not change: its allocations are stopped (requeued; it never ran, so nothing is lost) so the GPUs work meanwhile; it waits in the pending queue, at the bottom of the pending band until all its allocations can be placed at once", r.N, r.Detail, by)
+		why := "which its own stall does not change"
+		if r.Detail == WaitWindows.String() || r.Detail == WaitWork.String() {
+			why = "which free up at no known time, or later than a reservation may hold nodes (reservation max_age)"
+			if !r.At.IsZero() {
+				why = "which free up at " + at(r.At) + ", later than a reservation may hold nodes (reservation max_age)"
+			}
+		}
+		return fmt.Sprintf("placed in part, and its %d missing allocation(s) wait for %s%s, %s: its allocations are stopped (requeued; it never ran, so nothing is lost) so the GPUs work meanwhile; it waits in the pending queue, at the bottom of the pending band until all its allocations can be placed at once", r.N, r.Detail, by, why)
 	case ReasonNoticeSent:
 		sent := "notice sent at " + at(r.At.Add(-time.Duration(r.N)*time.Second)) + "; stop at " + at(r.At)
 		switch {
