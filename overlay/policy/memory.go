@@ -158,9 +158,10 @@ func (d *Decider) keepVictims() {
 }
 
 // keptVictim reports whether held victim vj (record v) is no longer held
-// below bj although bj still waits: the decision after bj's evaluation
-// with vj's allocation live (v.Replaced: evaluateHeld) still finds it live,
-// and bj's evaluation is no longer in flight (or has had Settle). Nomad
+// below bj although bj still waits: a decision at least Settle after bj's
+// evaluation with vj's allocation live (v.Replaced: evaluateHeld), which an
+// evaluation issued is taken to need (memory.go's settle), still finds it
+// live. Nomad
 // preempts a held victim's replacement for bj when bj is evaluated, if bj
 // needs its GPUs; one that outlasts the evaluation runs where bj does not
 // need it (Nomad often places it on other GPUs than those its stop freed),
@@ -176,13 +177,12 @@ func (d *Decider) keptVictim(vj, bj int32, v *Victim) bool {
 	case v.Kept:
 		vi.released, vi.releasedBy, vi.heldSince = bj, ReasonNone, v.Since
 		return true
-	case v.Replaced.IsZero() || !v.Replaced.Before(d.now):
+	case v.Replaced.IsZero():
 		return false
 	case d.liveCount(vj) == 0:
 		v.Replaced = time.Time{}
 		return false
-	}
-	if t := d.jp[bj].EvaluatingSince; !t.IsZero() && d.now.Before(v.Replaced.Add(d.cfg.Settle)) {
+	case d.now.Before(v.Replaced.Add(d.cfg.Settle)):
 		d.wakeAt(v.Replaced.Add(d.cfg.Settle))
 		return false
 	}
@@ -234,8 +234,8 @@ func (d *Decider) creditHeld(j int32) {
 // places it at once), and only an evaluation of the waiting job makes
 // Nomad preempt it (blocked jobs are not retried when nothing frees up).
 // The first decision that evaluates it so (or finds it evaluated already)
-// records when in the victim's record (Victim.Replaced): a later decision
-// that still finds the victim live keeps it (keptVictim), so the
+// records when in the victim's record (Victim.Replaced): a decision Settle
+// later that still finds the victim live keeps it (keptVictim), so the
 // replacement stays within Nomad's reach for one evaluation, not for the
 // rest of the hold. The wake at Settle brings that decision.
 func (d *Decider) evaluateHeld() {

@@ -255,8 +255,8 @@ type Victim struct {
 	// again once it holds none.
 	Replaced time.Time
 	// Kept: the hold has ended early. The victim's live allocation
-	// outlasted For's evaluation (a decision after Replaced still found it
-	// live), so For did not need its GPUs, and the victim is an ordinary
+	// outlasted For's evaluation (a decision Config.Settle or more after
+	// Replaced still found it live), so For did not need its GPUs, and the victim is an ordinary
 	// job again, protected in its new window like any job that starts. The
 	// record stays while For waits, until Since + Config.VictimHold, only so
 	// that the victim is not held again (as a job that landed).
