@@ -29,21 +29,22 @@ type jobInfo struct {
 	victimFor  int32 // the job it is stopped for in this plan, -1
 	heldFor    int32 // the waiting job it was stopped for earlier and is held below, -1
 	heldSince  time.Time
-	released   int32 // the job it was held below until this plan (the hold ran out), -1
-	holding    int32 // victims held below it (as a beneficiary)
-	victimNode int32 // where its stop frees GPUs for victimFor
-	victimGPUs int32 // the ask it frees them for
-	held       int32 // GPUs held by its live allocations
-	expired    bool  // its reservation expired: no new one until placed
-	landed     bool  // held below heldFor for landing on nodes just released for it (reserve.go)
-	moving     bool  // a drain stops some of its allocations in this plan
-	givenBack  bool  // placed in part, its allocations stopped in this plan (releasePartial)
-	whole      bool  // a gang that cannot be placed whole: written at the bottom of the pending band (waitWhole)
-	keptBack   bool  // placed in part again after a release still held (keepVictims): held low, not stopped again
-	backHeld   bool  // a release of it (rule 5c) is held: Snapshot.Victims names it for itself
-	movedOn    int32 // 1 + the last draining node that looked at it
-	fits       bool  // the placement model places it without victims
-	reserved   int32 // index in plan.Reservations, -1
+	released   int32      // the job it was held below until this plan (the hold ran out, or it was kept: keepVictims), -1
+	releasedBy ReasonCode // why, in this plan's explanation: ReasonVictimReleased, ReasonVictimKept; ReasonNone when kept earlier
+	holding    int32      // victims held below it (as a beneficiary)
+	victimNode int32      // where its stop frees GPUs for victimFor
+	victimGPUs int32      // the ask it frees them for
+	held       int32      // GPUs held by its live allocations
+	expired    bool       // its reservation expired: no new one until placed
+	landed     bool       // held below heldFor for landing on nodes just released for it (reserve.go)
+	moving     bool       // a drain stops some of its allocations in this plan
+	givenBack  bool       // placed in part, its allocations stopped in this plan (releasePartial)
+	whole      bool       // a gang that cannot be placed whole: written at the bottom of the pending band (waitWhole)
+	keptBack   bool       // placed in part again after a release still held (keepVictims): held low, not stopped again
+	backHeld   bool       // a release of it (rule 5c) is held: Snapshot.Victims names it for itself
+	movedOn    int32      // 1 + the last draining node that looked at it
+	fits       bool       // the placement model places it without victims
+	reserved   int32      // index in plan.Reservations, -1
 	evaluated  bool
 	target     int
 	level      int // pending: the level written or kept (tier.go levels)
