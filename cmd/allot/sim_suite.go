@@ -174,38 +174,9 @@ func runSuiteScenario(dir string, s suiteScenario, seed uint64, model suiteModel
 			return sim.SuiteRow{}, fmt.Errorf("horizon: %v", err)
 		}
 	}
-	var tr *sim.Trace
-	switch {
-	case sc.Trace != "":
-		tr, err = readTrace(rel(base, sc.Trace), false)
-	case tree == nil:
-		return sim.SuiteRow{}, fmt.Errorf("a scenario needs a trace or budgets to generate one from")
-	case s.Heavy != nil:
-		h := sim.DefaultHeavyConfig()
-		dec := json.NewDecoder(bytes.NewReader(s.Heavy))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&h); err != nil {
-			return sim.SuiteRow{}, fmt.Errorf("heavy: %v", err)
-		}
-		h.Seed, h.GPUs = seed, cluster.GPUs()
-		tr, err = sim.GenerateHeavy(tree, h)
-	default:
-		g := sim.DefaultGenConfig()
-		if sc.Generate != nil {
-			if err := json.Unmarshal(sc.Generate, &g); err != nil {
-				return sim.SuiteRow{}, err
-			}
-		}
-		g.Seed, g.GPUs, g.Nodes = seed, cluster.GPUs(), clusterNodes(cluster)
-		if tr, err = sim.Generate(tree, g); err == nil {
-			nameFaultNodes(tr, cluster)
-		}
-	}
+	tr, err := suiteTrace(s, sc, base, tree, cluster, seed)
 	if err != nil {
 		return sim.SuiteRow{}, err
-	}
-	if sc.Trace == "" {
-		sim.SpreadOverPools(tr, cluster, seed) // a generated trace on several pools
 	}
 	row := sim.SuiteRow{Scenario: s.Name, Seed: seed, GPUs: cluster.GPUs()}
 	for _, name := range []string{"allot", "baseline"} {
@@ -262,4 +233,43 @@ func mergeJSON(a, b json.RawMessage) json.RawMessage {
 		return b
 	}
 	return out
+}
+
+// suiteTrace is scenario s's trace for seed: its trace file, or the trace
+// its "heavy" or "generate" settings generate on cluster.
+func suiteTrace(s suiteScenario, sc scenarioFile, base string, tree *budgets.Tree, cluster sim.ClusterSpec, seed uint64) (*sim.Trace, error) {
+	var tr *sim.Trace
+	var err error
+	switch {
+	case sc.Trace != "":
+		tr, err = readTrace(rel(base, sc.Trace), false)
+	case tree == nil:
+		return nil, fmt.Errorf("a scenario needs a trace or budgets to generate one from")
+	case s.Heavy != nil:
+		h := sim.DefaultHeavyConfig()
+		dec := json.NewDecoder(bytes.NewReader(s.Heavy))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&h); err != nil {
+			return nil, fmt.Errorf("heavy: %v", err)
+		}
+		tr, err = heavyTrace(tree, h, cluster, seed)
+	default:
+		g := sim.DefaultGenConfig()
+		if sc.Generate != nil {
+			if err := json.Unmarshal(sc.Generate, &g); err != nil {
+				return nil, err
+			}
+		}
+		g.Seed, g.GPUs, g.Nodes = seed, cluster.GPUs(), clusterNodes(cluster)
+		if tr, err = sim.Generate(tree, g); err == nil {
+			nameFaultNodes(tr, cluster)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if sc.Trace == "" && s.Heavy == nil {
+		sim.SpreadOverPools(tr, cluster, seed) // a generated trace on several pools (heavyTrace spreads its own)
+	}
+	return tr, nil
 }

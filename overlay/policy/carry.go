@@ -62,9 +62,10 @@ type Failed struct {
 // decision chooses again. A victim p holds without stopping it (a job that
 // landed on nodes released for the job it is held below: lowered, for
 // Nomad to preempt) is held whatever failed. An evaluation that failed is
-// not remembered, so it is issued again at once. Entries carried from an
-// earlier plan went through then and are kept. It copies the lists it
-// keeps.
+// not remembered, so it is issued again at once, and a victim's Replaced
+// set for it is cleared (it stays held until an evaluation goes through).
+// Entries carried from an earlier plan went through then and are kept. It
+// copies the lists it keeps.
 func (c *Carry) Remember(p *Plan, failed Failed) {
 	c.LastDecision = p.Now
 	c.Reservations = append(c.Reservations[:0], p.Reservations...)
@@ -107,6 +108,9 @@ func (c *Carry) Remember(p *Plan, failed Failed) {
 	}
 	c.Victims = c.Victims[:0]
 	for _, v := range p.Victims {
+		if v.Replaced.Equal(p.Now) && !evaluated[v.For] {
+			v.Replaced = time.Time{} // its job's evaluation failed: the next decision evaluates it again
+		}
 		if !v.Since.Equal(p.Now) || !planned[v.Job] || stopped[v.Job] {
 			c.Victims = append(c.Victims, v)
 		}

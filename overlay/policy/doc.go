@@ -285,13 +285,22 @@
 // Held victims (Snapshot.Victims, returned in Plan.Victims): a victim stays
 // at victim(V, B) while B waits (pending or placed in part) and now <
 // chosen + VictimHold, whatever V's own state: a replacement that started
-// is not protected. It keeps a priority p with t - Hysteresis < p <=
-// final(B) - PreemptionGap (t its victim level). Its GPUs count for B alone
+// is not protected until B's evaluation has had its chance (below). It
+// keeps a priority p with t - Hysteresis < p <= final(B) - PreemptionGap
+// (t its victim level). Its GPUs count for B alone
 // in the placement model (Nomad preempts them when B is evaluated), it is
 // never chosen again, and when it holds a live allocation (a replacement,
 // or a stop that was lost) B is evaluated (ReasonVictimReplaced). The hold
 // ends when B places or leaves, or with ReasonVictimReleased when it runs
-// out. Reservation stops (rule 7) make held victims the same way.
+// out. Reservation stops (rule 7) make held victims the same way. The hold
+// lasts one evaluation of a live replacement, not the rest of VictimHold:
+// the decision that evaluates B with V live records when (Victim.Replaced),
+// and a decision Settle later that still finds V live keeps it
+// (Victim.Kept, ReasonVictimKept): B's evaluation did not take its GPUs, so
+// V is a job that has just started, protected in its new window. Held on at
+// a pending level it was within reach of every pending job a gap above it:
+// on the example, 9 started jobs were preempted by Nomad 53-529 s into their
+// new windows (a session among them, its state lost without notice).
 //
 // Issued actions (Snapshot.Issued, returned in Plan.Issued): a stop issued
 // at T < now <= T + Settle whose allocations the snapshot still shows

@@ -29,7 +29,8 @@ type jobInfo struct {
 	victimFor   int32 // the job it is stopped for in this plan, -1
 	heldFor     int32 // the waiting job it was stopped for earlier and is held below, -1
 	heldSince   time.Time
-	released    int32      // the job it was held below until this plan (the hold ran out), -1
+	released    int32      // the job it was held below until this plan (the hold ran out, or it was kept: keepVictims), -1
+	releasedBy  ReasonCode // why, in this plan's explanation: ReasonVictimReleased, ReasonVictimKept; ReasonNone when kept earlier
 	holding     int32      // victims held below it (as a beneficiary)
 	victimNode  int32      // where its stop frees GPUs for victimFor
 	victimGPUs  int32      // the ask it frees them for

@@ -1,5 +1,10 @@
 package policy
 
+import (
+	"slices"
+	"time"
+)
+
 // The policy's memory of its own actions, carried by the caller from one
 // Plan to the next Snapshot (in a Carry, carry.go): victims held below the
 // job they made room for (Snapshot.Victims) and actions issued but perhaps
@@ -106,8 +111,9 @@ func (d *Decider) recordIssued() {
 // keepVictims reads Snapshot.Victims after the jobs are indexed. A victim
 // stays held below the job it was stopped for while that job still waits
 // (pending, or placed in part) and the hold is younger than VictimHold; it
-// is released when the job places or leaves, and released with
-// ReasonVictimReleased when the hold runs out.
+// is released when the job places or leaves, released with
+// ReasonVictimReleased when the hold runs out, and kept (ReasonVictimKept:
+// keptVictim) when its replacement outlasts that job's evaluation.
 func (d *Decider) keepVictims() {
 	if d.cfg.VictimHold <= 0 {
 		return
@@ -131,7 +137,11 @@ func (d *Decider) keepVictims() {
 		}
 		until := v.Since.Add(d.cfg.VictimHold)
 		if !d.now.Before(until) {
-			vi.released, vi.heldSince = bj, v.Since
+			vi.released, vi.releasedBy, vi.heldSince = bj, ReasonVictimReleased, v.Since
+			continue
+		}
+		if d.keptVictim(vj, bj, &v) {
+			d.plan.Victims = append(d.plan.Victims, v)
 			continue
 		}
 		vi.heldFor, vi.heldSince = bj, v.Since
@@ -145,6 +155,40 @@ func (d *Decider) keepVictims() {
 		}
 	}
 	d.holdLanders() // reserve.go: jobs that took nodes released for a waiting job
+}
+
+// keptVictim reports whether held victim vj (record v) is no longer held
+// below bj although bj still waits: a decision at least Settle after bj's
+// evaluation with vj's allocation live (v.Replaced: evaluateHeld), which an
+// evaluation issued is taken to need (memory.go's settle), still finds it
+// live. Nomad
+// preempts a held victim's replacement for bj when bj is evaluated, if bj
+// needs its GPUs; one that outlasts the evaluation runs where bj does not
+// need it (Nomad often places it on other GPUs than those its stop freed),
+// and held on at a pending level it would be within reach of every pending
+// job a preemption gap above it, a started job killed without notice. So it
+// is kept: an ordinary job again, protected in its new window. The record
+// stays (Kept), so that it is not held again as a job that landed. A victim
+// whose live allocations are gone again waits for its next replacement's
+// evaluation (v.Replaced cleared).
+func (d *Decider) keptVictim(vj, bj int32, v *Victim) bool {
+	vi := &d.jobs[vj]
+	switch {
+	case v.Kept:
+		vi.released, vi.releasedBy, vi.heldSince = bj, ReasonNone, v.Since
+		return true
+	case v.Replaced.IsZero():
+		return false
+	case d.liveCount(vj) == 0:
+		v.Replaced = time.Time{}
+		return false
+	case d.now.Before(v.Replaced.Add(d.cfg.Settle)):
+		d.wakeAt(v.Replaced.Add(d.cfg.Settle))
+		return false
+	}
+	v.Kept = true
+	vi.released, vi.releasedBy, vi.heldSince = bj, ReasonVictimKept, v.Since
+	return true
 }
 
 // keepRelease keeps the hold of a release (rule 5c; a Victim naming the
@@ -189,18 +233,39 @@ func (d *Decider) creditHeld(j int32) {
 // victim has a live allocation again: its replacement took GPUs (Nomad
 // places it at once), and only an evaluation of the waiting job makes
 // Nomad preempt it (blocked jobs are not retried when nothing frees up).
+// The first decision that evaluates it so (or finds it evaluated already)
+// records when in the victim's record (Victim.Replaced): a decision Settle
+// later that still finds the victim live keeps it (keptVictim), so the
+// replacement stays within Nomad's reach for one evaluation, not for the
+// rest of the hold. The wake at Settle brings that decision.
 func (d *Decider) evaluateHeld() {
 	for j := range d.jobs {
 		info := &d.jobs[j]
-		if info.heldFor < 0 || d.evals >= d.cfg.MaxEvaluations || d.jobs[info.heldFor].evaluated {
+		if info.heldFor < 0 || d.liveCount(int32(j)) == 0 {
 			continue
 		}
-		if d.liveCount(int32(j)) > 0 {
+		if !d.jobs[info.heldFor].evaluated {
+			if d.evals >= d.cfg.MaxEvaluations {
+				continue
+			}
 			code := ReasonVictimReplaced
 			if info.landed {
 				code = ReasonLanded
 			}
 			d.evaluate(info.heldFor, Reason{Code: code, Job: d.jp[j].ID})
+		}
+		d.markReplaced(d.jp[j].ID)
+	}
+}
+
+// markReplaced records in held victim id's record that the job it is held
+// below is evaluated now with it live, unless an earlier decision did.
+func (d *Decider) markReplaced(id string) {
+	for k := range d.plan.Victims {
+		if v := &d.plan.Victims[k]; v.Job == id && v.Replaced.IsZero() {
+			v.Replaced = d.now
+			d.wakeAt(d.now.Add(d.cfg.Settle))
+			return
 		}
 	}
 }
@@ -246,6 +311,10 @@ func (d *Decider) recordVictims() {
 	for j := range d.jobs {
 		if b := d.jobs[j].victimFor; b >= 0 {
 			d.wakeAt(d.now.Add(d.cfg.VictimHold))
+			if d.jobs[j].released >= 0 { // kept from an earlier hold, a victim again: its fresh record replaces that one
+				id := d.jp[j].ID
+				d.plan.Victims = slices.DeleteFunc(d.plan.Victims, func(v Victim) bool { return v.Job == id })
+			}
 			d.plan.Victims = append(d.plan.Victims, Victim{Job: d.jp[j].ID, For: d.jp[b].ID, Since: d.now})
 		}
 		if d.jobs[j].givenBack { // a release, held (keepRelease)

@@ -63,6 +63,7 @@ const (
 
 	ReasonPendingWhole         // N: place in the pending queue; a gang that cannot be placed whole now (rule 5d)
 	ReasonReservationYielded   // Job: the job the node was reserved for, Detail: the less served job it gave way to
+	ReasonVictimKept           // Job: the waiting job it was held below, At: since (its replacement outlasted that job's evaluation)
 	ReasonPendingRestartHeld   // N: place in the pending queue, Job: the waiting job that would stop it again (restart.go)
 	ReasonPendingRestartServed // N: place in the pending queue, Job: a job of the less served budget running where it would run (restart.go)
 )
@@ -141,6 +142,9 @@ func (r Reason) Format(at func(time.Time) string) string {
 		return "stopped for " + r.Job + " at " + at(r.At) + ": held a preemption gap below it until it places, so Nomad may preempt its replacement"
 	case ReasonVictimReleased:
 		return "no longer held below " + r.Job + " (stopped for it at " + at(r.At) + "): it did not place within the victim hold"
+	case ReasonVictimKept:
+		return "no longer held below " + r.Job + " (stopped for it at " + at(r.At) + "): its replacement started, and " + r.Job +
+			"'s evaluation did not take its GPUs, so it is protected in its new window like any job that starts"
 	case ReasonVictimReplaced:
 		return "its victim " + r.Job + " holds GPUs again (Nomad placed its replacement first, or its stop was lost), a preemption gap below it: evaluate so Nomad preempts it"
 	case ReasonPendingReserved:

@@ -580,7 +580,14 @@ func (w *world) printPlan(p *Plan) string {
 			fmt.Fprintf(&b, "release of %s held since %s\n", v.Job, w.at(v.Since))
 			continue
 		}
-		fmt.Fprintf(&b, "victim %s held below %s since %s\n", v.Job, v.For, w.at(v.Since))
+		switch {
+		case v.Kept:
+			fmt.Fprintf(&b, "victim %s kept (no longer held below %s, since %s; evaluated with it live %s)\n", v.Job, v.For, w.at(v.Since), w.at(v.Replaced))
+		case !v.Replaced.IsZero():
+			fmt.Fprintf(&b, "victim %s held below %s since %s, evaluated with it live %s\n", v.Job, v.For, w.at(v.Since), w.at(v.Replaced))
+		default:
+			fmt.Fprintf(&b, "victim %s held below %s since %s\n", v.Job, v.For, w.at(v.Since))
+		}
 	}
 	for _, n := range p.Notices {
 		fmt.Fprintf(&b, "notice %s for %q sent %s, stop %s\n", n.Job, n.For, w.at(n.SentAt), w.at(n.Deadline))

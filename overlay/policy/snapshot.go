@@ -248,6 +248,19 @@ type Victim struct {
 	// Since is when the victim was chosen; the hold ends at Since +
 	// Config.VictimHold even if For never places.
 	Since time.Time
+	// Replaced is when For was first evaluated while the victim held a
+	// live allocation again (a replacement Nomad placed before For, or the
+	// job itself when it landed on nodes released for For): that
+	// evaluation is where Nomad preempts it for For. Zero until then, and
+	// again once it holds none.
+	Replaced time.Time
+	// Kept: the hold has ended early. The victim's live allocation
+	// outlasted For's evaluation (a decision Config.Settle or more after
+	// Replaced still found it live), so For did not need its GPUs, and the victim is an ordinary
+	// job again, protected in its new window like any job that starts. The
+	// record stays while For waits, until Since + Config.VictimHold, only so
+	// that the victim is not held again (as a job that landed).
+	Kept bool
 }
 
 // IssuedKind is the kind of an Issued action.

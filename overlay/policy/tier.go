@@ -110,8 +110,8 @@ func (d *Decider) target(j int32) {
 			info.reason.Code = ReasonRunningRestart
 		}
 	}
-	if info.released >= 0 {
-		info.reason = Reason{Code: ReasonVictimReleased, Job: d.jp[info.released].ID, At: info.heldSince}
+	if info.released >= 0 && info.releasedBy != ReasonNone {
+		info.reason = Reason{Code: info.releasedBy, Job: d.jp[info.released].ID, At: info.heldSince}
 	}
 	if r, ok := d.noticeReason(j); ok {
 		info.reason = r // notice.go: signalled, stopped at the deadline

@@ -128,3 +128,80 @@ func TestHeldVictimRows(t *testing.T) {
 		}
 	}
 }
+
+// A held victim whose replacement Nomad placed on another node, and which
+// outlasted the waiting job's evaluation, is kept: raised to the protected
+// band in its new window, and recorded so, so that a new leader neither
+// lowers it again (Nomad would preempt a job that has just started for
+// any pending job a gap above it) nor evaluates the waiting job for it.
+func TestKeptVictimSurvivesLeaderChange(t *testing.T) {
+	t0 := time.Date(2026, 6, 1, 10, 0, 0, 0, time.UTC)
+	fsm := budgetsFSM(t, []budgets.Spec{{Path: "lab"}, {Path: "lab/a", Share: 1}, {Path: "lab/b", Share: 1}})
+	applyEntry(t, fsm, state.AllocUpsertType, state.AllocUpsertRequest{Allocs: []state.Alloc{{ID: "seed", Leaf: "lab/a", GPUs: 8,
+		StartedAt: t0.Add(-3 * time.Hour), StoppedAt: t0.Add(-2 * time.Hour)}}})
+	applyEntry(t, fsm, state.ChargeType, state.ChargeRequest{Charges: []state.Charge{{Alloc: "seed", Leaf: "lab/a", GPUs: 8,
+		From: t0.Add(-3 * time.Hour), To: t0.Add(-2 * time.Hour)}}})
+	victim := gpuJob("default", "victim", "default", 1, 2, map[string]string{"budget": "lab/a", "min_runtime": "10m"})
+	pending := gpuJob("default", "pending", "default", 1, 8, map[string]string{"budget": "lab/b", "min_runtime": "30m"})
+	other := gpuJob("default", "other", "default", 1, 6, map[string]string{"budget": "lab/b", "min_runtime": "1h"})
+	gpus := []nomad.GPUModel{{Model: "H100", Total: 8, Healthy: 8}}
+	st := stateOf([]nomad.Job{victim, pending, other},
+		[]nomad.Alloc{runningAlloc("v1", "victim", 2, t0.Add(-time.Hour)), runningAlloc("o1", "other", 6, t0.Add(-time.Minute))},
+		[]nomad.Node{{ID: "n1", Pool: "default", Status: "ready", Eligible: true, GPUs: gpus},
+			{ID: "n2", Pool: "default", Status: "ready", Eligible: true, GPUs: gpus}})
+	o1 := st.Allocs["o1"]
+	o1.NodeID = "n2"
+	st.Allocs["o1"] = o1
+	v1 := st.Allocs["v1"]
+	v1.NodeID = "n1"
+	st.Allocs["v1"] = v1
+
+	r := &Reconciler{cfg: Config{Policy: policy.DefaultConfig()}}
+	ops, _ := opsOf(t, r, fsm, st, t0)
+	if stops := opsNamed(ops, nomad.OpStop); len(stops) != 1 || stops[0] != "default/victim" {
+		t.Fatalf("ops %+v, want default/victim stopped", ops)
+	}
+	landed(st, ops, t0.Add(time.Second))
+	// Its replacement runs on n2's 2 free GPUs, not on those its stop freed.
+	rep := st.Allocs["v1-r"]
+	rep.NodeID = "n2"
+	st.Allocs["v1-r"] = rep
+	low := st.Jobs[victim.Key].Priority
+
+	ops, _ = opsOf(t, r, fsm, st, t0.Add(2*time.Second))
+	if ev := opsNamed(ops, nomad.OpEvaluate); len(ev) != 1 || ev[0] != "default/pending" {
+		t.Fatalf("ops %+v, want default/pending evaluated (Nomad preempts the replacement if it needs its GPUs)", ops)
+	}
+	if h := fsm.Read().HeldVictims(); len(h) != 1 || !h[0].Replaced.Equal(t0.Add(2*time.Second)) || h[0].Kept {
+		t.Fatalf("held victims %+v, want default/victim held, its job evaluated with it live at +2s", h)
+	}
+	landed(st, ops, t0.Add(time.Minute))
+
+	// The leader changes; the replacement outlasted the evaluation.
+	fsm = restarted(t, fsm)
+	r = &Reconciler{cfg: Config{Policy: policy.DefaultConfig()}}
+	ops, _ = opsOf(t, r, fsm, st, t0.Add(40*time.Second))
+	raised := false
+	for _, o := range ops {
+		if o.Kind == nomad.OpSetPriority && o.Job == victim.Key {
+			raised = o.Priority == policy.DefaultConfig().Protected
+		}
+	}
+	if !raised || len(opsNamed(ops, nomad.OpEvaluate)) != 0 {
+		t.Fatalf("ops %+v, want default/victim raised from %d to the protected band, and no evaluation", ops, low)
+	}
+	if h := fsm.Read().HeldVictims(); len(h) != 1 || !h[0].Kept {
+		t.Fatalf("held victims %+v, want default/victim kept", h)
+	}
+	landed(st, ops, t0.Add(time.Minute))
+
+	// Another leader change: the kept victim stays protected.
+	fsm = restarted(t, fsm)
+	r = &Reconciler{cfg: Config{Policy: policy.DefaultConfig()}}
+	ops, _ = opsOf(t, r, fsm, st, t0.Add(time.Minute))
+	for _, o := range ops {
+		if o.Job == victim.Key || o.Kind == nomad.OpEvaluate {
+			t.Fatalf("ops %+v: the kept victim was written or its job evaluated again", ops)
+		}
+	}
+}

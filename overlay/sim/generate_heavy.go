@@ -53,20 +53,37 @@ func DefaultHeavyConfig() HeavyConfig {
 		Resumable: 0.7, MaxNodes: 32, BurstIdleDays: 7, BurstFactor: 5}
 }
 
-// Validate says what is wrong with the configuration.
+// Validate says what is wrong with the configuration: a
+// *GenConfigKeyError naming the first key (as in JSON) whose value is not
+// valid, and what would be.
 func (h HeavyConfig) Validate() error {
+	bad := func(key string, v any, want string) error {
+		return &GenConfigKeyError{Key: key, Err: fmt.Errorf("%v: want %s", v, want)}
+	}
+	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 	switch {
-	case h.Days <= 0 || h.Days > 3650:
-		return fmt.Errorf("days %v must be in (0, 3650]", h.Days)
-	case h.GPUs < 1 || h.GPUsPerNode < 1 || h.GPUsPerNode > 64:
-		return fmt.Errorf("gpus %d must be positive and gpus per node %d in [1, 64]", h.GPUs, h.GPUsPerNode)
-	case h.Allocated < 0 || h.Filler < 0 || h.TeamSpread < 0 || h.Resumable < 0 || h.Resumable > 1:
-		return fmt.Errorf("allocated %v, filler %v and team spread %v must be >= 0, resumable %v in [0, 1]",
-			h.Allocated, h.Filler, h.TeamSpread, h.Resumable)
+	case !(h.Days > 0 && h.Days <= 3650):
+		return bad("days", h.Days, "days of submissions, more than 0 and at most 3650")
+	case h.GPUs < 1:
+		return bad("gpus", h.GPUs, "the cluster's GPUs, 1 or more")
+	case h.GPUsPerNode < 1 || h.GPUsPerNode > 64:
+		return bad("gpus_per_node", h.GPUsPerNode, "the GPUs of a node, 1 to 64")
+	case !(h.Allocated >= 0) || !finite(h.Allocated):
+		return bad("allocated", h.Allocated, "allocated work as a multiple of capacity, 0 or more (e.g. 3)")
+	case !(h.Filler >= 0) || !finite(h.Filler):
+		return bad("filler", h.Filler, "unallocated work as a multiple of capacity, 0 or more (e.g. 0.05)")
+	case !(h.TeamSpread >= 0) || !finite(h.TeamSpread):
+		return bad("team_spread", h.TeamSpread, "the spread of the teams' demand around their shares, 0 or more (0: every team at its share)")
+	case !(h.Resumable >= 0 && h.Resumable <= 1):
+		return bad("resumable", h.Resumable, "the fraction of training jobs that may be requeued, in [0, 1]")
 	case h.MaxNodes < 1:
-		return fmt.Errorf("max nodes %d must be >= 1", h.MaxNodes)
-	case h.Bursty < 0 || h.Bursty > 0 && (h.BurstIdleDays < 0 || h.BurstFactor <= 0):
-		return fmt.Errorf("bursty teams %d need burst idle >= 0 and burst factor > 0", h.Bursty)
+		return bad("max_nodes", h.MaxNodes, "the most nodes a gang job spans, 1 or more")
+	case h.Bursty < 0:
+		return bad("bursty", h.Bursty, "the number of bursty teams, 0 or more")
+	case h.Bursty > 0 && !(h.BurstIdleDays >= 0 && finite(h.BurstIdleDays)):
+		return bad("burst_idle_days", h.BurstIdleDays, "the days a bursty team submits nothing, 0 or more")
+	case h.Bursty > 0 && !(h.BurstFactor > 0 && finite(h.BurstFactor)):
+		return bad("burst_factor", h.BurstFactor, "a bursty team's demand after its idle days, as a multiple of its share, more than 0")
 	}
 	return nil
 }

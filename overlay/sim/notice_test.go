@@ -77,3 +77,65 @@ func TestSimNoticeCappedSavesNothing(t *testing.T) {
 		t.Errorf("notices %+v, want none saved and a 10m wait (the cap)", r.Notices)
 	}
 }
+
+// A restorable session (an interactive job with a notice) stopped for time
+// slicing saves its state, is requeued ahead of its own budget's other
+// pending work (here a job of a higher meta priority that waited while it
+// was away), and finds what it saved: over its runs it works exactly its
+// 4h, nothing redone, and no stop loses its state.
+func TestSimSessionRequeuedAheadAndRestored(t *testing.T) {
+	tree, err := budgets.NewTree([]budgets.Spec{{Path: "lab", Share: 1}, {Path: "lab/a", Share: 1}, {Path: "lab/b", Share: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &Trace{Jobs: []JobSpec{
+		{ID: "s", Budget: "lab/a", Class: ClassInteractive, Count: 1, GPUs: 8, Work: 4 * time.Hour, MinRuntime: time.Hour,
+			Priority: 50, Signal: "SIGUSR1", Notice: 2 * time.Minute},
+		{ID: "b", Submit: 2 * time.Hour, Budget: "lab/b", Class: ClassTrain, Count: 1, GPUs: 8, Work: time.Hour,
+			MinRuntime: time.Hour, Priority: 50},
+		{ID: "a2", Submit: 2*time.Hour + 10*time.Minute, Budget: "lab/a", Class: ClassTrain, Count: 1, GPUs: 8, Work: time.Hour,
+			MinRuntime: time.Hour, Resumable: true, Priority: 90},
+	}}
+	p, err := NewAllot(policyDefault())
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := DefaultOptions()
+	opts.Warmup, opts.Horizon = 0, 12*time.Hour
+	starts := map[string][]float64{}
+	var ran, since float64
+	done := false
+	opts.Events = func(e *Event) {
+		switch {
+		case e.Kind == EventStart:
+			starts[e.Job] = append(starts[e.Job], e.T)
+			if e.Job == "s" {
+				since = e.T
+			}
+		case e.Kind == EventStop && e.Job == "s":
+			ran += e.T - since
+			if len(starts["s"]) == 1 && (e.Reason != StopTimeSlice.String() || e.By != "b") {
+				t.Errorf("s stopped at %.0f (%s, by %q), want a time-slice stop for b", e.T, e.Reason, e.By)
+			}
+		case e.Kind == EventDone && e.Job == "s":
+			done = true
+		}
+	}
+	r, err := Run(tr, UniformCluster(1, 8), tree, p, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("starts %v", starts)
+	if len(starts["s"]) < 2 || len(starts["b"]) < 1 || len(starts["a2"]) < 1 || !done {
+		t.Fatalf("starts %v, s done %v: want s started twice or more and done, b and a2 started", starts, done)
+	}
+	if s2, a2 := starts["s"][1], starts["a2"][0]; s2 > a2 {
+		t.Errorf("the requeued session started again at %.0f, after a2 (its budget's, priority 90) at %.0f", s2, a2)
+	}
+	if ran != 4*3600 {
+		t.Errorf("s ran %.0fs over its runs, want its 4h of work (14400s): it did not find what it saved", ran)
+	}
+	if n := r.Notices; n.Sessions < 1 || n.SessionsLost != 0 || n.Saved < 1 {
+		t.Errorf("notices %+v, want the session stopped, saved, and no state lost", n)
+	}
+}

@@ -24,22 +24,32 @@ const TableHeldVictims = "held_victims"
 // the hold ends at Since + the policy's VictimHold). For == JobID is a gang
 // released by rule 5c, held a preemption gap below its own standing so
 // that its replacement cannot take its GPUs straight back (policy
-// recordVictims).
+// recordVictims). Replaced is when For was evaluated with the victim's
+// replacement live, and Kept says that replacement outlasted the
+// evaluation: the victim is no longer held (policy.Victim), so a new
+// leader neither holds it again at a pending level, where Nomad could
+// preempt a job that has just started, nor evaluates For for it again.
 type HeldVictim struct {
-	JobID string
-	For   string
-	Since time.Time
+	JobID    string
+	For      string
+	Since    time.Time
+	Replaced time.Time `json:",omitzero"`
+	Kept     bool      `json:",omitempty"`
 }
 
 // HeldVictimRow is the replicated row of a policy victim.
 func HeldVictimRow(v *policy.Victim) HeldVictim {
-	return HeldVictim{JobID: v.Job, For: v.For, Since: v.Since.UTC()}
+	h := HeldVictim{JobID: v.Job, For: v.For, Since: v.Since.UTC(), Kept: v.Kept}
+	if !v.Replaced.IsZero() {
+		h.Replaced = v.Replaced.UTC()
+	}
+	return h
 }
 
 // Policy is the row as the policy's victim (what a new leader's
 // policy.Carry starts from).
 func (h *HeldVictim) Policy() policy.Victim {
-	return policy.Victim{Job: h.JobID, For: h.For, Since: h.Since}
+	return policy.Victim{Job: h.JobID, For: h.For, Since: h.Since, Replaced: h.Replaced, Kept: h.Kept}
 }
 
 func heldVictimsTableSchema() *memdb.TableSchema {
@@ -57,6 +67,9 @@ func (v *View) HeldVictims() []*HeldVictim { return all[HeldVictim](v, TableHeld
 func replaceHeldVictims(txn *memdb.Txn, hs []HeldVictim) error {
 	return replaceByJob(txn, TableHeldVictims, "held victim", hs, func(h *HeldVictim) (string, error) {
 		h.Since = h.Since.UTC()
+		if !h.Replaced.IsZero() {
+			h.Replaced = h.Replaced.UTC()
+		}
 		return h.JobID, checkHeldVictim(h)
 	})
 }
@@ -70,6 +83,10 @@ func checkHeldVictim(h *HeldVictim) error {
 		return fmt.Errorf("no job it is held for: want the waiting job's ID")
 	case h.Since.IsZero():
 		return fmt.Errorf("no time it was chosen (since)")
+	case h.Kept && h.Replaced.IsZero():
+		return fmt.Errorf("kept without the time its job was evaluated with it live (replaced)")
+	case !h.Replaced.IsZero() && h.Replaced.Before(h.Since):
+		return fmt.Errorf("replaced %s before it was chosen (since %s)", h.Replaced.Format(time.RFC3339), h.Since.Format(time.RFC3339))
 	}
 	for _, f := range []struct{ field, s string }{{"job", h.JobID}, {"for", h.For}} {
 		if err := CheckSize(f.field, f.s, MaxIDBytes); err != nil {

@@ -90,6 +90,8 @@ func badHeldVictims() []passSpoil {
 		{"no job", func(h *HeldVictim) { h.JobID = "" }, `held victim 1 (job ""): no job ID`},
 		{"no job held for", func(h *HeldVictim) { h.For = "" }, `held victim 1 (job "default/train"): no job it is held for`},
 		{"no time chosen", func(h *HeldVictim) { h.Since = time.Time{} }, "no time it was chosen (since)"},
+		{"kept but never evaluated", func(h *HeldVictim) { h.Kept = true }, "kept without the time its job was evaluated with it live (replaced)"},
+		{"replaced before chosen", func(h *HeldVictim) { h.Replaced = h.Since.Add(-time.Second) }, "replaced 2026-"},
 		{"a long beneficiary", func(h *HeldVictim) { h.For = strings.Repeat("j", MaxIDBytes+1) }, "for is 257 bytes"},
 		{"a victim held twice", func(h *HeldVictim) { h.JobID = "default/eval" },
 			`held victim 1: a second held victim for job "default/eval" (one per job)`},
@@ -102,14 +104,34 @@ func badHeldVictims() []passSpoil {
 	return out
 }
 
-// A held victim comes back from its row as it went in, in UTC.
+// A held victim comes back from its row as it went in, in UTC, with when
+// its job was evaluated with it live and whether it was kept.
 func TestHeldVictimRowRoundTrip(t *testing.T) {
-	v := policy.Victim{Job: "default/train", For: "default/olmo", Since: t0.In(time.FixedZone("x", 3600))}
-	row := HeldVictimRow(&v)
-	if row.Since.Location() != time.UTC {
-		t.Fatalf("row's since %s, want UTC", row.Since)
+	zone := time.FixedZone("x", 3600)
+	for _, v := range []policy.Victim{
+		{Job: "default/train", For: "default/olmo", Since: t0.In(zone)},
+		{Job: "default/train", For: "default/olmo", Since: t0.In(zone), Replaced: t0.Add(time.Minute).In(zone), Kept: true},
+	} {
+		row := HeldVictimRow(&v)
+		if row.Since.Location() != time.UTC || !v.Replaced.IsZero() && row.Replaced.Location() != time.UTC {
+			t.Fatalf("row's since %s, replaced %s, want UTC", row.Since, row.Replaced)
+		}
+		back := row.Policy()
+		if back.Job != v.Job || back.For != v.For || !back.Since.Equal(v.Since) || !back.Replaced.Equal(v.Replaced) || back.Kept != v.Kept {
+			t.Fatalf("%+v came back as %+v", v, back)
+		}
 	}
-	if back := row.Policy(); back.Job != v.Job || back.For != v.For || !back.Since.Equal(v.Since) {
-		t.Fatalf("%+v came back as %+v", v, back)
+}
+
+// A kept victim's row is stored and read back whole, so a new leader
+// does not hold it again.
+func TestHeldVictimKeptStored(t *testing.T) {
+	f, req := passFixture(t)
+	req.ReplaceHeldVictims, req.HeldVictims = true, []HeldVictim{
+		{JobID: "default/eval", For: "default/train", Since: t0, Replaced: t0.Add(30 * time.Second), Kept: true}}
+	mustApply(t, f, PassType, req)
+	got := f.Read().HeldVictims()
+	if len(got) != 1 || !got[0].Kept || !got[0].Replaced.Equal(t0.Add(30*time.Second)) {
+		t.Fatalf("stored %+v", got)
 	}
 }
