@@ -233,7 +233,8 @@
 // had run less than FreeLevelBase, and under Nomad's eval order (allot sim
 // -eval-order) the write to Protected that followed replaced its
 // allocation a preemption gap above jobs running past their windows.
-// A job a victim was stopped for (it holds victims) is never held. Why: a
+// A job a victim was stopped for (it holds victims) is never held, nor a
+// restorable session (it restarts first in its leaf, its state saved). Why: a
 // non-resumable job restarts from zero, and restarted it is the cheapest
 // victim the moment its new window ends (only that window's run is lost,
 // against longer runs elsewhere), so it was stopped again at each window

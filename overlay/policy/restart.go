@@ -62,6 +62,9 @@ func (d *Decider) restartHeld(j int32, fits bool) bool {
 	if info := &d.jobs[j]; info.state != jsPending && info.state != jsPartial || info.holding > 0 || !d.requeued(j) {
 		return false // victims held below it were stopped for it: their GPUs are its
 	}
+	if d.jp[j].Contract.Session {
+		return false // a requeued session restarts ahead of its budget's other work (notice.go), with its state saved
+	}
 	w, why := int32(-1), ReasonPendingRestartHeld
 	if d.restartLoses(j) {
 		w = d.stopsAgain(j)
