@@ -246,7 +246,9 @@
 // non-resumable train jobs, mostly the same few stopped again and again
 // (one 32-GPU job six times, five after exactly its 3h window); with rule
 // 5e 573/2,316/2,914, and the work redone 54,830/52,946/54,059 ->
-// 54,653/52,404/51,866. Seed 1 with both policies: time slicing +
+// 54,653/52,404/51,866 (over main 5f1bd7f, seed 1: time slicing +
+// reservations + drains 6,159 + 14 + 5 -> 619 + 0 + 3, work redone
+// 55,260 -> 51,028). At fcd70ac, seed 1 with both policies: time slicing +
 // reservations + drains 5,861 + 14 + 8 -> 573 + 0 + 4,629 against the
 // baseline's 53,433 in all: drains stopped long non-resumable train jobs
 // (26.7h and 33.8h into their runs) on failing nodes, a draw of which jobs
