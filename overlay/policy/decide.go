@@ -39,18 +39,20 @@ type Decider struct {
 	jobIdx      map[string]int32
 	nodeIdx     map[string]int32
 	classes     []class
-	jobAllocs   csr       // allocation indexes by job
-	nodeAlloc   csr       // allocation indexes by node
-	vAlloc      csr       // by node: allocations of jobs time slicing may stop (indexVictims)
-	vKey        []int32   // by allocation: its node in vAlloc, -1 when none
-	vGPUs       []int32   // by node: GPUs of those allocations
-	vServed     float64   // the most served leaf among those jobs, -1
-	vMost       []float64 // by node: the same on that node
-	vLeaves     []uint64  // by node: the leaves of those jobs there (leafBit)
-	vAnyLeaf    uint64    // the leaves of those jobs anywhere (leafBit)
-	pAlloc      csr       // by node: live allocations of protected jobs (indexProtected)
-	pGPUs       []int32   // by node: their GPUs
-	pBuilt      bool      // pAlloc and pGPUs hold for this decision
+	jobAllocs   csr            // allocation indexes by job
+	nodeAlloc   csr            // allocation indexes by node
+	vAlloc      csr            // by node: allocations of jobs time slicing may stop (indexVictims)
+	vKey        []int32        // by allocation: its node in vAlloc, -1 when none
+	vGPUs       []int32        // by node: GPUs of those allocations
+	vServed     float64        // the most served leaf among those jobs, -1
+	vMost       []float64      // by node: the same on that node
+	vLeaves     []uint64       // by node: the leaves of those jobs there (leafBit)
+	vAnyLeaf    uint64         // the leaves of those jobs anywhere (leafBit)
+	pAlloc      csr            // by node: live allocations of protected jobs (indexProtected)
+	pGPUs       []int32        // by node: their GPUs
+	pBuilt      bool           // pAlloc and pGPUs hold for this decision
+	runLeast    []leastRunning // by class: jobs of the least served leaves running there (restart.go)
+	runBuilt    bool           // runLeast holds for this decision
 	allocJob    []int32
 	allocNode   []int32
 	classNode   csr     // nodes by class
@@ -76,6 +78,7 @@ type Decider struct {
 	order       []pendingKey // pending allocated jobs, best first
 	merge       []pendingKey // scratch of mergePending
 	asks        []ask
+	restartAsks []ask // a waiting job's asks (restart.go)
 	scratch     victimScratch
 	evals       int // evaluations planned so far
 	wake        time.Time
@@ -108,7 +111,7 @@ func (d *Decider) Decide(snap *Snapshot, tree *budgets.Tree, fs *budgets.FairSha
 	if d.tl != nil {
 		d.plan.reuse(&d.bufs)
 	}
-	d.evals, d.wake, d.pBuilt = 0, time.Time{}, false
+	d.evals, d.wake, d.pBuilt, d.runBuilt = 0, time.Time{}, false, false
 	d.snap = snap
 	if d.tl == nil {
 		d.pointAt(snap)

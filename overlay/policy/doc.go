@@ -26,6 +26,7 @@
 //	running      Running (90)        allocated, running past its window; or placed in part     (rule 2)
 //	pending      Pending (40-89)     allocated, nothing placed: target t(p) = High - min(p-1, Levels-1)  (rule 3)
 //	victim       final(B) - Gap      stopped for job B, while B waits (rule 5, below)
+//	held restart FreeLevels().Low + Gap - 1 (29)  requeued, its budget standing where it would be stopped again (rule 5e, below)
 //	unallocated  FreeLevels (20-29)  everything else managed: running, at a level by the work a stop
 //	                                 would lose (free.go); waiting or starting, where it is if inside  (rule 4)
 //
@@ -209,6 +210,66 @@
 // and 24 (with the 0.20 margin) moved debug waits and budgets in opposite
 // directions on the two seeds (8: debug p99 2.1d and 11 of 15 on seed 1,
 // 14.3h and 15 of 15 on seed 2), so it stays 16.
+// Restarts held back (rule 5e, restart.go): a requeued job (Job.QueuedSince:
+// stopped by time slicing, a reservation or a drain) does not take GPUs
+// while its budget stands where it would be stopped again: (a) it is not
+// resumable, has no notice, and an examined job before it in the order
+// that found no victims (waiting for protected windows, the loss bound,
+// the margin or its own budget's order; not reserved) would stop it at the
+// end of the window a start now would begin (of its leaf with a higher
+// meta priority, or of a leaf served less by the margin that job will have
+// by then) on nodes of a class both use; or (b) its start would evict work
+// (the model places it only on GPUs free work holds, or it would need
+// victims) and its leaf is served at least 1 (its share) and at least
+// FairnessMargin more than the least served other leaf with an allocated
+// job running or starting on nodes of a class it could use. It waits
+// (WaitRestart, WaitsFor the job of (a) or that running job) at
+// FreeLevels().Low + PreemptionGap - 1 (29 at the defaults), below every
+// pending job and too low to evict any free work, and may still start on
+// GPUs nobody holds; one placed in part is released (rule 5c). A victim for
+// which (a) holds is written at the same level when it is stopped, so that
+// its replacement does not evict free work in the instant of the stop. At
+// Pending.Low - PreemptionGap (30) a held job still evicted free work that
+// had run less than FreeLevelBase, and under Nomad's eval order (allot sim
+// -eval-order) the write to Protected that followed replaced its
+// allocation a preemption gap above jobs running past their windows.
+// A job a victim was stopped for (it holds victims) is never held, nor a
+// restorable session (it restarts first in its leaf, its state saved). Why: a
+// non-resumable job restarts from zero, and restarted it is the cheapest
+// victim the moment its new window ends (only that window's run is lost,
+// against longer runs elsewhere), so it was stopped again at each window
+// end and every hour it ran was thrown away; each restart also evicted
+// free work that the next job of a less served budget would have found
+// free, which made that job time-slice instead. On the 30-day example
+// (examples/sim/scenario.json, allot only, seeds 1/2/3) time slicing lost
+// 5,861/2,717/5,819 GPU hours, 5,551 of seed 1's from 40 stops of
+// non-resumable train jobs, mostly the same few stopped again and again
+// (one 32-GPU job six times, five after exactly its 3h window); with rule
+// 5e 573/2,316/2,914, and the work redone 54,830/52,946/54,059 ->
+// 54,653/52,404/51,866 (over main 5f1bd7f, seed 1: time slicing +
+// reservations + drains 6,159 + 14 + 5 -> 619 + 0 + 3, work redone
+// 55,260 -> 51,028). At fcd70ac, seed 1 with both policies: time slicing +
+// reservations + drains 5,861 + 14 + 8 -> 573 + 0 + 4,629 against the
+// baseline's 53,433 in all: drains stopped long non-resumable train jobs
+// (26.7h and 33.8h into their runs) on failing nodes, a draw of which jobs
+// sit on the nodes that fail (drain losses on seeds 1-3: 8/79/378 before,
+// 4,629/89/65 now; 6/176/248 with the held level at 30). The variants
+// below were measured with the held level at 30 (Pending.Low -
+// PreemptionGap), which gave 794/1,882/4,031 and 51,520/52,419/52,986:
+// (a) alone 6,105/3,206/8,073 (a restart there is mostly first in the
+// order, with nothing examined before it, and is stopped for a job
+// submitted later); (a) with (b) limited to non-resumable jobs
+// 5,153/4,148/4,471, and with victims also held by (b) 9,813/3,463/5,846:
+// holding resumable restarts too keeps the free work that a less served
+// budget's next job then finds free. Without the floor of 1 in (b) (an
+// earlier form of it), heavy-1024's worst leaf fell to 66% on seeds 1 and
+// 2. (b) only where the start would evict free work (not victims) kept
+// heavy-1024's leaves at >= 95% at 20/20/17 of 22 (main 21/20/18; this
+// rule 18/17/16) but left the example's time slicing at 5,454 GPU hours
+// (seed 1); (b) for victims only from 1 + FairnessMargin: 622 there and
+// 18/19/17. The suite figures are in the README ("What this wave's rules
+// bought").
+//
 // Victims lose all their allocations (migrate stops) after being lowered,
 // and the job B they make room for is evaluated. Victim level:
 //

@@ -20,42 +20,44 @@ const (
 
 // jobInfo is the decision's working record of one job.
 type jobInfo struct {
-	state      jobState
-	leaf       int32 // leaf index, -1 when unallocated
-	gone       bool  // allocated by contract, but its budget left the tree
-	missing    int32 // allocations still to place
-	windowEnd  time.Time
-	position   int32 // 1-based place in the pending order, 0 when not pending
-	victimFor  int32 // the job it is stopped for in this plan, -1
-	heldFor    int32 // the waiting job it was stopped for earlier and is held below, -1
-	heldSince  time.Time
-	released   int32      // the job it was held below until this plan (the hold ran out, or it was kept: keepVictims), -1
-	releasedBy ReasonCode // why, in this plan's explanation: ReasonVictimReleased, ReasonVictimKept; ReasonNone when kept earlier
-	holding    int32      // victims held below it (as a beneficiary)
-	victimNode int32      // where its stop frees GPUs for victimFor
-	victimGPUs int32      // the ask it frees them for
-	held       int32      // GPUs held by its live allocations
-	expired    bool       // its reservation expired: no new one until placed
-	landed     bool       // held below heldFor for landing on nodes just released for it (reserve.go)
-	moving     bool       // a drain stops some of its allocations in this plan
-	givenBack  bool       // placed in part, its allocations stopped in this plan (releasePartial)
-	whole      bool       // a gang that cannot be placed whole: written at the bottom of the pending band (waitWhole)
-	keptBack   bool       // placed in part again after a release still held (keepVictims): held low, not stopped again
-	backHeld   bool       // a release of it (rule 5c) is held: Snapshot.Victims names it for itself
-	movedOn    int32      // 1 + the last draining node that looked at it
-	fits       bool       // the placement model places it without victims
-	reserved   int32      // index in plan.Reservations, -1
-	evaluated  bool
-	target     int
-	level      int // pending: the level written or kept (tier.go levels)
-	final      int // its priority once the plan is applied
-	reason     Reason
-	wait       Wait
-	waitFor    int32 // the job it waits for (Explanation.WaitsFor), -1
-	freeAt     time.Time
-	lost       int64 // lostWork, once computed (lostSet)
-	lostSet    bool
-	free       freeRun // its live allocations, for free work's level (free.go)
+	state       jobState
+	leaf        int32 // leaf index, -1 when unallocated
+	gone        bool  // allocated by contract, but its budget left the tree
+	missing     int32 // allocations still to place
+	windowEnd   time.Time
+	position    int32 // 1-based place in the pending order, 0 when not pending
+	victimFor   int32 // the job it is stopped for in this plan, -1
+	heldFor     int32 // the waiting job it was stopped for earlier and is held below, -1
+	heldSince   time.Time
+	released    int32      // the job it was held below until this plan (the hold ran out, or it was kept: keepVictims), -1
+	releasedBy  ReasonCode // why, in this plan's explanation: ReasonVictimReleased, ReasonVictimKept; ReasonNone when kept earlier
+	holding     int32      // victims held below it (as a beneficiary)
+	victimNode  int32      // where its stop frees GPUs for victimFor
+	victimGPUs  int32      // the ask it frees them for
+	held        int32      // GPUs held by its live allocations
+	expired     bool       // its reservation expired: no new one until placed
+	landed      bool       // held below heldFor for landing on nodes just released for it (reserve.go)
+	moving      bool       // a drain stops some of its allocations in this plan
+	givenBack   bool       // placed in part, its allocations stopped in this plan (releasePartial)
+	whole       bool       // a gang that cannot be placed whole: written at the bottom of the pending band (waitWhole)
+	keptBack    bool       // placed in part again after a release still held (keepVictims): held low, not stopped again
+	restartHeld bool       // not resumable, requeued, would be stopped again at its window end: held at restartLevel (restart.go)
+	restartWhy  ReasonCode // which rule holds it (restartHeld)
+	backHeld    bool       // a release of it (rule 5c) is held: Snapshot.Victims names it for itself
+	movedOn     int32      // 1 + the last draining node that looked at it
+	fits        bool       // the placement model places it without victims
+	reserved    int32      // index in plan.Reservations, -1
+	evaluated   bool
+	target      int
+	level       int // pending: the level written or kept (tier.go levels)
+	final       int // its priority once the plan is applied
+	reason      Reason
+	wait        Wait
+	waitFor     int32 // the job it waits for (Explanation.WaitsFor), -1
+	freeAt      time.Time
+	lost        int64 // lostWork, once computed (lostSet)
+	lostSet     bool
+	free        freeRun // its live allocations, for free work's level (free.go)
 }
 
 // victimOf is the job j was stopped for, in this plan or held from an

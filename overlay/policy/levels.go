@@ -122,7 +122,7 @@ func (d *Decider) levels() {
 			}
 			prev = info.position
 		}
-		if info.heldFor < 0 && !info.whole { // a gang waiting whole sits at the bottom (tier.go)
+		if info.heldFor < 0 && !info.whole && !info.restartHeld { // a gang waiting whole, a restart held: below (tier.go)
 			g := int32(1)
 			if len(d.gaps) > 0 && d.gapAfter(k.job) {
 				g = int32(d.cfg.PreemptionGap)

@@ -160,9 +160,13 @@ func checkMemory(t *testing.T, seed int64, snap *Snapshot, p *Plan, now time.Tim
 		if e.VictimOf == "" {
 			continue
 		}
-		if final[e.Job] > final[e.VictimOf]-cfg.PreemptionGap || final[e.Job] < cfg.Pending.Low-cfg.PreemptionGap {
+		floor := cfg.Pending.Low - cfg.PreemptionGap
+		if vj, ok := findJob(snap, e.Job); ok && !vj.Contract.Resumable && vj.Contract.Notice <= 0 {
+			floor = cfg.restartLevel() // rule 5e may hold its replacement back (restart.go)
+		}
+		if final[e.Job] > final[e.VictimOf]-cfg.PreemptionGap || final[e.Job] < floor {
 			t.Errorf("seed %d: victim %s at %d, %s at %d: want at least %d below it and at least %d",
-				seed, e.Job, final[e.Job], e.VictimOf, final[e.VictimOf], cfg.PreemptionGap, cfg.Pending.Low-cfg.PreemptionGap)
+				seed, e.Job, final[e.Job], e.VictimOf, final[e.VictimOf], cfg.PreemptionGap, floor)
 		}
 		if b, ok := p.Explain(e.VictimOf); !ok || (b.Band != BandPending && (b.Band != BandRunning || b.Wait == WaitNone)) {
 			t.Errorf("seed %d: %s held below %s, which does not wait", seed, e.Job, e.VictimOf)
@@ -255,7 +259,7 @@ func checkPlan(t *testing.T, seed int64, snap *Snapshot, p *Plan, now time.Time,
 		}
 	}
 	for _, e := range p.Explanations {
-		if e.Band == BandPending && !victims[e.Job] {
+		if e.Band == BandPending && !victims[e.Job] && !heldRestart(&e) { // rule 5e: held below free work's reach on purpose
 			minPending = min(minPending, final[e.Job])
 		}
 	}
@@ -294,7 +298,7 @@ func checkPlan(t *testing.T, seed int64, snap *Snapshot, p *Plan, now time.Time,
 				t.Errorf("seed %d: rule 4: unallocated %s at %d, lowest pending %d", seed, j.ID, final[j.ID], minPending)
 			}
 		}
-		if e.Band == BandPending && !victims[j.ID] && !cfg.Pending.contains(final[j.ID]) {
+		if e.Band == BandPending && !victims[j.ID] && !heldRestart(e) && !cfg.Pending.contains(final[j.ID]) {
 			t.Errorf("seed %d: pending %s at %d, outside the pending band", seed, j.ID, final[j.ID])
 		}
 	}
@@ -429,6 +433,10 @@ func checkPlan(t *testing.T, seed int64, snap *Snapshot, p *Plan, now time.Time,
 // waitsWhole reports whether e is a pending gang waiting whole (rule 5d).
 func waitsWhole(e *Explanation) bool { return e.Reason.Code == ReasonPendingWhole }
 
+// heldRestart reports whether e is a requeued job whose restart rule 5e
+// holds back.
+func heldRestart(e *Explanation) bool { return e.Wait == WaitRestart }
+
 // checkOrder: rule 3 with hysteresis. Pending levels keep the order
 // (strictly where the targets differ) and stay less than Hysteresis from
 // their targets.
@@ -446,11 +454,20 @@ func checkOrder(t *testing.T, seed int64, pend []*Explanation, final map[string]
 			}
 			continue
 		}
+		if heldRestart(a) {
+			// Rule 5e: a restart held back sits at restartLevel,
+			// out of the order's levels, and names the job it waits for.
+			if r := a.Reason.Code; final[a.Job] != cfg.restartLevel() || a.WaitsFor == "" ||
+				r != ReasonPendingRestartHeld && r != ReasonPendingRestartServed {
+				t.Errorf("seed %d: %s held back (rule 5e) at %d for %q (%v); want %d, naming a job", seed, a.Job, final[a.Job], a.WaitsFor, a.Reason, cfg.restartLevel())
+			}
+			continue
+		}
 		if d := final[a.Job] - a.Target; d >= cfg.Hysteresis || -d >= cfg.Hysteresis {
 			t.Errorf("seed %d: pending %s at %d, target %d, hysteresis %d", seed, a.Job, final[a.Job], a.Target, cfg.Hysteresis)
 		}
 		for _, b := range pend {
-			if b.Band != BandPending || victims[b.Job] || a.Position >= b.Position || waitsWhole(b) {
+			if b.Band != BandPending || victims[b.Job] || a.Position >= b.Position || waitsWhole(b) || heldRestart(b) {
 				continue
 			}
 			if (a.Target > b.Target && final[a.Job] <= final[b.Job]) || final[a.Job] < final[b.Job] {

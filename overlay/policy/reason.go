@@ -61,9 +61,11 @@ const (
 	ReasonNoticeSent // At: the stop (deadline), N: the notice in seconds, Job: the job it makes room for, or Node: the draining node
 	ReasonNoticeDone // Job: the job whose notice ended early (an Evaluate)
 
-	ReasonPendingWhole       // N: place in the pending queue; a gang that cannot be placed whole now (rule 5d)
-	ReasonReservationYielded // Job: the job the node was reserved for, Detail: the less served job it gave way to
-	ReasonVictimKept         // Job: the waiting job it was held below, At: since (its replacement outlasted that job's evaluation)
+	ReasonPendingWhole         // N: place in the pending queue; a gang that cannot be placed whole now (rule 5d)
+	ReasonReservationYielded   // Job: the job the node was reserved for, Detail: the less served job it gave way to
+	ReasonVictimKept           // Job: the waiting job it was held below, At: since (its replacement outlasted that job's evaluation)
+	ReasonPendingRestartHeld   // N: place in the pending queue, Job: the waiting job that would stop it again (restart.go)
+	ReasonPendingRestartServed // N: place in the pending queue, Job: a job of the less served budget running where it would run (restart.go)
 )
 
 // Reason is a ReasonCode with its operands.
@@ -166,6 +168,12 @@ func (r Reason) Format(at func(time.Time) string) string {
 		return "reservation for " + r.Job + " ended: " + r.Detail + ", of a budget served less by the fairness margin, waits too and may reserve instead"
 	case ReasonPendingWhole:
 		return "pending, " + Ordinal(r.N) + " in the pending queue; its allocations cannot all be placed now, and Nomad (which has no gang placement) would place them one at a time and hold the GPUs without running: kept at the bottom of the pending band until they can all be placed at once, so jobs that can run use the GPUs meanwhile"
+	case ReasonPendingRestartHeld:
+		return "pending, " + Ordinal(r.N) + " in the pending queue; not resumable and stopped before: restarted now, it would be stopped again when its window ends for " + r.Job +
+			", which sorts before it and waits, and lose that run; so it waits below the pending band, where it evicts no running work, until no waiting job before it would"
+	case ReasonPendingRestartServed:
+		return "pending, " + Ordinal(r.N) + " in the pending queue; stopped before, and its budget is served at least its share and the fairness margin more than that of " + r.Job +
+			", which runs where it would run: that budget's next job to find no room would stop it again when its window ends, so it evicts no running work to restart (it waits below the pending band and may start on GPUs nobody holds) until its budget is served less"
 	case ReasonPartialRelease:
 		by := ""
 		if r.Job != "" {

@@ -12,6 +12,7 @@ import (
 //	running (past the window) or placed in part:  Running
 //	pending at position p:                        pendingLevel(gapPosition(p)), then levels (hysteresis, order)
 //	pending gang that cannot be placed whole (rule 5d): Pending.Low
+//	requeued job whose restart rule 5e holds back:    restartLevel (FreeLevels().Low + PreemptionGap - 1)
 //	victim stopped for job B (fresh or held):     victimLevel: min(pendingLevel(its position + shift), final(B) - PreemptionGap, ceiling)
 //	unallocated:                                  FreeLevels, by the work a stop would lose (free.go)
 //
@@ -58,6 +59,9 @@ func (d *Decider) target(j int32) {
 		}
 		if info.landed {
 			info.reason = Reason{Code: ReasonReservationLanded, Job: d.jp[b].ID, At: info.heldSince}
+		}
+		if d.restartLoses(j) && d.stopsAgain(j) >= 0 { // rule 5e (restart.go): its replacement would be stopped again
+			info.target, info.restartHeld = c.restartLevel(), true
 		}
 		return
 	}
@@ -116,6 +120,10 @@ func (d *Decider) target(j int32) {
 		info.target, info.level = c.Pending.Low, c.Pending.Low
 		info.reason = Reason{Code: ReasonPendingWhole, N: int(info.position)}
 	}
+	if info.restartHeld && info.state == jsPending { // rule 5e (restart.go): at restartLevel, evicting no running work (levels leaves it out)
+		info.target, info.level = c.restartLevel(), c.restartLevel()
+		info.reason = Reason{Code: info.restartWhy, N: int(info.position), Job: d.jp[info.waitFor].ID}
+	}
 }
 
 // write plans the SetPriority for job j if its priority must change, and
@@ -128,7 +136,7 @@ func (d *Decider) write(j int32) {
 	switch {
 	case info.victimOf() >= 0:
 		ceil := d.victimCeiling(j, info.victimOf())
-		change = cur > ceil || cur <= to-c.Hysteresis || cur < c.Pending.Low-c.PreemptionGap
+		change = cur > ceil || cur <= to-c.Hysteresis || cur < c.Pending.Low-c.PreemptionGap && !info.restartHeld || info.restartHeld && cur != to
 	case info.state == jsPending:
 		to = info.level
 		change = cur != to

@@ -59,6 +59,10 @@ func (d *Decider) place() {
 		}
 		mark := d.cap.mark()
 		if d.fitAll(job, d.asks) {
+			if d.holdRestart(j, true) { // restart.go: it would be stopped again at its window end
+				d.cap.rollback(mark)
+				continue
+			}
 			info.fits, info.wait = true, WaitPlacement
 			continue
 		}
@@ -71,17 +75,15 @@ func (d *Decider) place() {
 			info.wait = WaitQueue
 			continue
 		}
+		if d.holdRestart(j, false) { // restart.go: nor take victims
+			continue
+		}
 		examined++
 		if d.sliceFor(j, d.asks) {
 			continue
 		}
 		if info.state == jsPartial && (info.wait == WaitFairShare || info.wait == WaitOrder || d.restFarOff(j)) {
-			if info.backHeld {
-				info.keptBack = true // its replacements took the GPUs back: held low, not stopped again
-			} else {
-				d.releasePartial(j)
-			}
-			d.waitWhole(j)
+			d.giveBack(j)
 			continue
 		}
 		d.reserveFor = append(d.reserveFor, orderRef{job: j, at: oi})
@@ -140,6 +142,18 @@ func quickJob(job *Job, cfg Config) bool {
 		gpus += max(g.GPUs, 0) * max(g.Count, 0)
 	}
 	return gpus > 0 && gpus <= cfg.QuickGPUs
+}
+
+// giveBack releases job j, placed in part, by rule 5c (releasePartial),
+// unless a release of it is held: its replacements took the GPUs back, and
+// it is held low, not stopped again. It then waits whole (rule 5d).
+func (d *Decider) giveBack(j int32) {
+	if info := &d.jobs[j]; info.backHeld {
+		info.keptBack = true
+	} else {
+		d.releasePartial(j)
+	}
+	d.waitWhole(j)
 }
 
 // releasePartial stops every allocation of job j, placed in part, whose
@@ -852,10 +866,13 @@ func (s victimScore) less(o victimScore) bool {
 // served a little less from a little more served one's past-window job
 // for as long as the gap stays under the margin: weeks on a cluster where
 // every budget asks for more than its share.
-func (d *Decider) marginFor(j int32) float64 {
+func (d *Decider) marginFor(j int32) float64 { return d.marginAt(j, d.now) }
+
+// marginAt is job j's margin (marginFor) at time t, if it still waits then.
+func (d *Decider) marginAt(j int32, t time.Time) float64 {
 	m := d.cfg.FairnessMargin
 	w := min(d.jp[j].Contract.Protected, d.cfg.RuntimeCap)
-	waited := d.now.Sub(d.queuedSince(j))
+	waited := t.Sub(d.queuedSince(j))
 	switch {
 	case m <= 0 || w <= 0 || waited >= w:
 		return 0

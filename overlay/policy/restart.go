@@ -1,0 +1,244 @@
+package policy
+
+import (
+	"math"
+	"time"
+)
+
+// Restarts held back (rule 5e). A job stopped for time slicing (or a
+// drain) is requeued, and on Nomad its replacement starts again as soon as
+// GPUs free or it can evict lower work: free work, or victims of its own.
+// A job that is not resumable restarts from zero, and once restarted it is,
+// the moment its new window ends, the cheapest victim for a job fair share
+// favours: what it loses is only that window's run, against longer runs
+// elsewhere. So it was stopped again at each window end and every hour it
+// ran was thrown away (a livelock: on the 30-day example one 32-GPU job
+// was stopped six times, five of them after exactly its 3h window, and each
+// restart evicted free work a job of a less served budget would have
+// found free). restartHeld keeps a requeued job pending or placed in part
+// from taking GPUs while its budget stands where it would be stopped again:
+//
+//   - (a) it is not resumable and has no checkpoint notice (restartLoses),
+//     and an examined job before it in the order that found no victims
+//     (d.reserveFor: waiting for protected windows, the loss bound, the
+//     fairness margin or its own budget's order) would stop it at the end
+//     of the window a start now would begin, by the rule that would then
+//     pick it (wouldStop), on nodes of a class both could use (couldUse); or
+//   - (b) its start would evict work (Nomad's preemption of free work, or
+//     time slicing: it does not fit on GPUs nobody holds), and its leaf is
+//     served at least its share and at least FairnessMargin more than the
+//     least served other leaf running work on nodes it could use
+//     (lessServedRunning): that leaf's next job that finds no room would
+//     stop it at its window end, and the evicted free work is the room
+//     that job would have found.
+//
+// A held job is written at restartLevel (29 at the defaults), below every
+// pending job and too low to evict any free work (a job placed in part is
+// released by rule 5c instead); it waits (WaitRestart, naming the job of (a) or (b))
+// while the rule holds, and may still start on GPUs nobody holds. No job is
+// protected by it: it holds back only jobs that are not running, only
+// while fair share or their own budget's order puts another job first,
+// and in (b) only while their budget has at least its share. A victim
+// that is not resumable is written at the same level when it is stopped
+// and (a) holds for it, so that its replacement does not evict free work in
+// the instant of its stop, before the next decision could hold it.
+//
+// holdRestart is place's hook: it reports whether rule 5e holds job j
+// back, releasing a job placed in part (rule 5c) when it does.
+func (d *Decider) holdRestart(j int32, fits bool) bool {
+	if !d.restartHeld(j, fits) {
+		return false
+	}
+	if d.jobs[j].state == jsPartial {
+		d.giveBack(j)
+	}
+	return true
+}
+
+// restartHeld applies rule 5e to job j, waiting in place's walk: fits
+// says whether its missing asks were just placed in the model (d.asks)
+// or would need victims. It marks the job held and says so.
+func (d *Decider) restartHeld(j int32, fits bool) bool {
+	if info := &d.jobs[j]; info.state != jsPending && info.state != jsPartial || info.holding > 0 || !d.requeued(j) {
+		return false // victims held below it were stopped for it: their GPUs are its
+	}
+	if d.jp[j].Contract.Session {
+		return false // a requeued session restarts ahead of its budget's other work (notice.go), with its state saved
+	}
+	w, why := int32(-1), ReasonPendingRestartHeld
+	if d.restartLoses(j) {
+		w = d.stopsAgain(j)
+	}
+	if w < 0 && (!fits || d.preemptsFree()) {
+		w, why = d.lessServedRunning(j), ReasonPendingRestartServed
+	}
+	if w < 0 {
+		return false
+	}
+	info := &d.jobs[j]
+	info.restartHeld, info.restartWhy, info.wait, info.waitFor = true, why, WaitRestart, w
+	return true
+}
+
+// restartLoses reports whether a stop of job j throws its whole run away:
+// it is not resumable and has no checkpoint notice.
+func (d *Decider) restartLoses(j int32) bool {
+	c := &d.jp[j].Contract
+	return !c.Resumable && c.Notice <= 0
+}
+
+// stopsAgain is the first examined job without victims (d.reserveFor)
+// that would stop job j at the end of a window begun now, on GPUs of a
+// class it could use; -1 when none would.
+func (d *Decider) stopsAgain(j int32) int32 {
+	job := d.jp[j]
+	end := d.now.Add(min(job.Contract.Protected, d.cfg.RuntimeCap))
+	for _, ref := range d.reserveFor {
+		w := ref.job
+		wi := &d.jobs[w]
+		switch wi.wait {
+		case WaitWindows, WaitWork, WaitFairShare, WaitOrder:
+		default:
+			continue
+		}
+		if w != j && wi.reserved < 0 && d.wouldStop(j, w, end) && d.couldUse(w, j) {
+			return w
+		}
+	}
+	return -1
+}
+
+// preemptsFree reports whether the asks just placed in the model (d.asks)
+// left a node they took fewer GPUs than unallocated work holds there:
+// they would evict free work.
+func (d *Decider) preemptsFree() bool {
+	for i := range d.asks {
+		if n := d.asks[i].node; n >= 0 && d.cap.avail[n] < d.nodes[n].heldFree {
+			return true
+		}
+	}
+	return false
+}
+
+// lessServedRunning is a job running (or starting) on nodes of a class
+// job j could use, of the least served leaf other than j's with one, when
+// j's leaf is served at least its share and at least FairnessMargin more
+// than that leaf; -1 otherwise.
+func (d *Decider) lessServedRunning(j int32) int32 {
+	d.indexRunningLeaves()
+	ji, job := &d.jobs[j], d.jp[j]
+	best, bj := math.Inf(1), int32(-1)
+	for c := range d.classes {
+		if !d.groupsFit(int32(c), job) {
+			continue
+		}
+		r := &d.runLeast[c]
+		k := 0
+		if r.job[0] >= 0 && d.jobs[r.job[0]].leaf == ji.leaf {
+			k = 1
+		}
+		if w := r.job[k]; w >= 0 && d.served[d.jobs[w].leaf] < best {
+			best, bj = d.served[d.jobs[w].leaf], w
+		}
+	}
+	if bj >= 0 && d.served[ji.leaf] >= max(best+d.cfg.FairnessMargin, 1) {
+		return bj
+	}
+	return -1
+}
+
+// leastRunning is, for one class of nodes, a job of the least served leaf
+// running there and one of the least served other leaf (-1 when none).
+type leastRunning struct{ job [2]int32 }
+
+// indexRunningLeaves fills runLeast once per decision: for each class,
+// the first-found job of the least served leaf with an allocated job
+// running or starting on its nodes, and of the next least served leaf.
+func (d *Decider) indexRunningLeaves() {
+	if d.runBuilt {
+		return
+	}
+	d.runBuilt = true
+	d.runLeast = resize(d.runLeast, len(d.classes))
+	for c := range d.runLeast {
+		d.runLeast[c] = leastRunning{job: [2]int32{-1, -1}}
+	}
+	for ai := range d.ap {
+		n, v := d.allocNode[ai], d.allocJob[ai]
+		if n < 0 || v < 0 || d.nodes[n].class < 0 || !d.ap[ai].live() {
+			continue
+		}
+		vi := &d.jobs[v]
+		if vi.leaf < 0 || vi.state < jsStarting {
+			continue
+		}
+		r, sv := &d.runLeast[d.nodes[n].class], d.served[vi.leaf]
+		switch {
+		case r.job[0] < 0 || sv < d.served[d.jobs[r.job[0]].leaf]:
+			if r.job[0] >= 0 && d.jobs[r.job[0]].leaf != vi.leaf {
+				r.job[1] = r.job[0]
+			}
+			r.job[0] = v
+		case vi.leaf != d.jobs[r.job[0]].leaf && (r.job[1] < 0 || sv < d.served[d.jobs[r.job[1]].leaf]):
+			r.job[1] = v
+		}
+	}
+}
+
+// requeued reports whether job j waits after allocations of it that ran
+// were stopped (Job.QueuedSince).
+func (d *Decider) requeued(j int32) bool {
+	job := d.jp[j]
+	return !job.QueuedSince.IsZero() && job.QueuedSince.After(job.SubmitTime)
+}
+
+// wouldStop reports whether waiting job w may stop job v once v runs past
+// a window ending at end: mayStop's rule on standing, with the margin w
+// will have by then.
+func (d *Decider) wouldStop(v, w int32, end time.Time) bool {
+	vi, wi := &d.jobs[v], &d.jobs[w]
+	if vi.leaf == wi.leaf {
+		return d.jp[w].Contract.Priority > d.jp[v].Contract.Priority
+	}
+	return d.served[vi.leaf] >= d.served[wi.leaf]+d.marginAt(w, end)
+}
+
+// couldUse reports whether some ask of waiting job w and some task group
+// of job v fit nodes of one class (pool and GPU model), one large enough
+// for w's ask.
+func (d *Decider) couldUse(w, v int32) bool {
+	d.restartAsks = d.jobAsks(w, d.restartAsks)
+	for c := range d.classes {
+		for i := range d.restartAsks {
+			a := &d.restartAsks[i]
+			if !d.classFits(int32(c), d.jp[w], a) || d.cap.maxCap[c] < a.gpus {
+				continue
+			}
+			if d.groupsFit(int32(c), d.jp[v]) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// groupsFit reports whether some GPU task group of job fits class c.
+func (d *Decider) groupsFit(c int32, job *Job) bool {
+	for _, g := range job.Groups {
+		if g.GPUs > 0 && d.classFits(c, job, &ask{gpus: int32(g.GPUs), model: g.Model}) {
+			return true
+		}
+	}
+	return false
+}
+
+// restartLevel is where rule 5e holds a restart back: the highest priority
+// that evicts no free work (FreeLevels().Low + PreemptionGap - 1, 29 at the
+// defaults), below every pending job (Validate keeps Pending.Low at least
+// PreemptionGap above Unallocated.High). Held there, the job starts only on
+// GPUs nobody holds; one level higher it could evict free work that ran
+// less than FreeLevelBase, and Nomad then replaced its allocation to write
+// it protected, a preemption gap above jobs running past their windows.
+func (c *Config) restartLevel() int {
+	return c.FreeLevels().Low + c.PreemptionGap - 1
+}
