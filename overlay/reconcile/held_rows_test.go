@@ -35,6 +35,18 @@ func landed(st *nomad.State, ops []nomad.Op, at time.Time) {
 	}
 }
 
+// servedFSM is the two-leaf tree of the held-victim tests, lab/a charged 8
+// GPUs for an hour two hours before t0, so lab/b is the less served.
+func servedFSM(t *testing.T, t0 time.Time) *state.FSM {
+	t.Helper()
+	fsm := budgetsFSM(t, []budgets.Spec{{Path: "lab"}, {Path: "lab/a", Share: 1}, {Path: "lab/b", Share: 1}})
+	applyEntry(t, fsm, state.AllocUpsertType, state.AllocUpsertRequest{Allocs: []state.Alloc{{ID: "seed", Leaf: "lab/a", GPUs: 8,
+		StartedAt: t0.Add(-3 * time.Hour), StoppedAt: t0.Add(-2 * time.Hour)}}})
+	applyEntry(t, fsm, state.ChargeType, state.ChargeRequest{Charges: []state.Charge{{Alloc: "seed", Leaf: "lab/a", GPUs: 8,
+		From: t0.Add(-3 * time.Hour), To: t0.Add(-2 * time.Hour)}}})
+	return fsm
+}
+
 // A victim held below the job it made room for stays held across a leader
 // change (a new Reconciler, with no memory of its own) and a restart from a
 // snapshot: when Nomad placed the victim's replacement first, the new
@@ -43,11 +55,7 @@ func landed(st *nomad.State, ops []nomad.Op, at time.Time) {
 // hold ends when that job places.
 func TestHeldVictimSurvivesLeaderChange(t *testing.T) {
 	t0 := time.Date(2026, 6, 1, 10, 0, 0, 0, time.UTC)
-	fsm := budgetsFSM(t, []budgets.Spec{{Path: "lab"}, {Path: "lab/a", Share: 1}, {Path: "lab/b", Share: 1}})
-	applyEntry(t, fsm, state.AllocUpsertType, state.AllocUpsertRequest{Allocs: []state.Alloc{{ID: "seed", Leaf: "lab/a", GPUs: 8,
-		StartedAt: t0.Add(-3 * time.Hour), StoppedAt: t0.Add(-2 * time.Hour)}}})
-	applyEntry(t, fsm, state.ChargeType, state.ChargeRequest{Charges: []state.Charge{{Alloc: "seed", Leaf: "lab/a", GPUs: 8,
-		From: t0.Add(-3 * time.Hour), To: t0.Add(-2 * time.Hour)}}})
+	fsm := servedFSM(t, t0)
 	victim := gpuJob("default", "victim", "default", 1, 8, map[string]string{"budget": "lab/a", "min_runtime": "10m"})
 	pending := gpuJob("default", "pending", "default", 1, 8, map[string]string{"budget": "lab/b", "min_runtime": "30m"})
 	st := stateOf([]nomad.Job{victim, pending}, []nomad.Alloc{runningAlloc("v1", "victim", 8, t0.Add(-time.Hour))},
@@ -136,11 +144,7 @@ func TestHeldVictimRows(t *testing.T) {
 // any pending job a gap above it) nor evaluates the waiting job for it.
 func TestKeptVictimSurvivesLeaderChange(t *testing.T) {
 	t0 := time.Date(2026, 6, 1, 10, 0, 0, 0, time.UTC)
-	fsm := budgetsFSM(t, []budgets.Spec{{Path: "lab"}, {Path: "lab/a", Share: 1}, {Path: "lab/b", Share: 1}})
-	applyEntry(t, fsm, state.AllocUpsertType, state.AllocUpsertRequest{Allocs: []state.Alloc{{ID: "seed", Leaf: "lab/a", GPUs: 8,
-		StartedAt: t0.Add(-3 * time.Hour), StoppedAt: t0.Add(-2 * time.Hour)}}})
-	applyEntry(t, fsm, state.ChargeType, state.ChargeRequest{Charges: []state.Charge{{Alloc: "seed", Leaf: "lab/a", GPUs: 8,
-		From: t0.Add(-3 * time.Hour), To: t0.Add(-2 * time.Hour)}}})
+	fsm := servedFSM(t, t0)
 	victim := gpuJob("default", "victim", "default", 1, 2, map[string]string{"budget": "lab/a", "min_runtime": "10m"})
 	pending := gpuJob("default", "pending", "default", 1, 8, map[string]string{"budget": "lab/b", "min_runtime": "30m"})
 	other := gpuJob("default", "other", "default", 1, 6, map[string]string{"budget": "lab/b", "min_runtime": "1h"})
