@@ -436,7 +436,12 @@ func observe(rec *DrainRecord, o *NodeObservation, at time.Time, st *DrainStats)
 	if o.Name != "" {
 		rec.Name = o.Name
 	}
-	outOfService := (!o.Healthy || o.NomadDrain) && !o.Eligible
+	// A Nomad drain ends in Nomad (its drain strategy is cleared) as soon as
+	// the node's last allocation has left, and the node stays ineligible
+	// until an operator marks it eligible: an episode a Nomad drain began
+	// is still out of service then, or a pass that first sees the node
+	// empty after Nomad's drain ended would never record it drained.
+	outOfService := (!o.Healthy || o.NomadDrain || rec.Active() && rec.Cause == CauseNomadDrain) && !o.Eligible
 	if !rec.Active() {
 		if !outOfService {
 			return nil

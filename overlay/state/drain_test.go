@@ -95,6 +95,25 @@ func TestDrainLifecycle(t *testing.T) {
 			Transitions: map[string]int64{policy.NodeCordoned.Phase(): 1, policy.NodeDraining.Phase(): 1, policy.NodeDrained.Phase(): 1, policy.NodeReturned.Phase(): 1},
 			Returned:    map[string]int64{ReturnedByOperator: 1}, Requeued: 1},
 		wantLost: 2*60 + 4*58*60,
+	}, {
+		// Nomad ends its drain the moment the last allocation leaves; a pass
+		// that first sees the node empty after that still records it drained
+		// (e2e TestDrainNomadDrainDeadline timed out on this race).
+		name: "nomad node drain that Nomad ends before allot sees the node empty",
+		steps: []step{
+			{obs: NodeObservation{NodeID: "n1", Healthy: true, NomadDrain: true, Deadline: t0.Add(time.Hour), HealthyGPUs: 8,
+				Allocs: []DrainAlloc{prot}}, phase: policy.NodeCordoned,
+				events: []string{"in-service -> cordoned: nomad node drain"}},
+			{after: time.Hour, obs: NodeObservation{NodeID: "n1", Healthy: true, HealthyGPUs: 8, Requeued: []string{"a1"}},
+				phase: policy.NodeDrained, events: []string{"cordoned -> drained: empty after 1h0m0s, ready for repair; 1 allocation(s) requeued"}},
+			{after: 2 * time.Hour, obs: NodeObservation{NodeID: "n1", Healthy: true, Eligible: true, HealthyGPUs: 8},
+				phase: policy.NodeReturned, events: []string{"drained -> returned: returned by operator: eligible again"}},
+		},
+		wantStats: DrainStats{Started: map[string]int64{CauseNomadDrain: 1},
+			Completed:   map[string]int64{CauseNomadDrain + "/" + CompletedAutomatic: 1},
+			Transitions: map[string]int64{policy.NodeCordoned.Phase(): 1, policy.NodeDrained.Phase(): 1, policy.NodeReturned.Phase(): 1},
+			Returned:    map[string]int64{ReturnedByOperator: 1}, Requeued: 1},
+		wantLost: 4 * 60 * 60,
 	}}
 	for _, tt := range tests {
 		for _, via := range []MessageType{PassType, DrainObserveType} {
