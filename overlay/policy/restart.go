@@ -193,14 +193,10 @@ func (d *Decider) requeued(j int32) bool {
 }
 
 // wouldStop reports whether waiting job w may stop job v once v runs past
-// a window ending at end: mayStop's rule on standing, with the margin w
-// will have by then.
+// a window ending at end: mayStop's rule on standing (outranks), with the
+// margin w will have by then.
 func (d *Decider) wouldStop(v, w int32, end time.Time) bool {
-	vi, wi := &d.jobs[v], &d.jobs[w]
-	if vi.leaf == wi.leaf {
-		return d.jp[w].Contract.Priority > d.jp[v].Contract.Priority
-	}
-	return d.served[vi.leaf] >= d.served[wi.leaf]+d.marginAt(w, end)
+	return d.outranks(w, v, d.marginAt(w, end))
 }
 
 // couldUse reports whether some ask of waiting job w and some task group

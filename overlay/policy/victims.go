@@ -494,9 +494,8 @@ func (d *Decider) partialBefore(j, v int32) bool {
 // standing nor its own order, and only throws work away (each requeued
 // job would evict its younger sibling).
 func (d *Decider) mayStop(v, j int32) (ok, marginOnly bool) {
-	vi, ji := &d.jobs[v], &d.jobs[j]
-	if vi.leaf == ji.leaf {
-		ok = d.jp[j].Contract.Priority > d.jp[v].Contract.Priority
+	if d.jobs[v].leaf == d.jobs[j].leaf {
+		ok = d.outranks(j, v, 0)
 		if !ok && !d.scratch.order {
 			d.scratch.order, d.scratch.orderJob = true, v
 		}
@@ -506,13 +505,24 @@ func (d *Decider) mayStop(v, j int32) (ok, marginOnly bool) {
 	if d.noMargin { // a gathering reservation (reserve.go): strict fair-share standing
 		m = 0
 	}
-	if d.served[vi.leaf] < d.served[ji.leaf]+m {
+	if !d.outranks(j, v, m) {
 		if d.scratch.marginJob < 0 {
 			d.scratch.marginJob = v
 		}
 		return false, true
 	}
 	return true, false
+}
+
+// outranks is mayStop's rule on standing without its bookkeeping: job j
+// may stop job v, within one leaf by a strictly higher meta priority,
+// across leaves when v's leaf is served at least margin more than j's.
+func (d *Decider) outranks(j, v int32, margin float64) bool {
+	vi, ji := &d.jobs[v], &d.jobs[j]
+	if vi.leaf == ji.leaf {
+		return d.jp[j].Contract.Priority > d.jp[v].Contract.Priority
+	}
+	return d.served[vi.leaf] >= d.served[ji.leaf]+margin
 }
 
 // indexVictims lists, by node, the live allocations of the jobs time

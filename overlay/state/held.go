@@ -39,11 +39,7 @@ type HeldVictim struct {
 
 // HeldVictimRow is the replicated row of a policy victim.
 func HeldVictimRow(v *policy.Victim) HeldVictim {
-	h := HeldVictim{JobID: v.Job, For: v.For, Since: v.Since.UTC(), Kept: v.Kept}
-	if !v.Replaced.IsZero() {
-		h.Replaced = v.Replaced.UTC()
-	}
-	return h
+	return HeldVictim{JobID: v.Job, For: v.For, Since: v.Since.UTC(), Replaced: v.Replaced.UTC(), Kept: v.Kept}
 }
 
 // Policy is the row as the policy's victim (what a new leader's
@@ -66,10 +62,7 @@ func (v *View) HeldVictims() []*HeldVictim { return all[HeldVictim](v, TableHeld
 // the entry for the first invalid one.
 func replaceHeldVictims(txn *memdb.Txn, hs []HeldVictim) error {
 	return replaceByJob(txn, TableHeldVictims, "held victim", hs, func(h *HeldVictim) (string, error) {
-		h.Since = h.Since.UTC()
-		if !h.Replaced.IsZero() {
-			h.Replaced = h.Replaced.UTC()
-		}
+		h.Since, h.Replaced = h.Since.UTC(), h.Replaced.UTC() // the zero time stays zero
 		return h.JobID, checkHeldVictim(h)
 	})
 }
