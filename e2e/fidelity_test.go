@@ -36,10 +36,25 @@ import (
 // trace and the default policy config exactly as `allot sim` does. The
 // model's reaction delay is the real server's wall-clock reaction times K.
 //
-// Nomad's randomness (it shuffles nodes and scores a few) is not
-// controlled: placements are compared per job (start order, stops, waits,
-// GPU time per budget), never by node name, and the three clients are alike,
-// as the model's nodes are.
+// Nomad's randomness is controlled where Nomad allows it (fidelityControl;
+// ALLOT_FIDELITY_CONTROL=off runs Nomad as it comes):
+//   - Which node: Nomad shuffles the feasible nodes and, for a batch job,
+//     scores the first two. A job with an affinity is scored on every node
+//     (scheduler/feasible/stack.go: the limit rises to 100), so each job
+//     carries affinities for the clients' names of weights 100, 99 and 98:
+//     Nomad then places on the fullest node (binpack, from CPU and memory
+//     asked in proportion to GPUs: one GPU moves a node's score 15 times
+//     more than a weight step), ties to the first client, with or without
+//     preemption (the victims' priorities move the preemption score by less
+//     than 1e-3). The model runs with sim.PlacementBestFit, the same rule.
+//   - Eval order: the server runs one scheduler worker (num_schedulers = 1),
+//     so evals are processed one after another in the broker's order, as
+//     the model processes them, and no plan is refused and retried.
+// What is left is the clients' latencies, which move with the machine's
+// load: the model runs with those each run measures (latencies), and starts
+// closer than fidelityTie are tied in the start order. Placements are
+// compared per job (start order, stops, waits, GPU time per budget), never
+// by node name.
 
 // fidelityScale is K: one trace hour is 3600/K wall seconds.
 const fidelityScale = 120
@@ -53,6 +68,19 @@ const fidelityNodes = 3
 // reaction (the event watch wakes the leader's pass; not measured here):
 // the model's reaction delay is K times it.
 const fidelityReaction = 300 * time.Millisecond
+
+// fidelityControl: Nomad's node choice and eval order are made
+// deterministic (see above) unless ALLOT_FIDELITY_CONTROL=off.
+var fidelityControl = os.Getenv("ALLOT_FIDELITY_CONTROL") != "off"
+
+// fidelityCPUPerGPU and fidelityMemPerGPU are a task's CPU (MHz) and memory
+// (MB) per GPU it asks: Nomad's binpack score reads CPU and memory only, and
+// the model's fullest node is the one with the most GPUs held. The clients
+// have 8000 MHz and 16384 MB (startNomadCluster): eight GPUs ask half.
+const (
+	fidelityCPUPerGPU = 500
+	fidelityMemPerGPU = 1024
+)
 
 // fidelityTraces are the traces and the horizon each is cut at.
 var fidelityTraces = []struct {
@@ -83,7 +111,11 @@ func TestFidelity(t *testing.T) {
 	// The tasks' progress files: removed after the agents (and their tasks)
 	// are stopped, as cleanups run last registered first.
 	progress := t.TempDir()
-	c := startNomadCluster(t, fidelityNodes)
+	serverHCL := ""
+	if fidelityControl {
+		serverHCL = "  num_schedulers = 1\n"
+	}
+	c := startNomadClusterWith(t, fidelityNodes, serverHCL)
 	var summary strings.Builder
 	only := os.Getenv("ALLOT_FIDELITY_TRACE") // one trace, for a quicker look
 	for _, ft := range fidelityTraces {
@@ -122,7 +154,7 @@ func TestFidelity(t *testing.T) {
 			}
 		})
 	}
-	t.Logf("fidelity (nomad/sim), K=%d, logs in %s:\n%s", fidelityScale, out, summary.String())
+	t.Logf("fidelity (nomad/sim), K=%d, Nomad's node choice and eval order controlled: %t, logs in %s:\n%s", fidelityScale, fidelityControl, out, summary.String())
 }
 
 // latencies are the real side's client latencies in trace time, the
@@ -317,6 +349,9 @@ func runOnModel(t *testing.T, spec sim.ClusterSpec, tree *budgets.Tree, tr *sim.
 	// The harness's task records its progress when stopped: a resumable job
 	// loses nothing, a job that is not resumable restarts from zero.
 	opts.CheckpointLoss = 0
+	if fidelityControl {
+		opts.Placement = sim.PlacementBestFit // Nomad scoring every node
+	}
 	opts.Events = func(e *sim.Event) { evs = append(evs, *e) }
 	if _, err := sim.Run(tr, spec, tree, p, opts); err != nil {
 		t.Fatal(err)
@@ -379,8 +414,9 @@ func wallOf(d time.Duration) time.Duration { return d / fidelityScale }
 
 // fidelityJob is the Nomad job of a trace row: a raw_exec batch job of
 // Count allocations of GPUs each, its contract in meta with min_runtime
-// divided by K.
-func fidelityJob(sp *sim.JobSpec, progressDir string) map[string]any {
+// divided by K, with affinities for the clients named in prefer, the first
+// the most (none when prefer is empty).
+func fidelityJob(sp *sim.JobSpec, progressDir string, prefer []string) map[string]any {
 	meta := map[string]string{"resumable": strconv.FormatBool(sp.Resumable), "priority": strconv.Itoa(sp.Priority)}
 	if sp.Budget != "" {
 		meta["budget"] = sp.Budget
@@ -388,8 +424,14 @@ func fidelityJob(sp *sim.JobSpec, progressDir string) map[string]any {
 	if sp.MinRuntime > 0 {
 		meta["min_runtime"] = wallOf(sp.MinRuntime).String()
 	}
+	var affinities []any
+	for k, name := range prefer {
+		affinities = append(affinities, map[string]any{"LTarget": "${node.unique.name}", "Operand": "=",
+			"RTarget": name, "Weight": 100 - k})
+	}
 	return map[string]any{"Job": map[string]any{
 		"ID": sp.ID, "Name": sp.ID, "Type": "batch", "Datacenters": []string{"*"}, "Priority": 50, "Meta": meta,
+		"Affinities": affinities,
 		"TaskGroups": []any{map[string]any{
 			"Name": "work", "Count": sp.Count,
 			"RestartPolicy":    map[string]any{"Attempts": 0, "Mode": "fail"},
@@ -399,7 +441,7 @@ func fidelityJob(sp *sim.JobSpec, progressDir string) map[string]any {
 				"Config": map[string]any{"command": "/bin/sh", "args": []string{"-c", fidelityTask}},
 				"Env": map[string]string{"PROGRESS": filepath.Join(progressDir, sp.ID), "RESUMABLE": strconv.FormatBool(sp.Resumable),
 					"WORK_MS": strconv.FormatInt(wallOf(sp.Work).Milliseconds(), 10)},
-				"Resources": map[string]any{"CPU": 20, "MemoryMB": 16,
+				"Resources": map[string]any{"CPU": fidelityCPUPerGPU * sp.GPUs, "MemoryMB": fidelityMemPerGPU * sp.GPUs,
 					"Devices": []any{map[string]any{"Name": "nvidia/gpu", "Count": sp.GPUs}}},
 			}},
 		}},
@@ -445,11 +487,17 @@ func runOnNomad(t *testing.T, c *nomadCluster, tree *budgets.Tree, tr *sim.Trace
 		steps = append(steps, step{at: tr.Health[i].At, h: &tr.Health[i]})
 	}
 	sort.SliceStable(steps, func(i, j int) bool { return steps[i].at < steps[j].at })
+	var prefer []string // the model's node order: gpu-client-0 first
+	if fidelityControl {
+		for _, cl := range c.Clients {
+			prefer = append(prefer, cl.Name)
+		}
+	}
 	for _, st := range steps {
 		time.Sleep(time.Until(t0.Add(wallOf(st.at))))
 		if st.job != nil {
 			at := time.Now()
-			if err := c.Server.Put("/v1/jobs", fidelityJob(st.job, progress), nil); err != nil {
+			if err := c.Server.Put("/v1/jobs", fidelityJob(st.job, progress, prefer), nil); err != nil {
 				t.Fatalf("register %s: %v", st.job.ID, err)
 			}
 			add(sim.Event{T: traceAt(at), Kind: sim.EventSubmit, Job: st.job.ID, Budget: budgetOf[st.job.ID], GPUs: st.job.TotalGPUs()})
