@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -128,7 +129,7 @@ func TestFidelity(t *testing.T) {
 			real := runOnNomad(t, c, tree, tr, ft.horizon, filepath.Join(progress, ft.name))
 			wall := time.Since(start)
 			latency, spacing, stopLatency := latencies(real)
-			model := runOnModel(t, spec, tree, tr, ft.horizon, latency, spacing, stopLatency)
+			model := runOnModel(t, spec, tree, asArrived(tr, real), ft.horizon, latency, spacing, stopLatency)
 			writeEvents(t, filepath.Join(out, ft.name+".nomad.jsonl"), real)
 			writeEvents(t, filepath.Join(out, ft.name+".sim.jsonl"), model)
 			// Jobs the same but for the name are interchangeable (which of
@@ -328,6 +329,46 @@ func fidelityCluster(t *testing.T, path string) sim.ClusterSpec {
 		t.Fatalf("%s: %d GPUs; the harness has %d clients of 8", path, n, fidelityNodes)
 	}
 	return spec
+}
+
+// asArrived is the trace as it reached Nomad: each job submitted and each
+// health row injected at the time the real side's log records (the harness
+// registers one job after another, and under load a burst submitted at one
+// trace instant reaches Nomad over a trace minute or more). The model runs
+// it, so the comparison measures the model, not the harness's lag.
+func asArrived(tr *sim.Trace, real []sim.Event) *sim.Trace {
+	at := func(sec float64) time.Duration {
+		return time.Duration(sec * float64(time.Second)).Round(time.Millisecond)
+	}
+	submit := map[string]time.Duration{}
+	var health []time.Duration
+	for _, e := range real {
+		switch e.Kind {
+		case sim.EventSubmit:
+			if _, ok := submit[e.Job]; !ok {
+				submit[e.Job] = at(e.T)
+			}
+		case sim.EventHealth:
+			health = append(health, at(e.T))
+		}
+	}
+	out := *tr
+	out.Jobs = slices.Clone(tr.Jobs)
+	for i := range out.Jobs {
+		if t, ok := submit[out.Jobs[i].ID]; ok {
+			out.Jobs[i].Submit = t
+		}
+	}
+	out.Health = slices.Clone(tr.Health)
+	for i := range out.Health {
+		if i < len(health) {
+			out.Health[i].At = health[i]
+		}
+	}
+	// Registered and injected in trace order: the times stay in order.
+	slices.SortStableFunc(out.Jobs, func(a, b sim.JobSpec) int { return cmp.Compare(a.Submit, b.Submit) })
+	slices.SortStableFunc(out.Health, func(a, b sim.HealthEvent) int { return cmp.Compare(a.At, b.At) })
+	return &out
 }
 
 // runOnModel runs the trace through `allot sim`'s model with the default
