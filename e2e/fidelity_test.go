@@ -878,3 +878,18 @@ func TestFidelityScaledPolicy(t *testing.T) {
 		t.Errorf("latencies %v, %v and %v; want 60s, 20s and 200s-60s-5s", start, spacing, stop)
 	}
 }
+
+// The model's trace is the one Nomad saw: submits and health rows at the
+// real log's times, the rest of each row as the trace has it. No Nomad
+// needed.
+func TestFidelityAsArrived(t *testing.T) {
+	tr := &sim.Trace{Jobs: []sim.JobSpec{{ID: "a", GPUs: 2, Work: time.Hour}, {ID: "b", GPUs: 4, Work: time.Hour}, {ID: "c", Submit: time.Hour, GPUs: 1}},
+		Health: []sim.HealthEvent{{At: 30 * time.Minute, Node: "gpu-client-1", GPU: 3}}}
+	real := []sim.Event{{T: 0.5, Kind: sim.EventSubmit, Job: "a"}, {T: 21.25, Kind: sim.EventSubmit, Job: "b"},
+		{T: 1830, Kind: sim.EventHealth, Node: "gpu-client-1"}, {T: 3640, Kind: sim.EventSubmit, Job: "c"}}
+	got := asArrived(tr, real)
+	if got.Jobs[0].Submit != 500*time.Millisecond || got.Jobs[1].Submit != 21250*time.Millisecond || got.Jobs[2].Submit != 3640*time.Second ||
+		got.Health[0].At != 1830*time.Second || got.Jobs[1].GPUs != 4 || tr.Jobs[1].Submit != 0 {
+		t.Errorf("as arrived %+v %+v (the trace's %+v)", got.Jobs, got.Health, tr.Jobs)
+	}
+}
