@@ -126,9 +126,10 @@ func TestFidelity(t *testing.T) {
 		t.Run(ft.name, func(t *testing.T) {
 			tr := readFidelityTrace(t, filepath.Join(dir, ft.name+".csv"))
 			start := time.Now()
-			real := runOnNomad(t, c, tree, tr, ft.horizon, filepath.Join(progress, ft.name))
+			real, exits := runOnNomad(t, c, tree, tr, ft.horizon, filepath.Join(progress, ft.name))
 			wall := time.Since(start)
-			latency, spacing, stopLatency := latencies(real)
+			latency, spacing, placedStop := latencies(real)
+			stopLatency := exitLatency(exits, placedStop)
 			model := runOnModel(t, spec, tree, asArrived(tr, real), ft.horizon, latency, spacing, stopLatency)
 			writeEvents(t, filepath.Join(out, ft.name+".nomad.jsonl"), real)
 			writeEvents(t, filepath.Join(out, ft.name+".sim.jsonl"), model)
@@ -140,8 +141,8 @@ func TestFidelity(t *testing.T) {
 			if err := sim.WriteFidelity(&b, fd, "nomad", "sim"); err != nil {
 				t.Fatal(err)
 			}
-			t.Logf("%s: %d jobs, %s wall on Nomad (K=%d), start latency %s, start spacing %s, stop latency %s (trace time; the model's)\n%s", ft.name, len(tr.Jobs),
-				wall.Round(time.Second), fidelityScale, latency, spacing, stopLatency, b.String())
+			t.Logf("%s: %d jobs, %s wall on Nomad (K=%d), start latency %s, start spacing %s, stop latency %s (of %d stopped tasks' exits; %s from placements; trace time; the model's)\n%s", ft.name, len(tr.Jobs),
+				wall.Round(time.Second), fidelityScale, latency, spacing, stopLatency, len(exits), placedStop, b.String())
 			if err := os.WriteFile(filepath.Join(out, ft.name+".compare.txt"), b.Bytes(), 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -247,6 +248,23 @@ func latencies(evs []sim.Event) (start, spacing, stop time.Duration) {
 		stop = max(time.Duration(median(after)-median(fresh))*time.Second-sim.DefaultKillTimeout, 0)
 	}
 	return start, spacing, stop
+}
+
+// exitLatency is the model's StopLatency from the real side's stopped
+// tasks: exits holds, for each task stopped while it ran (by allot or by
+// Nomad's preemption), the trace seconds from the stop's decision to the
+// task's exit less its kill_timeout: the client's delay in hearing of the
+// stop, signalling the task and reporting it gone, which is what keeps a
+// preemptor or a replacement off the GPUs (and what makes a priority write
+// replace a pending allocation placed on them). The median, or placed (the
+// estimate from placements on freed GPUs, latencies) without exits.
+func exitLatency(exits []float64, placed time.Duration) time.Duration {
+	if len(exits) == 0 {
+		return placed
+	}
+	xs := slices.Clone(exits)
+	slices.Sort(xs)
+	return max(time.Duration(xs[len(xs)/2]*float64(time.Second)).Round(time.Second), 0)
 }
 
 // afterStartWithin (trace seconds): placements this close before a
@@ -493,8 +511,9 @@ func fidelityJob(sp *sim.JobSpec, progressDir string, prefer []string) map[strin
 }
 
 // runOnNomad replays the trace on the cluster with a fresh allot server and
-// returns the event log, in trace time, cut at horizon.
-func runOnNomad(t *testing.T, c *nomadCluster, tree *budgets.Tree, tr *sim.Trace, horizon time.Duration, progress string) []sim.Event {
+// returns the event log, in trace time, cut at horizon, and the stopped
+// tasks' exit delays (allocEvents).
+func runOnNomad(t *testing.T, c *nomadCluster, tree *budgets.Tree, tr *sim.Trace, horizon time.Duration, progress string) ([]sim.Event, []float64) {
 	t.Helper()
 	if err := os.MkdirAll(progress, 0o755); err != nil {
 		t.Fatal(err)
@@ -578,7 +597,7 @@ func runOnNomad(t *testing.T, c *nomadCluster, tree *budgets.Tree, tr *sim.Trace
 	}
 	stopWatch()
 	cut := time.Now()
-	allocEvents(t, c, al, tr, traceAt, min(traceAt(cut), horizon.Seconds()), add)
+	exits := allocEvents(t, c, al, tr, traceAt, min(traceAt(cut), horizon.Seconds()), add)
 	al.Stop()
 	purgeJobs(t, c, tr)
 	sort.SliceStable(evs, func(i, j int) bool { return evs[i].T < evs[j].T })
@@ -588,7 +607,7 @@ func runOnNomad(t *testing.T, c *nomadCluster, tree *budgets.Tree, tr *sim.Trace
 			kept = append(kept, e)
 		}
 	}
-	return kept
+	return kept, exits
 }
 
 // applyTree replaces the server's budgets with the tree's.
@@ -701,18 +720,24 @@ func (a *fidelityAlloc) times() (started, ended time.Time) {
 }
 
 // allocEvents turns Nomad's allocations of the trace's jobs and allot's
-// decision log into place, start, stop and done events.
-func allocEvents(t *testing.T, c *nomadCluster, al *allot, tr *sim.Trace, traceAt func(time.Time) float64, cut float64, add func(sim.Event)) {
+// decision log into place, start, stop and done events. It returns, for
+// each task stopped while it ran (by allot's decision or Nomad's
+// preemption, whose decision is the preemptor's creation), the trace
+// seconds from the decision to the task's exit less its kill_timeout
+// (exitLatency).
+func allocEvents(t *testing.T, c *nomadCluster, al *allot, tr *sim.Trace, traceAt func(time.Time) float64, cut float64, add func(sim.Event)) []float64 {
 	t.Helper()
 	names := map[string]string{}
 	for k, cl := range c.Clients {
 		names[cl.Node] = "gpu-client-" + strconv.Itoa(k)
 	}
-	why := map[string]string{} // alloc -> the stop reason allot recorded
+	why := map[string]string{}      // alloc -> the stop reason allot recorded
+	whyAt := map[string]time.Time{} // and when
 	for _, d := range al.Srv.FSM().Read().Decisions(0) {
 		if d.AllocID == "" {
 			continue
 		}
+		whyAt[d.AllocID] = d.At
 		switch d.Kind {
 		case "preempt":
 			why[d.AllocID] = sim.StopTimeSlice.String()
@@ -729,13 +754,18 @@ func allocEvents(t *testing.T, c *nomadCluster, al *allot, tr *sim.Trace, traceA
 		t.Fatal(err)
 	}
 	jobOf := map[string]string{}
+	createdAt := map[string]time.Time{}
 	for _, a := range all {
 		jobOf[a.ID] = a.JobID
+		createdAt[a.ID] = time.Unix(0, a.CreateTime)
 	}
 	count := map[string]int{}
-	for _, sp := range tr.Jobs {
+	specOf := map[string]*sim.JobSpec{}
+	for i, sp := range tr.Jobs {
 		count[sp.ID] = sp.Count
+		specOf[sp.ID] = &tr.Jobs[i]
 	}
+	var exits []float64
 	type edge struct {
 		t float64
 		d int
@@ -752,6 +782,13 @@ func allocEvents(t *testing.T, c *nomadCluster, al *allot, tr *sim.Trace, traceA
 			Node: names[a.NodeID], GPUs: a.gpus()})
 		if !ended.IsZero() {
 			e := sim.Event{T: traceAt(ended), Kind: sim.EventStop, Job: a.JobID, Alloc: a.ID, Node: names[a.NodeID]}
+			decided, ok := whyAt[a.ID]
+			if a.PreemptedByAllocation != "" {
+				decided, ok = createdAt[a.PreemptedByAllocation]
+			}
+			if ts := a.TaskStates["work"]; ok && !started.IsZero() && !ts.FinishedAt.IsZero() {
+				exits = append(exits, ts.FinishedAt.Sub(decided).Seconds()*fidelityScale-killTimeout(specOf[a.JobID]).Seconds())
+			}
 			switch {
 			case a.PreemptedByAllocation != "":
 				e.Reason, e.By = sim.StopPreempted.String(), jobOf[a.PreemptedByAllocation]
@@ -799,6 +836,7 @@ func allocEvents(t *testing.T, c *nomadCluster, al *allot, tr *sim.Trace, traceA
 			}
 		}
 	}
+	return exits
 }
 
 // allDone reports whether every job of the trace has finished.
@@ -876,6 +914,14 @@ func TestFidelityScaledPolicy(t *testing.T) {
 	start, spacing, stop := latencies(evs)
 	if start != 60*time.Second || spacing != 20*time.Second || stop != 200*time.Second-60*time.Second-sim.DefaultKillTimeout {
 		t.Errorf("latencies %v, %v and %v; want 60s, 20s and 200s-60s-5s", start, spacing, stop)
+	}
+	// The stopped tasks' exits, when there are any, give the stop latency:
+	// their median.
+	if got := exitLatency([]float64{30, 90.4, 200}, stop); got != 90*time.Second {
+		t.Errorf("stop latency of exits 30, 90.4 and 200 s: %v, want 1m30s", got)
+	}
+	if got := exitLatency(nil, stop); got != stop {
+		t.Errorf("stop latency without exits: %v, want the placements' %v", got, stop)
 	}
 }
 
