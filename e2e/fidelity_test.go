@@ -720,7 +720,10 @@ func (a *fidelityAlloc) times() (started, ended time.Time) {
 }
 
 // allocEvents turns Nomad's allocations of the trace's jobs and allot's
-// decision log into place, start, stop and done events. It returns, for
+// decision log into place, start, stop and done events: a stop by allot or
+// by Nomad's preemption at its decision (allot's decision log, the
+// preemptor's creation), other stops when the client began killing the
+// task (times). It returns, for
 // each task stopped while it ran (by allot's decision or Nomad's
 // preemption, whose decision is the preemptor's creation), the trace
 // seconds from the decision to the task's exit less its kill_timeout
@@ -780,15 +783,26 @@ func allocEvents(t *testing.T, c *nomadCluster, al *allot, tr *sim.Trace, traceA
 		started, ended := a.times()
 		add(sim.Event{T: traceAt(time.Unix(0, a.CreateTime)), Kind: sim.EventPlace, Job: a.JobID, Alloc: a.ID,
 			Node: names[a.NodeID], GPUs: a.gpus()})
+		decided, known := whyAt[a.ID]
+		if a.PreemptedByAllocation != "" {
+			decided, known = createdAt[a.PreemptedByAllocation]
+		}
+		if ts := a.TaskStates["work"]; known && !ended.IsZero() && !started.IsZero() && !ts.FinishedAt.IsZero() {
+			exits = append(exits, ts.FinishedAt.Sub(decided).Seconds()*fidelityScale-killTimeout(specOf[a.JobID]).Seconds())
+		}
+		if known && !ended.IsZero() && decided.Before(ended) {
+			// A stop by allot or by Nomad's preemption is its decision, as in
+			// the model: Nomad frees the GPUs then (the preemptor is placed
+			// on them at once), and a task the client started after it (it
+			// had not heard of the stop: free work placed just before a
+			// preemption, under load) never ran in the scheduler's view.
+			if !started.IsZero() && !started.Before(decided) {
+				started = time.Time{}
+			}
+			ended = decided
+		}
 		if !ended.IsZero() {
 			e := sim.Event{T: traceAt(ended), Kind: sim.EventStop, Job: a.JobID, Alloc: a.ID, Node: names[a.NodeID]}
-			decided, ok := whyAt[a.ID]
-			if a.PreemptedByAllocation != "" {
-				decided, ok = createdAt[a.PreemptedByAllocation]
-			}
-			if ts := a.TaskStates["work"]; ok && !started.IsZero() && !ts.FinishedAt.IsZero() {
-				exits = append(exits, ts.FinishedAt.Sub(decided).Seconds()*fidelityScale-killTimeout(specOf[a.JobID]).Seconds())
-			}
 			switch {
 			case a.PreemptedByAllocation != "":
 				e.Reason, e.By = sim.StopPreempted.String(), jobOf[a.PreemptedByAllocation]
