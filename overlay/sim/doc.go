@@ -119,7 +119,9 @@
 //     98, which break binpack's ties by node order) and the model with it.
 //     On the example scenario it changes debug waits by less than the seed
 //     does, so fragmentation from the two-choice draw is not what makes
-//     small jobs wait.
+//     small jobs wait; but it halves the work Nomad's preemption of free
+//     work throws away (50,406 to 25,004 GPU hours, seed 1): scoring every
+//     node, a preemption lands where it evicts least.
 //   - A job makes progress only while all its allocations run (a distributed
 //     job waits for its last worker); GPU time held by a job placed in part is
 //     reported as stalled.
