@@ -35,6 +35,13 @@ type gpuClient struct {
 // healthy GPUs.
 func startNomadCluster(t *testing.T, n int) *nomadCluster {
 	t.Helper()
+	return startNomadClusterWith(t, n, "")
+}
+
+// startNomadClusterWith is startNomadCluster with more settings in the
+// server's server block (HCL lines).
+func startNomadClusterWith(t *testing.T, n int, serverHCL string) *nomadCluster {
+	t.Helper()
 	nomadBinary(t)
 	c := &nomadCluster{nvml: allotNVML(t)}
 	p := freePorts(t, 3)
@@ -42,7 +49,7 @@ func startNomadCluster(t *testing.T, n int) *nomadCluster {
 server {
   enabled          = true
   bootstrap_expect = 1
-}
+`+serverHCL+`}
 `)
 	waitFor(t, 60*time.Second, "a Nomad leader", func() (bool, error) {
 		var leader string

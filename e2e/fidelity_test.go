@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -36,10 +37,25 @@ import (
 // trace and the default policy config exactly as `allot sim` does. The
 // model's reaction delay is the real server's wall-clock reaction times K.
 //
-// Nomad's randomness (it shuffles nodes and scores a few) is not
-// controlled: placements are compared per job (start order, stops, waits,
-// GPU time per budget), never by node name, and the three clients are alike,
-// as the model's nodes are.
+// Nomad's randomness is controlled where Nomad allows it (fidelityControl;
+// ALLOT_FIDELITY_CONTROL=off runs Nomad as it comes):
+//   - Which node: Nomad shuffles the feasible nodes and, for a batch job,
+//     scores the first two. A job with an affinity is scored on every node
+//     (scheduler/feasible/stack.go: the limit rises to 100), so each job
+//     carries affinities for the clients' names of weights 100, 99 and 98:
+//     Nomad then places on the fullest node (binpack, from CPU and memory
+//     asked in proportion to GPUs: one GPU moves a node's score 15 times
+//     more than a weight step), ties to the first client, with or without
+//     preemption (the victims' priorities move the preemption score by less
+//     than 1e-3). The model runs with sim.PlacementBestFit, the same rule.
+//   - Eval order: the server runs one scheduler worker (num_schedulers = 1),
+//     so evals are processed one after another in the broker's order, as
+//     the model processes them, and no plan is refused and retried.
+// What is left is the clients' latencies, which move with the machine's
+// load: the model runs with those each run measures (latencies), and starts
+// closer than fidelityTie are tied in the start order. Placements are
+// compared per job (start order, stops, waits, GPU time per budget), never
+// by node name.
 
 // fidelityScale is K: one trace hour is 3600/K wall seconds.
 const fidelityScale = 120
@@ -53,6 +69,19 @@ const fidelityNodes = 3
 // reaction (the event watch wakes the leader's pass; not measured here):
 // the model's reaction delay is K times it.
 const fidelityReaction = 300 * time.Millisecond
+
+// fidelityControl: Nomad's node choice and eval order are made
+// deterministic (see above) unless ALLOT_FIDELITY_CONTROL=off.
+var fidelityControl = os.Getenv("ALLOT_FIDELITY_CONTROL") != "off"
+
+// fidelityCPUPerGPU and fidelityMemPerGPU are a task's CPU (MHz) and memory
+// (MB) per GPU it asks: Nomad's binpack score reads CPU and memory only, and
+// the model's fullest node is the one with the most GPUs held. The clients
+// have 8000 MHz and 16384 MB (startNomadCluster): eight GPUs ask half.
+const (
+	fidelityCPUPerGPU = 500
+	fidelityMemPerGPU = 1024
+)
 
 // fidelityTraces are the traces and the horizon each is cut at.
 var fidelityTraces = []struct {
@@ -83,7 +112,11 @@ func TestFidelity(t *testing.T) {
 	// The tasks' progress files: removed after the agents (and their tasks)
 	// are stopped, as cleanups run last registered first.
 	progress := t.TempDir()
-	c := startNomadCluster(t, fidelityNodes)
+	serverHCL := ""
+	if fidelityControl {
+		serverHCL = "  num_schedulers = 1\n"
+	}
+	c := startNomadClusterWith(t, fidelityNodes, serverHCL)
 	var summary strings.Builder
 	only := os.Getenv("ALLOT_FIDELITY_TRACE") // one trace, for a quicker look
 	for _, ft := range fidelityTraces {
@@ -93,24 +126,28 @@ func TestFidelity(t *testing.T) {
 		t.Run(ft.name, func(t *testing.T) {
 			tr := readFidelityTrace(t, filepath.Join(dir, ft.name+".csv"))
 			start := time.Now()
-			real := runOnNomad(t, c, tree, tr, ft.horizon, filepath.Join(progress, ft.name))
+			real, exits := runOnNomad(t, c, tree, tr, ft.horizon, filepath.Join(progress, ft.name))
 			wall := time.Since(start)
-			latency, spacing, stopLatency := latencies(real)
-			model := runOnModel(t, spec, tree, tr, ft.horizon, latency, spacing, stopLatency)
+			latency, spacing, placedStop := latencies(real)
+			stopLatency := exitLatency(exits, placedStop)
+			model := runOnModel(t, spec, tree, asArrived(tr, real), ft.horizon, latency, spacing, stopLatency)
 			writeEvents(t, filepath.Join(out, ft.name+".nomad.jsonl"), real)
 			writeEvents(t, filepath.Join(out, ft.name+".sim.jsonl"), model)
-			fd := sim.Compare(real, model, sim.CompareOptions{Horizon: ft.horizon, Tie: fidelityTie})
+			// Jobs the same but for the name are interchangeable (which of
+			// them Nomad stops or starts first is a coin toss): matched.
+			fd := sim.Compare(real, model, sim.CompareOptions{Horizon: ft.horizon, Tie: fidelityTie, Alike: sim.AlikeJobs(tr)})
+			raw := sim.Compare(real, model, sim.CompareOptions{Horizon: ft.horizon, Tie: fidelityTie})
 			var b bytes.Buffer
 			if err := sim.WriteFidelity(&b, fd, "nomad", "sim"); err != nil {
 				t.Fatal(err)
 			}
-			t.Logf("%s: %d jobs, %s wall on Nomad (K=%d), start latency %s, start spacing %s, stop latency %s (trace time; the model's)\n%s", ft.name, len(tr.Jobs),
-				wall.Round(time.Second), fidelityScale, latency, spacing, stopLatency, b.String())
+			t.Logf("%s: %d jobs, %s wall on Nomad (K=%d), start latency %s, start spacing %s, stop latency %s (of %d stopped tasks' exits; %s from placements; trace time; the model's)\n%s", ft.name, len(tr.Jobs),
+				wall.Round(time.Second), fidelityScale, latency, spacing, stopLatency, len(exits), placedStop, b.String())
 			if err := os.WriteFile(filepath.Join(out, ft.name+".compare.txt"), b.Bytes(), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			fmt.Fprintf(&summary, "%s\t%d jobs\ttau %.3f\tstops same %.0f%% (%d/%d/%d)\twait p50 %s/%s p90 %s/%s\tworst budget %+.1f%%\twall %s\n",
-				ft.name, len(tr.Jobs), fd.Tau, 100*fd.StopMatch, len(fd.StoppedBoth), len(fd.StoppedOnlyA), len(fd.StoppedOnlyB),
+			fmt.Fprintf(&summary, "%s\t%d jobs\ttau %.3f (unmatched %.3f)\tstops same %.0f%% (%d/%d/%d; unmatched %.0f%%)\twait p50 %s/%s p90 %s/%s\tworst budget %+.1f%%\twall %s\n",
+				ft.name, len(tr.Jobs), fd.Tau, raw.Tau, 100*fd.StopMatch, len(fd.StoppedBoth), len(fd.StoppedOnlyA), len(fd.StoppedOnlyB), 100*raw.StopMatch,
 				fmtTrace(fd.WaitA.P50), fmtTrace(fd.WaitB.P50), fmtTrace(fd.WaitA.P90), fmtTrace(fd.WaitB.P90),
 				100*worstBudget(fd), wall.Round(time.Second))
 			// Floors far below the targets: the harness works (every job
@@ -122,7 +159,7 @@ func TestFidelity(t *testing.T) {
 			}
 		})
 	}
-	t.Logf("fidelity (nomad/sim), K=%d, logs in %s:\n%s", fidelityScale, out, summary.String())
+	t.Logf("fidelity (nomad/sim), K=%d, Nomad's node choice and eval order controlled: %t, logs in %s:\n%s", fidelityScale, fidelityControl, out, summary.String())
 }
 
 // latencies are the real side's client latencies in trace time, the
@@ -213,6 +250,23 @@ func latencies(evs []sim.Event) (start, spacing, stop time.Duration) {
 	return start, spacing, stop
 }
 
+// exitLatency is the model's StopLatency from the real side's stopped
+// tasks: exits holds, for each task stopped while it ran (by allot or by
+// Nomad's preemption), the trace seconds from the stop's decision to the
+// task's exit less its kill_timeout: the client's delay in hearing of the
+// stop, signalling the task and reporting it gone, which is what keeps a
+// preemptor or a replacement off the GPUs (and what makes a priority write
+// replace a pending allocation placed on them). The median, or placed (the
+// estimate from placements on freed GPUs, latencies) without exits.
+func exitLatency(exits []float64, placed time.Duration) time.Duration {
+	if len(exits) == 0 {
+		return placed
+	}
+	xs := slices.Clone(exits)
+	slices.Sort(xs)
+	return max(time.Duration(xs[len(xs)/2]*float64(time.Second)).Round(time.Second), 0)
+}
+
 // afterStartWithin (trace seconds): placements this close before a
 // placement are starting with it (a second of wall time at K=120).
 const afterStartWithin = 120
@@ -295,6 +349,46 @@ func fidelityCluster(t *testing.T, path string) sim.ClusterSpec {
 	return spec
 }
 
+// asArrived is the trace as it reached Nomad: each job submitted and each
+// health row injected at the time the real side's log records (the harness
+// registers one job after another, and under load a burst submitted at one
+// trace instant reaches Nomad over a trace minute or more). The model runs
+// it, so the comparison measures the model, not the harness's lag.
+func asArrived(tr *sim.Trace, real []sim.Event) *sim.Trace {
+	at := func(sec float64) time.Duration {
+		return time.Duration(sec * float64(time.Second)).Round(time.Millisecond)
+	}
+	submit := map[string]time.Duration{}
+	var health []time.Duration
+	for _, e := range real {
+		switch e.Kind {
+		case sim.EventSubmit:
+			if _, ok := submit[e.Job]; !ok {
+				submit[e.Job] = at(e.T)
+			}
+		case sim.EventHealth:
+			health = append(health, at(e.T))
+		}
+	}
+	out := *tr
+	out.Jobs = slices.Clone(tr.Jobs)
+	for i := range out.Jobs {
+		if t, ok := submit[out.Jobs[i].ID]; ok {
+			out.Jobs[i].Submit = t
+		}
+	}
+	out.Health = slices.Clone(tr.Health)
+	for i := range out.Health {
+		if i < len(health) {
+			out.Health[i].At = health[i]
+		}
+	}
+	// Registered and injected in trace order: the times stay in order.
+	slices.SortStableFunc(out.Jobs, func(a, b sim.JobSpec) int { return cmp.Compare(a.Submit, b.Submit) })
+	slices.SortStableFunc(out.Health, func(a, b sim.HealthEvent) int { return cmp.Compare(a.At, b.At) })
+	return &out
+}
+
 // runOnModel runs the trace through `allot sim`'s model with the default
 // policy config: the real side's durations are the same ones divided by K.
 func runOnModel(t *testing.T, spec sim.ClusterSpec, tree *budgets.Tree, tr *sim.Trace, horizon, latency, spacing, stopLatency time.Duration) []sim.Event {
@@ -317,6 +411,9 @@ func runOnModel(t *testing.T, spec sim.ClusterSpec, tree *budgets.Tree, tr *sim.
 	// The harness's task records its progress when stopped: a resumable job
 	// loses nothing, a job that is not resumable restarts from zero.
 	opts.CheckpointLoss = 0
+	if fidelityControl {
+		opts.Placement = sim.PlacementBestFit // Nomad scoring every node
+	}
 	opts.Events = func(e *sim.Event) { evs = append(evs, *e) }
 	if _, err := sim.Run(tr, spec, tree, p, opts); err != nil {
 		t.Fatal(err)
@@ -379,8 +476,9 @@ func wallOf(d time.Duration) time.Duration { return d / fidelityScale }
 
 // fidelityJob is the Nomad job of a trace row: a raw_exec batch job of
 // Count allocations of GPUs each, its contract in meta with min_runtime
-// divided by K.
-func fidelityJob(sp *sim.JobSpec, progressDir string) map[string]any {
+// divided by K, with affinities for the clients named in prefer, the first
+// the most (none when prefer is empty).
+func fidelityJob(sp *sim.JobSpec, progressDir string, prefer []string) map[string]any {
 	meta := map[string]string{"resumable": strconv.FormatBool(sp.Resumable), "priority": strconv.Itoa(sp.Priority)}
 	if sp.Budget != "" {
 		meta["budget"] = sp.Budget
@@ -388,8 +486,14 @@ func fidelityJob(sp *sim.JobSpec, progressDir string) map[string]any {
 	if sp.MinRuntime > 0 {
 		meta["min_runtime"] = wallOf(sp.MinRuntime).String()
 	}
+	var affinities []any
+	for k, name := range prefer {
+		affinities = append(affinities, map[string]any{"LTarget": "${node.unique.name}", "Operand": "=",
+			"RTarget": name, "Weight": 100 - k})
+	}
 	return map[string]any{"Job": map[string]any{
 		"ID": sp.ID, "Name": sp.ID, "Type": "batch", "Datacenters": []string{"*"}, "Priority": 50, "Meta": meta,
+		"Affinities": affinities,
 		"TaskGroups": []any{map[string]any{
 			"Name": "work", "Count": sp.Count,
 			"RestartPolicy":    map[string]any{"Attempts": 0, "Mode": "fail"},
@@ -399,7 +503,7 @@ func fidelityJob(sp *sim.JobSpec, progressDir string) map[string]any {
 				"Config": map[string]any{"command": "/bin/sh", "args": []string{"-c", fidelityTask}},
 				"Env": map[string]string{"PROGRESS": filepath.Join(progressDir, sp.ID), "RESUMABLE": strconv.FormatBool(sp.Resumable),
 					"WORK_MS": strconv.FormatInt(wallOf(sp.Work).Milliseconds(), 10)},
-				"Resources": map[string]any{"CPU": 20, "MemoryMB": 16,
+				"Resources": map[string]any{"CPU": fidelityCPUPerGPU * sp.GPUs, "MemoryMB": fidelityMemPerGPU * sp.GPUs,
 					"Devices": []any{map[string]any{"Name": "nvidia/gpu", "Count": sp.GPUs}}},
 			}},
 		}},
@@ -407,8 +511,9 @@ func fidelityJob(sp *sim.JobSpec, progressDir string) map[string]any {
 }
 
 // runOnNomad replays the trace on the cluster with a fresh allot server and
-// returns the event log, in trace time, cut at horizon.
-func runOnNomad(t *testing.T, c *nomadCluster, tree *budgets.Tree, tr *sim.Trace, horizon time.Duration, progress string) []sim.Event {
+// returns the event log, in trace time, cut at horizon, and the stopped
+// tasks' exit delays (allocEvents).
+func runOnNomad(t *testing.T, c *nomadCluster, tree *budgets.Tree, tr *sim.Trace, horizon time.Duration, progress string) ([]sim.Event, []float64) {
 	t.Helper()
 	if err := os.MkdirAll(progress, 0o755); err != nil {
 		t.Fatal(err)
@@ -445,11 +550,17 @@ func runOnNomad(t *testing.T, c *nomadCluster, tree *budgets.Tree, tr *sim.Trace
 		steps = append(steps, step{at: tr.Health[i].At, h: &tr.Health[i]})
 	}
 	sort.SliceStable(steps, func(i, j int) bool { return steps[i].at < steps[j].at })
+	var prefer []string // the model's node order: gpu-client-0 first
+	if fidelityControl {
+		for _, cl := range c.Clients {
+			prefer = append(prefer, cl.Name)
+		}
+	}
 	for _, st := range steps {
 		time.Sleep(time.Until(t0.Add(wallOf(st.at))))
 		if st.job != nil {
 			at := time.Now()
-			if err := c.Server.Put("/v1/jobs", fidelityJob(st.job, progress), nil); err != nil {
+			if err := c.Server.Put("/v1/jobs", fidelityJob(st.job, progress, prefer), nil); err != nil {
 				t.Fatalf("register %s: %v", st.job.ID, err)
 			}
 			add(sim.Event{T: traceAt(at), Kind: sim.EventSubmit, Job: st.job.ID, Budget: budgetOf[st.job.ID], GPUs: st.job.TotalGPUs()})
@@ -486,7 +597,7 @@ func runOnNomad(t *testing.T, c *nomadCluster, tree *budgets.Tree, tr *sim.Trace
 	}
 	stopWatch()
 	cut := time.Now()
-	allocEvents(t, c, al, tr, traceAt, min(traceAt(cut), horizon.Seconds()), add)
+	exits := allocEvents(t, c, al, tr, traceAt, min(traceAt(cut), horizon.Seconds()), add)
 	al.Stop()
 	purgeJobs(t, c, tr)
 	sort.SliceStable(evs, func(i, j int) bool { return evs[i].T < evs[j].T })
@@ -496,7 +607,7 @@ func runOnNomad(t *testing.T, c *nomadCluster, tree *budgets.Tree, tr *sim.Trace
 			kept = append(kept, e)
 		}
 	}
-	return kept
+	return kept, exits
 }
 
 // applyTree replaces the server's budgets with the tree's.
@@ -609,18 +720,27 @@ func (a *fidelityAlloc) times() (started, ended time.Time) {
 }
 
 // allocEvents turns Nomad's allocations of the trace's jobs and allot's
-// decision log into place, start, stop and done events.
-func allocEvents(t *testing.T, c *nomadCluster, al *allot, tr *sim.Trace, traceAt func(time.Time) float64, cut float64, add func(sim.Event)) {
+// decision log into place, start, stop and done events: a stop by allot or
+// by Nomad's preemption at its decision (allot's decision log, the
+// preemptor's creation), other stops when the client began killing the
+// task (times). It returns, for
+// each task stopped while it ran (by allot's decision or Nomad's
+// preemption, whose decision is the preemptor's creation), the trace
+// seconds from the decision to the task's exit less its kill_timeout
+// (exitLatency).
+func allocEvents(t *testing.T, c *nomadCluster, al *allot, tr *sim.Trace, traceAt func(time.Time) float64, cut float64, add func(sim.Event)) []float64 {
 	t.Helper()
 	names := map[string]string{}
 	for k, cl := range c.Clients {
 		names[cl.Node] = "gpu-client-" + strconv.Itoa(k)
 	}
-	why := map[string]string{} // alloc -> the stop reason allot recorded
+	why := map[string]string{}      // alloc -> the stop reason allot recorded
+	whyAt := map[string]time.Time{} // and when
 	for _, d := range al.Srv.FSM().Read().Decisions(0) {
 		if d.AllocID == "" {
 			continue
 		}
+		whyAt[d.AllocID] = d.At
 		switch d.Kind {
 		case "preempt":
 			why[d.AllocID] = sim.StopTimeSlice.String()
@@ -637,13 +757,18 @@ func allocEvents(t *testing.T, c *nomadCluster, al *allot, tr *sim.Trace, traceA
 		t.Fatal(err)
 	}
 	jobOf := map[string]string{}
+	createdAt := map[string]time.Time{}
 	for _, a := range all {
 		jobOf[a.ID] = a.JobID
+		createdAt[a.ID] = time.Unix(0, a.CreateTime)
 	}
 	count := map[string]int{}
-	for _, sp := range tr.Jobs {
+	specOf := map[string]*sim.JobSpec{}
+	for i, sp := range tr.Jobs {
 		count[sp.ID] = sp.Count
+		specOf[sp.ID] = &tr.Jobs[i]
 	}
+	var exits []float64
 	type edge struct {
 		t float64
 		d int
@@ -658,6 +783,24 @@ func allocEvents(t *testing.T, c *nomadCluster, al *allot, tr *sim.Trace, traceA
 		started, ended := a.times()
 		add(sim.Event{T: traceAt(time.Unix(0, a.CreateTime)), Kind: sim.EventPlace, Job: a.JobID, Alloc: a.ID,
 			Node: names[a.NodeID], GPUs: a.gpus()})
+		decided, known := whyAt[a.ID]
+		if a.PreemptedByAllocation != "" {
+			decided, known = createdAt[a.PreemptedByAllocation]
+		}
+		if ts := a.TaskStates["work"]; known && !ended.IsZero() && !started.IsZero() && !ts.FinishedAt.IsZero() {
+			exits = append(exits, ts.FinishedAt.Sub(decided).Seconds()*fidelityScale-killTimeout(specOf[a.JobID]).Seconds())
+		}
+		if known && !ended.IsZero() && decided.Before(ended) {
+			// A stop by allot or by Nomad's preemption is its decision, as in
+			// the model: Nomad frees the GPUs then (the preemptor is placed
+			// on them at once), and a task the client started after it (it
+			// had not heard of the stop: free work placed just before a
+			// preemption, under load) never ran in the scheduler's view.
+			if !started.IsZero() && !started.Before(decided) {
+				started = time.Time{}
+			}
+			ended = decided
+		}
 		if !ended.IsZero() {
 			e := sim.Event{T: traceAt(ended), Kind: sim.EventStop, Job: a.JobID, Alloc: a.ID, Node: names[a.NodeID]}
 			switch {
@@ -707,6 +850,7 @@ func allocEvents(t *testing.T, c *nomadCluster, al *allot, tr *sim.Trace, traceA
 			}
 		}
 	}
+	return exits
 }
 
 // allDone reports whether every job of the trace has finished.
@@ -784,5 +928,28 @@ func TestFidelityScaledPolicy(t *testing.T) {
 	start, spacing, stop := latencies(evs)
 	if start != 60*time.Second || spacing != 20*time.Second || stop != 200*time.Second-60*time.Second-sim.DefaultKillTimeout {
 		t.Errorf("latencies %v, %v and %v; want 60s, 20s and 200s-60s-5s", start, spacing, stop)
+	}
+	// The stopped tasks' exits, when there are any, give the stop latency:
+	// their median.
+	if got := exitLatency([]float64{30, 90.4, 200}, stop); got != 90*time.Second {
+		t.Errorf("stop latency of exits 30, 90.4 and 200 s: %v, want 1m30s", got)
+	}
+	if got := exitLatency(nil, stop); got != stop {
+		t.Errorf("stop latency without exits: %v, want the placements' %v", got, stop)
+	}
+}
+
+// The model's trace is the one Nomad saw: submits and health rows at the
+// real log's times, the rest of each row as the trace has it. No Nomad
+// needed.
+func TestFidelityAsArrived(t *testing.T) {
+	tr := &sim.Trace{Jobs: []sim.JobSpec{{ID: "a", GPUs: 2, Work: time.Hour}, {ID: "b", GPUs: 4, Work: time.Hour}, {ID: "c", Submit: time.Hour, GPUs: 1}},
+		Health: []sim.HealthEvent{{At: 30 * time.Minute, Node: "gpu-client-1", GPU: 3}}}
+	real := []sim.Event{{T: 0.5, Kind: sim.EventSubmit, Job: "a"}, {T: 21.25, Kind: sim.EventSubmit, Job: "b"},
+		{T: 1830, Kind: sim.EventHealth, Node: "gpu-client-1"}, {T: 3640, Kind: sim.EventSubmit, Job: "c"}}
+	got := asArrived(tr, real)
+	if got.Jobs[0].Submit != 500*time.Millisecond || got.Jobs[1].Submit != 21250*time.Millisecond || got.Jobs[2].Submit != 3640*time.Second ||
+		got.Health[0].At != 1830*time.Second || got.Jobs[1].GPUs != 4 || tr.Jobs[1].Submit != 0 {
+		t.Errorf("as arrived %+v %+v (the trace's %+v)", got.Jobs, got.Health, tr.Jobs)
 	}
 }

@@ -55,6 +55,7 @@ func simCompareCommand() *cli.Command {
 			&cli.DurationFlag{Name: "slack", Value: sim.DefaultCompareSlack, Usage: "a job whose starts differ by more than this is a divergence"},
 			&cli.DurationFlag{Name: "horizon", DefaultText: "the later log's last event", Usage: "trace time both logs are cut at (GPU time, waits of jobs never started)"},
 			&cli.IntFlag{Name: "divergences", Value: 5, Usage: "how many divergences to list"},
+			&cli.StringFlag{Name: "trace", Usage: "the logs' trace (.csv or .jsonl): its jobs that are the same but for the name are interchangeable, matched between the logs (B's take A's names) and tied in the start order"},
 			jsonFlag(),
 		},
 		Action: func(_ context.Context, c *cli.Command) error {
@@ -85,8 +86,16 @@ func simCompareCommand() *cli.Command {
 					return fmt.Errorf("%s: %w", path, err)
 				}
 			}
+			var alike map[string]string
+			if path := c.String("trace"); path != "" {
+				tr, err := readTrace(path, false)
+				if err != nil {
+					return fmt.Errorf("-trace: %w", err)
+				}
+				alike = sim.AlikeJobs(tr)
+			}
 			fd := sim.Compare(logs[0], logs[1], sim.CompareOptions{Tie: c.Duration("tie"), Slack: c.Duration("slack"),
-				Horizon: c.Duration("horizon"), Divergences: c.Int("divergences")})
+				Horizon: c.Duration("horizon"), Divergences: c.Int("divergences"), Alike: alike})
 			if c.Bool("json") {
 				enc := json.NewEncoder(c.Root().Writer)
 				enc.SetIndent("", "  ")

@@ -35,6 +35,19 @@ func TestSimEventsAndCompare(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "divergence at ") || !strings.Contains(out, "stops by reason: ev.allot") {
 		t.Errorf("compare allot with baseline: code %d\n%s", code, out)
 	}
+	// With the trace its interchangeable jobs (rows the same but for the
+	// name) are matched: the slicing trace's twelve free jobs and four
+	// trainings submitted together.
+	sl := filepath.Join(dir, "sl.jsonl")
+	code, _, errOut = runCLI(t, "sim", "-trace", "../../examples/sim/fidelity/slicing.csv", "-budgets", "../../examples/sim/fidelity/budgets",
+		"-cluster", "../../examples/sim/fidelity/cluster.hcl", "-policies", "allot", "-horizon", "3h", "-events", sl)
+	if code != 0 {
+		t.Fatalf("sim slicing: code %d: %s", code, errOut)
+	}
+	code, out, errOut = runCLI(t, "sim", "compare", "-trace", "../../examples/sim/fidelity/slicing.csv", sl, sl)
+	if code != 0 || !strings.Contains(out, "16 (0 of sl's matched to another's name)") || !strings.Contains(out, "(same set for 100%)") {
+		t.Errorf("compare with -trace: code %d\n%s%s", code, out, errOut)
+	}
 }
 
 func TestSimCompareRefuses(t *testing.T) {
@@ -49,6 +62,7 @@ func TestSimCompareRefuses(t *testing.T) {
 		{[]string{good, bad}, bad + `:2: kind "begin": want one of submit, place, start, stop, done, node, health`},
 		{[]string{"-slack", "-1m", good, good}, "-slack -1m0s: want a duration of 0 or more"},
 		{[]string{good, filepath.Join(dir, "none.jsonl")}, "no such file"},
+		{[]string{"-trace", good, good, good}, "-trace: " + good + `:1:2: unknown key "t"`},
 	} {
 		code, _, errOut := runCLI(t, append([]string{"sim", "compare"}, tc.args...)...)
 		if code == 0 || !strings.Contains(errOut, tc.want) {

@@ -32,6 +32,13 @@ type CompareOptions struct {
 	Horizon time.Duration
 	// Divergences is how many divergences to list (default 5).
 	Divergences int
+	// Alike names the groups of interchangeable jobs (AlikeJobs: rows of the
+	// trace the same but for the name), job -> group. Which of them a
+	// cluster stops or starts first is a coin toss (Nomad picks among equal
+	// victims and equal starts in no set order), so within each group B's
+	// jobs take A's names, matched to agree best (matchAlike), and pairs of
+	// one group are tied in the start order. nil: every job is its own.
+	Alike map[string]string
 }
 
 // Fidelity is what Compare measures of two event logs of one trace: A (a
@@ -77,6 +84,10 @@ type Fidelity struct {
 	Budgets []BudgetTime `json:"budgets"`
 	// Divergences are the first jobs whose life differs, earliest first.
 	Divergences []Divergence `json:"divergences,omitempty"`
+	// AlikeJobs are the jobs of both sides in groups of CompareOptions.Alike,
+	// Renamed those of B that took another job's name.
+	AlikeJobs int `json:"alike_jobs,omitempty"`
+	Renamed   int `json:"renamed,omitempty"`
 }
 
 // Quantiles are p50 and p90 in seconds.
@@ -193,6 +204,15 @@ func Compare(a, b []Event, o CompareOptions) *Fidelity {
 	la, ga := lives(a, horizon)
 	lb, gb := lives(b, horizon)
 	c := &Fidelity{Horizon: horizon, StopsA: stopCounts(a), StopsB: stopCounts(b)}
+	if len(o.Alike) > 0 {
+		var rename map[string]string
+		rename, c.AlikeJobs = matchAlike(la, lb, o.Alike, horizon)
+		if len(rename) > 0 {
+			c.Renamed = len(rename)
+			b = renameJobs(b, rename)
+			lb, gb = lives(b, horizon)
+		}
+	}
 	var both []string
 	for id, l := range la {
 		if l.submit < 0 {
@@ -214,24 +234,20 @@ func Compare(a, b []Event, o CompareOptions) *Fidelity {
 	slices.Sort(c.OnlyB)
 	c.Jobs = len(both)
 	var sa, sb []float64
+	var group []string // the started jobs' Alike groups ("": none)
 	var wa, wb, wd []int64
 	slack := o.Slack.Seconds()
 	var divs []Divergence
 	for _, id := range both {
 		x, y := la[id], lb[id]
-		waitOf := func(l *jobLife) float64 {
-			if l.start < 0 {
-				return max(horizon-l.submit, 0)
-			}
-			return l.start - l.submit
-		}
-		p, q := waitOf(x), waitOf(y)
+		p, q := x.wait(horizon), y.wait(horizon)
 		wa, wb = append(wa, int64(math.Round(p))), append(wb, int64(math.Round(q)))
 		wd = append(wd, int64(math.Round(math.Abs(p-q))))
 		switch {
 		case x.start >= 0 && y.start >= 0:
 			c.StartedBoth++
 			sa, sb = append(sa, x.start), append(sb, y.start)
+			group = append(group, o.Alike[id])
 			if math.Abs(x.start-y.start) > slack {
 				divs = append(divs, Divergence{At: min(x.start, y.start), Job: id,
 					What: fmt.Sprintf("starts %s apart (A at %s, B at %s)", fmtWait(math.Abs(x.start-y.start)), fmtWait(x.start), fmtWait(y.start))})
@@ -254,7 +270,7 @@ func Compare(a, b []Event, o CompareOptions) *Fidelity {
 			divs = append(divs, Divergence{At: y.firstStop, Job: id, What: "stopped on B only (" + strings.Join(y.stops, ", ") + ")"})
 		}
 	}
-	c.Tau, c.Concordant, c.Discordant, c.TiedPairs = kendallTauB(sa, sb, o.Tie.Seconds())
+	c.Tau, c.Concordant, c.Discordant, c.TiedPairs = kendallTauB(sa, sb, group, o.Tie.Seconds())
 	if n := c.Concordant + c.Discordant; n > 0 {
 		c.OrderShare = float64(c.Concordant) / float64(n)
 	} else {
@@ -293,6 +309,164 @@ func Compare(a, b []Event, o CompareOptions) *Fidelity {
 		c.Divergences = append(c.Divergences, d)
 	}
 	return c
+}
+
+// wait is the job's first-start wait; a job never started waits until the
+// horizon.
+func (l *jobLife) wait(horizon float64) float64 {
+	if l.start < 0 {
+		return max(horizon-l.submit, 0)
+	}
+	return l.start - l.submit
+}
+
+// AlikeJobs groups the trace's interchangeable jobs, those whose rows are
+// the same but for the name (submitted at the same instant, the same ask,
+// work, contract and priority): job -> group, for groups of two or more
+// (CompareOptions.Alike).
+func AlikeJobs(tr *Trace) map[string]string {
+	groups := map[JobSpec][]string{}
+	var keys []JobSpec
+	for _, sp := range tr.Jobs {
+		k := sp
+		k.ID, k.Line = "", 0
+		if groups[k] == nil {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], sp.ID)
+	}
+	out := map[string]string{}
+	for _, k := range keys {
+		if ids := groups[k]; len(ids) > 1 {
+			for _, id := range ids {
+				out[id] = ids[0]
+			}
+		}
+	}
+	return out
+}
+
+// matchAlike matches each Alike group's jobs on side B to those on side A
+// (both submitted on both sides) so that the two agree best: the fewest
+// jobs stopped on one side only, then the least sum of wait differences
+// (an assignment problem, solved exactly), a job keeping its own name
+// where that costs nothing more. It returns B's renames (old -> new name;
+// only jobs that change) and how many jobs the groups hold.
+func matchAlike(la, lb map[string]*jobLife, alike map[string]string, horizon float64) (map[string]string, int) {
+	members := map[string][]string{}
+	for id, g := range alike {
+		if x, y := la[id], lb[id]; x != nil && y != nil && x.submit >= 0 && y.submit >= 0 {
+			members[g] = append(members[g], id)
+		}
+	}
+	var groups []string
+	for g := range members {
+		groups = append(groups, g)
+	}
+	slices.Sort(groups)
+	rename := map[string]string{}
+	n := 0
+	for _, g := range groups {
+		ids := members[g]
+		if len(ids) < 2 {
+			continue
+		}
+		slices.Sort(ids)
+		n += len(ids)
+		// One stop on one side only outweighs any sum of wait differences.
+		stopOnly := float64(len(ids))*max(horizon, 1) + 1
+		cost := make([][]float64, len(ids))
+		for i, a := range ids {
+			cost[i] = make([]float64, len(ids))
+			for j, b := range ids {
+				x, y := la[a], lb[b]
+				c := math.Abs(x.wait(horizon) - y.wait(horizon))
+				if (len(x.stops) > 0) != (len(y.stops) > 0) {
+					c += stopOnly
+				}
+				if i != j {
+					c += 1e-3 // a job keeps its name on a tie
+				}
+				cost[i][j] = c
+			}
+		}
+		for i, j := range assign(cost) {
+			if i != j {
+				rename[ids[j]] = ids[i]
+			}
+		}
+	}
+	return rename, n
+}
+
+// assign solves the assignment problem of the square cost matrix: p with
+// row i assigned column p[i], of least total cost (the Hungarian method,
+// O(n³); the groups of alike jobs are small).
+func assign(cost [][]float64) []int {
+	n := len(cost)
+	u, v := make([]float64, n+1), make([]float64, n+1)
+	p, way := make([]int, n+1), make([]int, n+1) // p[j]: the row of column j, 1-based
+	for i := 1; i <= n; i++ {
+		p[0] = i
+		j0 := 0
+		minv := make([]float64, n+1)
+		used := make([]bool, n+1)
+		for j := range minv {
+			minv[j] = math.Inf(1)
+		}
+		for {
+			used[j0] = true
+			i0, delta, j1 := p[j0], math.Inf(1), 0
+			for j := 1; j <= n; j++ {
+				if used[j] {
+					continue
+				}
+				if cur := cost[i0-1][j-1] - u[i0] - v[j]; cur < minv[j] {
+					minv[j], way[j] = cur, j0
+				}
+				if minv[j] < delta {
+					delta, j1 = minv[j], j
+				}
+			}
+			for j := 0; j <= n; j++ {
+				if used[j] {
+					u[p[j]] += delta
+					v[j] -= delta
+				} else {
+					minv[j] -= delta
+				}
+			}
+			j0 = j1
+			if p[j0] == 0 {
+				break
+			}
+		}
+		for j0 != 0 {
+			j1 := way[j0]
+			p[j0] = p[j1]
+			j0 = j1
+		}
+	}
+	out := make([]int, n)
+	for j := 1; j <= n; j++ {
+		out[p[j]-1] = j - 1
+	}
+	return out
+}
+
+// renameJobs is evs with the jobs of rename (and the preemptors they name)
+// renamed.
+func renameJobs(evs []Event, rename map[string]string) []Event {
+	out := slices.Clone(evs)
+	for k := range out {
+		if to, ok := rename[out[k].Job]; ok {
+			out[k].Job = to
+		}
+		if to, ok := rename[out[k].By]; ok {
+			out[k].By = to
+		}
+	}
+	return out
 }
 
 // around is the job's own events and, around at, the side's other events:
@@ -351,10 +525,11 @@ func quantilesOf(xs []int64) Quantiles {
 }
 
 // kendallTauB is Kendall's tau-b of x and y (paired), with values of one
-// side within tie of each other counted as tied. It also returns the
-// concordant, discordant and tied pairs. O(n²): event logs of fidelity runs
-// hold hundreds of jobs.
-func kendallTauB(x, y []float64, tie float64) (tau float64, conc, disc, tied int) {
+// side within tie of each other counted as tied, and pairs of one group
+// (group[i] == group[j] != ""; nil: none) tied on both sides. It also
+// returns the concordant, discordant and tied pairs. O(n²): event logs of
+// fidelity runs hold hundreds of jobs.
+func kendallTauB(x, y []float64, group []string, tie float64) (tau float64, conc, disc, tied int) {
 	n := len(x)
 	var tx, ty int
 	sign := func(d float64) int {
@@ -369,6 +544,9 @@ func kendallTauB(x, y []float64, tie float64) (tau float64, conc, disc, tied int
 	for i := 0; i < n; i++ {
 		for j := i + 1; j < n; j++ {
 			a, b := sign(x[i]-x[j]), sign(y[i]-y[j])
+			if group != nil && group[i] != "" && group[i] == group[j] {
+				a, b = 0, 0
+			}
 			switch {
 			case a == 0 || b == 0:
 				tied++
@@ -397,6 +575,9 @@ func kendallTauB(x, y []float64, tie float64) (tau float64, conc, disc, tied int
 func WriteFidelity(w io.Writer, c *Fidelity, nameA, nameB string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "jobs on both\t%d (only %s %d, only %s %d), horizon %s\n", c.Jobs, nameA, len(c.OnlyA), nameB, len(c.OnlyB), fmtWait(c.Horizon))
+	if c.AlikeJobs > 0 {
+		fmt.Fprintf(tw, "interchangeable jobs\t%d (%d of %s's matched to another's name)\n", c.AlikeJobs, c.Renamed, nameB)
+	}
 	fmt.Fprintf(tw, "started on both\t%d (only %s %d, only %s %d)\n", c.StartedBoth, nameA, len(c.StartedOnlyA), nameB, len(c.StartedOnlyB))
 	fmt.Fprintf(tw, "start order: Kendall tau-b\t%.3f (%d pairs in the same order, %d opposite, %d tied; same order %.1f%%)\n",
 		c.Tau, c.Concordant, c.Discordant, c.TiedPairs, 100*c.OrderShare)

@@ -26,7 +26,7 @@ func TestKendallTauB(t *testing.T) {
 		// 2 and 3 are within the tie of each other: the swap is a tie.
 		{"swap within the tie", []float64{1, 2, 3, 4}, []float64{1, 3, 2.5, 4}, 0.6, 5 / math.Sqrt(5*6), 5, 0, 1},
 	} {
-		tau, c, d, tied := kendallTauB(tc.x, tc.y, tc.tie)
+		tau, c, d, tied := kendallTauB(tc.x, tc.y, nil, tc.tie)
 		if math.Abs(tau-tc.tau) > 1e-9 || c != tc.conc || d != tc.disc || tied != tc.tied {
 			t.Errorf("%s: tau %.4f (%d, %d, %d), want %.4f (%d, %d, %d)", tc.name, tau, c, d, tied, tc.tau, tc.conc, tc.disc, tc.tied)
 		}
@@ -37,8 +37,8 @@ func yes() *bool { v := true; return &v }
 
 // Two hand-made logs of one trace: job c starts before b on A and after it
 // on B, A stops x by time slicing and B stops y by Nomad's preemption.
-func TestCompareHandMade(t *testing.T) {
-	a := []Event{
+func handMade() (a, b []Event) {
+	a = []Event{
 		{T: 0, Kind: EventSubmit, Job: "a", Budget: "lab/a", GPUs: 8},
 		{T: 0, Kind: EventSubmit, Job: "x", Budget: "", GPUs: 8},
 		{T: 0, Kind: EventPlace, Job: "a", Alloc: "1", Node: "n-0", GPUs: 8},
@@ -56,7 +56,7 @@ func TestCompareHandMade(t *testing.T) {
 		{T: 3700, Kind: EventStart, Job: "b"},
 		{T: 3700, Kind: EventNode, Node: "n-0", Eligible: yes()},
 	}
-	b := []Event{
+	b = []Event{
 		{T: 0, Kind: EventSubmit, Job: "a", Budget: "lab/a", GPUs: 8},
 		{T: 0, Kind: EventSubmit, Job: "x", Budget: "", GPUs: 8},
 		{T: 0, Kind: EventSubmit, Job: "y", Budget: "", GPUs: 1},
@@ -73,6 +73,11 @@ func TestCompareHandMade(t *testing.T) {
 		{T: 3600, Kind: EventPlace, Job: "c", Alloc: "a3", Node: "n-1", GPUs: 8},
 		{T: 3600, Kind: EventStart, Job: "c"},
 	}
+	return a, b
+}
+
+func TestCompareHandMade(t *testing.T) {
+	a, b := handMade()
 	c := Compare(a, b, CompareOptions{Horizon: 2 * time.Hour})
 	if c.Jobs != 4 || !slices.Equal(c.OnlyB, []string{"y"}) || len(c.OnlyA) != 0 {
 		t.Fatalf("jobs %d, only A %v, only B %v; want 4, none, [y]", c.Jobs, c.OnlyA, c.OnlyB)
@@ -126,6 +131,120 @@ func TestCompareHandMade(t *testing.T) {
 	for _, s := range []string{"0.600 (4 pairs in the same order, 1 opposite, 1 tied", "1 / 0 / 0 (same set for 100%)", "divergence at 1.5m: b starts 1.0h apart"} {
 		if !strings.Contains(out.String(), s) {
 			t.Errorf("report lacks %q:\n%s", s, out.String())
+		}
+	}
+}
+
+// Alike jobs: in the hand-made logs b and c (lab/b, 8 GPUs, submitted
+// together) swap fates between the sides; taken as interchangeable, B's b
+// and c are renamed to match A's, their pair is tied in the start order,
+// and the preemptor B names is renamed with them.
+func TestCompareAlike(t *testing.T) {
+	a, b := handMade()
+	c := Compare(a, b, CompareOptions{Horizon: 2 * time.Hour, Alike: map[string]string{"b": "b", "c": "b"}})
+	if c.AlikeJobs != 2 || c.Renamed != 2 {
+		t.Fatalf("alike %d, renamed %d; want 2 and 2", c.AlikeJobs, c.Renamed)
+	}
+	// (a,x) and (b,c) tied, the other four concordant: tau-b 4/sqrt(4×4).
+	if c.Concordant != 4 || c.Discordant != 0 || c.TiedPairs != 2 || math.Abs(c.Tau-1) > 1e-9 {
+		t.Errorf("tau %.4f (%d/%d/%d), want 1 (4/0/2)", c.Tau, c.Concordant, c.Discordant, c.TiedPairs)
+	}
+	// Waits A: b 3640, c 40; B renamed: b 3540 (c's), c 30 (b's).
+	if c.WaitDiff.P90 != 100 || len(c.Divergences) != 0 {
+		t.Errorf("wait differences %+v, divergences %+v; want p90 100 s and none", c.WaitDiff, c.Divergences)
+	}
+	var out bytes.Buffer
+	if err := WriteFidelity(&out, c, "nomad", "sim"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "2 (2 of sim's matched to another's name)") {
+		t.Errorf("report:\n%s", out.String())
+	}
+	// Without the groups nothing is renamed and the report says nothing.
+	if c := Compare(a, b, CompareOptions{Horizon: 2 * time.Hour}); c.Renamed != 0 || c.Discordant != 1 {
+		t.Errorf("no groups: renamed %d, discordant %d", c.Renamed, c.Discordant)
+	}
+	rn := renameJobs(b, map[string]string{"b": "c", "c": "b"})
+	if rn[10].By != "c" || b[10].By != "b" {
+		t.Errorf("preemptor %q (the original %q), want c (b)", rn[10].By, b[10].By)
+	}
+}
+
+// AlikeJobs groups rows the same but for the name: the same submit time,
+// ask and contract.
+func TestAlikeJobs(t *testing.T) {
+	row := JobSpec{Submit: time.Minute, Budget: "lab/a", Count: 1, GPUs: 2, Work: time.Hour, Priority: 50}
+	tr := &Trace{}
+	for _, id := range []string{"p", "q", "r", "s", "t"} {
+		sp := row
+		sp.ID = id
+		switch id {
+		case "s":
+			sp.Submit = 2 * time.Minute // later: not alike
+		case "t":
+			sp.GPUs = 4
+		}
+		tr.Jobs = append(tr.Jobs, sp)
+	}
+	got := AlikeJobs(tr)
+	if len(got) != 3 || got["p"] != "p" || got["q"] != "p" || got["r"] != "p" {
+		t.Errorf("alike %v, want p, q and r in group p", got)
+	}
+}
+
+// assign finds the least-cost permutation: checked against every
+// permutation of small random matrices.
+func TestAssign(t *testing.T) {
+	seed := uint64(1)
+	rnd := func() float64 {
+		seed = seed*6364136223846793005 + 1442695040888963407
+		return float64(seed>>40) / (1 << 24)
+	}
+	for n := 1; n <= 6; n++ {
+		for trial := 0; trial < 20; trial++ {
+			cost := make([][]float64, n)
+			for i := range cost {
+				cost[i] = make([]float64, n)
+				for j := range cost[i] {
+					cost[i][j] = math.Floor(rnd() * 10)
+				}
+			}
+			total := func(p []int) float64 {
+				s := 0.0
+				for i, j := range p {
+					s += cost[i][j]
+				}
+				return s
+			}
+			got := assign(cost)
+			seen := map[int]bool{}
+			for _, j := range got {
+				seen[j] = true
+			}
+			if len(seen) != n {
+				t.Fatalf("n=%d: %v is not a permutation", n, got)
+			}
+			best := math.Inf(1)
+			perm := make([]int, n)
+			for i := range perm {
+				perm[i] = i
+			}
+			var walk func(k int)
+			walk = func(k int) {
+				if k == n {
+					best = min(best, total(perm))
+					return
+				}
+				for i := k; i < n; i++ {
+					perm[k], perm[i] = perm[i], perm[k]
+					walk(k + 1)
+					perm[k], perm[i] = perm[i], perm[k]
+				}
+			}
+			walk(0)
+			if total(got) != best {
+				t.Fatalf("n=%d: cost %v of %v, the least is %v (%v)", n, total(got), got, best, cost)
+			}
 		}
 	}
 }

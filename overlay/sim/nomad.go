@@ -231,10 +231,10 @@ func (s *State) pickNode(j *job, g int) int32 {
 		return -1
 	}
 	if s.opts.Placement == PlacementBestFit {
-		best, bestFree := int32(-1), 65
+		best := int32(-1)
 		for n, f := range s.freeOn {
-			if int(f) >= g && int(f) < bestFree {
-				best, bestFree = int32(n), int(f)
+			if int(f) >= g && (best < 0 || s.fuller(int32(n), g, best, g)) {
+				best = int32(n)
 			}
 		}
 		return best
@@ -262,7 +262,7 @@ func (s *State) pickNodeIn(j *job, g int) int32 {
 	case s.opts.Placement == PlacementBestFit:
 		best := f[0]
 		for _, n := range f[1:] {
-			if s.freeOn[n] < s.freeOn[best] {
+			if s.fuller(n, g, best, g) {
 				best = n
 			}
 		}
@@ -320,18 +320,41 @@ func (s *State) drawTwo(g, feasible int) (int32, int32) {
 	return f[x], f[y]
 }
 
+// fuller reports whether node a with addA more GPUs held is fuller than
+// node b with addB more: the larger share of its GPUs held (Nomad's binpack
+// score of the node with the placement, from CPU and memory asked in
+// proportion to GPUs; unhealthy GPUs nobody holds count as free), ties to
+// the lower index (the fidelity harness's node affinities break Nomad's
+// ties so). PlacementBestFit's choice.
+func (s *State) fuller(a int32, addA int, b int32, addB int) bool {
+	na, nb := &s.nodes[a], &s.nodes[b]
+	ha, hb := bits.OnesCount64(na.held)+addA, bits.OnesCount64(nb.held)+addB
+	if x, y := ha*nb.total, hb*na.total; x != y {
+		return x > y
+	}
+	return a < b
+}
+
 // pickPreemption finds a node where evicting allocations frees g healthy
 // GPUs for job i. Nodes are visited in a random rotation; of the first two
 // that work, the one with the lower victim priority sum (then fewer GPUs
-// evicted) wins, after Nomad's preemption scoring.
+// evicted) wins, after Nomad's preemption scoring. With PlacementBestFit
+// every node is visited and the fullest after its evictions wins (fuller):
+// Nomad's preemption score (a logistic of the victims' priorities centred
+// far above any job's) moves a node's score by far less than one GPU's
+// binpack does.
 func (s *State) pickPreemption(i int32, g int) (int32, []int32) {
 	nn := len(s.nodes)
-	start := s.rng.IntN(nn)
+	bestFit := s.opts.Placement == PlacementBestFit
+	start, limit := 0, nn
+	if !bestFit {
+		start, limit = s.rng.IntN(nn), 2
+	}
 	best := int32(-1)
 	var bestScore, bestGPUs int
 	found := 0
 	low := int32(s.jobs[i].prio - preemptionGap)
-	for k, n := 0, int32(start); k < nn && found < 2; k, n = k+1, n+1 {
+	for k, n := 0, int32(start); k < nn && found < limit; k, n = k+1, n+1 {
 		if int(n) == nn {
 			n = 0
 		}
@@ -348,7 +371,11 @@ func (s *State) pickPreemption(i int32, g int) (int32, []int32) {
 			score += s.jobs[s.allocs[a].job].prio
 			gpus += int(s.allocs[a].gpus)
 		}
-		if best < 0 || score < bestScore || score == bestScore && gpus < bestGPUs {
+		better := best < 0 || score < bestScore || score == bestScore && gpus < bestGPUs
+		if bestFit && best >= 0 {
+			better = s.fuller(n, g-gpus, best, g-bestGPUs)
+		}
+		if better {
 			best, bestScore, bestGPUs = n, score, gpus
 			s.buf.best = append(s.buf.best[:0], v...)
 		}

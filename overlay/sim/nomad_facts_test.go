@@ -358,3 +358,49 @@ func TestNomadFact_i_BinpackPrefersFullerNode(t *testing.T) {
 		t.Fatalf("second job on node %d, want the fuller node %d", h.node(second), n)
 	}
 }
+
+// PlacementBestFit is Nomad scoring every node (a job with an affinity, as
+// the fidelity harness's jobs have): the fullest node with the placement
+// wins, ties to the first node; in the preemption pass too, where the
+// victims' priorities move Nomad's score by far less than a GPU of binpack
+// (the two-choice model keeps the lower priority sum instead).
+func TestPlacementBestFit(t *testing.T) {
+	h := newHarness(t, 8, 8, 8)
+	h.s.opts.Placement = PlacementBestFit
+	a := h.submit("a", 50, 1, 2)
+	b := h.submit("b", 50, 1, 4)
+	c := h.submit("c", 50, 1, 4)
+	d := h.submit("d", 50, 1, 1)
+	for _, w := range []struct {
+		job  int32
+		node int32
+	}{{a, 0}, {b, 0}, {c, 1}, {d, 0}} {
+		if n := h.node(w.job); n != w.node {
+			t.Errorf("%s on node %d, want %d", h.s.jobs[w.job].spec.ID, n, w.node)
+		}
+	}
+	for _, bestFit := range []bool{false, true} {
+		h := newHarness(t, 8, 8)
+		if bestFit {
+			h.s.opts.Placement = PlacementBestFit
+		}
+		x := h.submit("x", 25, 1, 4)
+		h.submit("y", 25, 1, 4)
+		z := h.submit("z", 20, 1, 6)
+		h.submit("w", 20, 1, 2)
+		if h.node(x) != 0 || h.node(z) != 1 {
+			t.Fatalf("x on %d, z on %d; want 0 and 1", h.node(x), h.node(z))
+		}
+		high := h.submit("high", 80, 1, 4)
+		// Node 0 evicts x (priority 25, 4 GPUs: full after), node 1 z
+		// (priority 20, 6 GPUs: 6 of 8 held after).
+		victim, want := z, int32(1)
+		if bestFit {
+			victim, want = x, 0
+		}
+		if h.node(high) != want || h.placed(victim) != 0 {
+			t.Errorf("best-fit %t: high on node %d (want %d), %s placed %d", bestFit, h.node(high), want,
+				h.s.jobs[victim].spec.ID, h.placed(victim))
+		}
+	}
+}

@@ -58,7 +58,10 @@ const (
 	// PlacementNomad draws two feasible nodes and keeps the fuller, as
 	// Nomad's batch scheduler does (see the package doc).
 	PlacementNomad PlacementMode = iota
-	// PlacementBestFit picks the fullest feasible node of all.
+	// PlacementBestFit picks the fullest feasible node of all (the largest
+	// share of its GPUs held with the placement, ties to the first node),
+	// with or without preemption: Nomad with a job affinity, which makes it
+	// score every node (the fidelity harness's placement).
 	PlacementBestFit
 )
 
