@@ -68,7 +68,6 @@ type Decider struct {
 	events      []event
 	freeTaken   []undoStep // freeAt: GPUs its asks took, by node
 	reserveFor  []orderRef // examined jobs without victims, in order: reservation candidates
-	givenBack   []int32    // jobs placed in part that releasePartial released in this plan, in order
 	minAskBelow []int32    // by order index: smallest ask from there down
 	active      int        // reservations held
 	noMargin    bool       // rule 5 stops without FairnessMargin: a gathering reservation past RuntimeCap (hold)

@@ -145,8 +145,7 @@
 // from 26,451 / 25,165 to 24,032 / 24,121 GPU hours (10 days, seeds 1-2).
 // The released job is written a preemption gap below its standing
 // (releasedLevel: pendingLevel of its position - PreemptionGap, not below
-// Pending.Low - PreemptionGap, as victims; a gang at Pending.Low, waiting
-// whole from that plan on, rule 5d), and the release is held for
+// Pending.Low - PreemptionGap, as victims), and the release is held for
 // VictimHold (a Victim naming the job for itself): placed in part again
 // meanwhile, it stays there and is not stopped again. On Nomad a stop's
 // replacement eval is processed first (allot sim -eval-order): the
@@ -161,24 +160,6 @@
 // redone 62,880 -> 54,830. Measured before the free-work levels, the gap
 // alone (no hold) gave 14,812 stops and 144,369 GPU hours on (the hold:
 // 8,358 and 145,752), and 11,436 and 77,864 off (2,982 and 76,279).
-//
-// A release is made only for a job that would take its GPUs
-// (keepUnwanted): after the walk (rules 5, 5b, 7), the allocations of a
-// released job on a node where the GPUs it frees are all still free in
-// the model are taken back out of the stop (no waiting job fits there, so
-// Nomad would place the replacement straight back), and a job none of
-// whose allocations would be taken is not released at all: it waits,
-// placed in part, at the bottom of the pending band (ReasonPartialKept),
-// where any job Nomad can place may preempt its allocations. A gang's
-// release puts it at the bottom of the band in the same plan: a
-// preemption gap below its standing, its replacements were retried before
-// the jobs sorting more than a gap after it, the ones the release was
-// for, and took the GPUs back. On large-gangs seed 1 (8908ef6) 872 of
-// 5,024 released allocations were placed again on the same node in the
-// same instant; with both, 51 of 9,094 (releases are more, each for a job
-// that takes the GPUs). A release is reported as such, for no job (the
-// simulator's stop reason "release", the decision log's kind "release"),
-// not as a time-slice stop for the job its rest waits for.
 //
 // Gangs wait whole (rule 5d): a pending gang (more than one allocation)
 // that the placement model cannot place whole, examined without victims
@@ -203,18 +184,6 @@
 // from 14% to 60% and heavy-1024 seeds 1 and 3 from 43% and 36% to 91%
 // and 82%. Largest-job waits did not move (near the horizon before and
 // after): a reservation that gathers a large gang's nodes is still to do.
-// Tried and left out: a gang left in the queue past the first
-// MaxEvaluations that the model cannot place whole waiting whole too (once
-// its position's level is above the bottom). At its level Nomad places it
-// in part, preempting a gang placed in part below it, and the two can
-// preempt each other at every decision as each in turn is examined and
-// lowered (large-gangs seed 1 at 8908ef6: 20,957 Nomad preemptions,
-// 34,119 priority writes; with this rule, keepUnwanted and releasedLevel 2,411 and
-// 8,315, debug p90 1.3h -> 18.5m, worst leaf 7% -> 85%). But placed in
-// part in the queue is how a wide gang gathers nodes on a busy cluster:
-// the suite's heavy-1024 seed 3 fell from 17 to 13 of 22 leaves at >= 95%
-// of owed (all leaves 91.2% -> 75.4%, the big-gang leaves of lab/llm at
-// 40-52%), bursty from 17 to 13 (98.3% -> 87.0%).
 //
 // Quick jobs (rule 5b): past the first MaxEvaluations, up to
 // MaxEvaluations more debug-shaped jobs still in the queue (asking at most

@@ -55,8 +55,8 @@ func (d *Decider) explain() {
 			e.Band, e.ProtectedUntil, e.Wait = BandProtected, info.windowEnd, WaitNone
 		case jsRunning, jsPartial:
 			e.Band = BandRunning
-			if info.givenBack || info.keptBack || info.unwanted {
-				e.Band = BandPending // its allocations stop in this plan, or were stopped and are held, or kept low (rule 5c)
+			if info.givenBack || info.keptBack {
+				e.Band = BandPending // its allocations stop in this plan, or were stopped and are held (rule 5c)
 			}
 			if info.state == jsRunning {
 				e.Wait = WaitNone

@@ -41,7 +41,6 @@ type jobInfo struct {
 	givenBack   bool       // placed in part, its allocations stopped in this plan (releasePartial)
 	whole       bool       // a gang that cannot be placed whole: written at the bottom of the pending band (waitWhole)
 	keptBack    bool       // placed in part again after a release still held (keepVictims): held low, not stopped again
-	unwanted    bool       // placed in part, not released: no job would take the GPUs a release frees (keepUnwanted)
 	restartHeld bool       // not resumable, requeued, would be stopped again at its window end: held at restartLevel (restart.go)
 	restartWhy  ReasonCode // which rule holds it (restartHeld)
 	backHeld    bool       // a release of it (rule 5c) is held: Snapshot.Victims names it for itself

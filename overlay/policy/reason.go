@@ -66,7 +66,6 @@ const (
 	ReasonVictimKept           // Job: the waiting job it was held below, At: since (its replacement outlasted that job's evaluation)
 	ReasonPendingRestartHeld   // N: place in the pending queue, Job: the waiting job that would stop it again (restart.go)
 	ReasonPendingRestartServed // N: place in the pending queue, Job: a job of the less served budget running where it would run (restart.go)
-	ReasonPartialKept          // as ReasonPartialRelease, for a release not made: no job would take its GPUs (keepUnwanted)
 )
 
 // Reason is a ReasonCode with its operands.
@@ -175,7 +174,7 @@ func (r Reason) Format(at func(time.Time) string) string {
 	case ReasonPendingRestartServed:
 		return "pending, " + Ordinal(r.N) + " in the pending queue; stopped before, and its budget is served at least its share and the fairness margin more than that of " + r.Job +
 			", which runs where it would run: that budget's next job to find no room would stop it again when its window ends, so it evicts no running work to restart (it waits below the pending band and may start on GPUs nobody holds) until its budget is served less"
-	case ReasonPartialRelease, ReasonPartialKept:
+	case ReasonPartialRelease:
 		by := ""
 		if r.Job != "" {
 			by = " (" + r.Job + ")"
@@ -186,9 +185,6 @@ func (r Reason) Format(at func(time.Time) string) string {
 			if !r.At.IsZero() {
 				why = "which free up at " + at(r.At) + ", later than a reservation may hold nodes (reservation max_age)"
 			}
-		}
-		if r.Code == ReasonPartialKept {
-			return fmt.Sprintf("placed in part, and its %d missing allocation(s) wait for %s%s, %s; its GPUs are kept, not released: no waiting job could use them now, so Nomad would place its replacements straight back on them; it waits at the bottom of the pending band, where any job Nomad can place may preempt them, and is released once a waiting job could use them", r.N, r.Detail, by, why)
 		}
 		return fmt.Sprintf("placed in part, and its %d missing allocation(s) wait for %s%s, %s: its allocations are stopped (requeued; it never ran, so nothing is lost) so the GPUs work meanwhile; it waits in the pending queue, at the bottom of the pending band until all its allocations can be placed at once", r.N, r.Detail, by, why)
 	case ReasonNoticeSent:

@@ -87,12 +87,6 @@ func (d *Decider) target(j int32) {
 			// replacements took GPUs no job before it could): it stays
 			// there until the hold ends, within reach of those jobs.
 			info.target, info.reason = d.releasedLevel(j), d.releaseReason(j)
-		case info.unwanted:
-			// Not released: no job would take its GPUs (keepUnwanted); it
-			// waits at the bottom of the pending band, as a released gang
-			// does (rule 5d), within reach of every job Nomad can place.
-			info.target, info.reason = c.Pending.Low, d.releaseReason(j)
-			info.reason.Code = ReasonPartialKept
 		}
 		if info.wait == WaitNone {
 			info.wait = WaitPartial

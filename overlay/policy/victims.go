@@ -16,7 +16,6 @@ import (
 func (d *Decider) place() {
 	examined := 0
 	d.reserveFor = d.reserveFor[:0]
-	d.givenBack = d.givenBack[:0]
 	d.active = 0
 	for _, r := range d.plan.Reservations {
 		if !r.Expired {
@@ -100,7 +99,6 @@ func (d *Decider) place() {
 		d.crossTail(examined)
 	}
 	d.placeQuick()
-	d.keepUnwanted()
 }
 
 // placeQuick is rule 5b: past the first MaxEvaluations, up to
@@ -170,7 +168,6 @@ func (d *Decider) giveBack(j int32) {
 func (d *Decider) releasePartial(j int32) {
 	info, job := &d.jobs[j], d.jp[j]
 	info.givenBack = true
-	d.givenBack = append(d.givenBack, j)
 	r := d.releaseReason(j)
 	for _, ai := range d.jobAllocs.row(j) {
 		if al := d.ap[ai]; al.live() && d.allocNode[ai] >= 0 {
@@ -180,61 +177,6 @@ func (d *Decider) releasePartial(j int32) {
 	d.plan.Stops = append(d.plan.Stops, StopJob{Job: job.ID, Namespace: job.Namespace, Allocs: d.liveAllocs(j, -1), Reason: r})
 	if d.tl != nil {
 		d.checkTailRoom()
-	}
-}
-
-// keepUnwanted takes back, after the walk, the part of each release of
-// rule 5c whose GPUs no job took in the placement model: on a node where
-// the GPUs the release frees are all still free, no waiting job, in the
-// order Nomad places them, fits in them, so Nomad would place the released
-// job's replacement straight back there (a stop's replacement eval is
-// processed first; without that, blocked jobs are retried by priority and
-// none above it fits). Stopping those allocations frees nothing and only
-// stops and places them again, once per VictimHold. Only the allocations
-// on nodes where a job does take the GPUs are stopped; when none is, the
-// job is not released at all (unwanted) and waits at the bottom of the
-// pending band (rule 5d), within reach of every job Nomad can place, until
-// a job would take its GPUs. An allocation on a node the model cannot use
-// (reserved, draining, ineligible) frees what a replacement cannot take
-// back there, and is stopped.
-func (d *Decider) keepUnwanted() {
-	for _, j := range d.givenBack {
-		job := d.jp[j]
-		k := slices.IndexFunc(d.plan.Stops, func(s StopJob) bool {
-			return s.Job == job.ID && s.Namespace == job.Namespace && s.Reason.Code == ReasonPartialRelease
-		})
-		if k < 0 {
-			continue
-		}
-		st := &d.plan.Stops[k]
-		row := d.jobAllocs.row(j)
-		for i, ai := range row {
-			n := d.allocNode[ai]
-			if !d.ap[ai].live() || n < 0 || !d.cap.usable[n] || slices.ContainsFunc(row[:i], func(bi int32) bool {
-				return d.ap[bi].live() && d.allocNode[bi] == n
-			}) {
-				continue // stopped, or its node was looked at with an earlier allocation
-			}
-			var freed int32
-			for _, bi := range row[i:] {
-				if d.ap[bi].live() && d.allocNode[bi] == n {
-					freed += int32(d.ap[bi].GPUs)
-				}
-			}
-			if d.cap.avail[n] < freed {
-				continue // a job takes them: the stop frees them for it
-			}
-			d.cap.change(n, -freed)
-			for _, bi := range row[i:] {
-				if d.ap[bi].live() && d.allocNode[bi] == n {
-					st.Allocs = slices.DeleteFunc(st.Allocs, func(id string) bool { return id == d.ap[bi].ID })
-				}
-			}
-		}
-		if len(st.Allocs) == 0 {
-			d.jobs[j].givenBack, d.jobs[j].unwanted = false, true
-			d.plan.Stops = nilIfEmpty(slices.Delete(d.plan.Stops, k, k+1)) // as a plan without stops has them
-		}
 	}
 }
 
@@ -275,15 +217,13 @@ func (d *Decider) restFarOff(j int32) bool {
 // can place; its position in the order and its explanation stay, and once
 // the model places it whole (GPUs free at once, victims that fair share
 // allows, or its reservation released) it is written at its position's
-// level again. A gang released by rule 5c goes to the bottom in the plan
-// that stops its allocations (releasedLevel), now that a release is made
-// only for a job that takes its GPUs (keepUnwanted); before that, lowered
+// level again. A gang released by rule 5c keeps its level in the plan that
+// stops its allocations and goes to the bottom from the next one (lowered
 // in the same plan, heavy-256 stalled 11.5% of the cluster instead of
-// 1.3%. What it waits for is the rule its wait names (fair share, its own
+// 1.3%). What it waits for is the rule its wait names (fair share, its own
 // budget's order, protected windows, the loss bound). Gangs left in the
 // queue past the first MaxEvaluations are not examined and keep their
-// levels (an Incremental leaves most of them out of its read; doc.go has
-// what writing them at the bottom too did).
+// levels (an Incremental leaves most of them out of its read).
 func (d *Decider) waitWhole(j int32) {
 	if info := &d.jobs[j]; (info.reserved < 0 || d.gathering(j)) && allocations(d.jp[j]) > 1 {
 		info.whole = true
@@ -322,21 +262,8 @@ func (d *Decider) releaseReason(j int32) Reason {
 // freed (README, "How faithful is the simulator"); at its standing's
 // level no job before it could take them back, and the release would
 // free nothing. Not below Pending.Low - PreemptionGap (as victimLevel).
-// A gang (more than one allocation) waits whole (rule 5d) from the plan
-// that releases it: at Pending.Low, below every job Nomad can place, so
-// that the jobs the release frees its GPUs for, wherever they sort, are
-// placed before its replacements. A gang's release is made only for such
-// a job (keepUnwanted); a preemption gap below its standing, its
-// replacements were retried before the jobs sorting more than a gap
-// after it and took the GPUs back: on large-gangs seed 1 (8908ef6, with
-// keepUnwanted and queued gangs waiting whole) 1,391 of 4,158 released
-// allocations were placed again on the same node in the same instant,
-// 18 of 8,398 at Pending.Low, with stalled GPU time 3.1% -> 1.9%.
 func (d *Decider) releasedLevel(j int32) int {
 	c := &d.cfg
-	if allocations(d.jp[j]) > 1 {
-		return c.Pending.Low
-	}
 	return max(d.pendingLevel(d.gapPosition(d.victimPosition(j)))-c.PreemptionGap, c.Pending.Low-c.PreemptionGap)
 }
 

@@ -90,17 +90,19 @@ func TestReleaseIsNotATimeSlice(t *testing.T) {
 	}
 }
 
-// A gang placed in part whose release no job would take (no job waits for
-// g's node) is not released at all (policy keepUnwanted): each release
-// only had its replacement placed straight back on the same GPUs (Nomad's
-// eval order; and without it, since no job before it wants them). Before,
-// it was released once per VictimHold (10m): 3 times before t's stop for
-// it at 2h30m, 240 times per 2h before the hold.
+// A gang released by rule 5c whose replacement takes its GPUs straight back
+// (Nomad's eval order; and without it, since no job before it wants them)
+// is not released again at every decision: the release is held for
+// VictimHold (10m), so over the 2h it waits it is stopped at most once per
+// hold (12 times), not once per decision (240 times before the hold).
 func TestEvalOrder_ReleasedGangNotReleasedAgainAtOnce(t *testing.T) {
-	for _, eo := range []bool{false, true} {
-		if got := releases(releaseRun(t, eo, nil)); got != 0 {
-			t.Errorf("eval order %v: %d releases of g; want 0 (no job would take its GPUs)", eo, got)
-		}
+	on := releaseRun(t, true, nil)
+	if got := releases(on); got < 1 || got > 13 {
+		t.Errorf("eval order: %d releases of g in 2h; want 1 to 13 (one per 10m hold at most)", got)
+	}
+	off := releaseRun(t, false, nil)
+	if got := releases(off); got < 1 || got > 13 {
+		t.Errorf("no eval order: %d releases of g in 2h; want 1 to 13", got)
 	}
 }
 
