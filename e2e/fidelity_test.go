@@ -746,6 +746,8 @@ func allocEvents(t *testing.T, c *nomadCluster, al *allot, tr *sim.Trace, traceA
 			why[d.AllocID] = sim.StopTimeSlice.String()
 		case "reserve":
 			why[d.AllocID] = sim.StopReserve.String()
+		case "release":
+			why[d.AllocID] = sim.StopRelease.String()
 		case "drain":
 			why[d.AllocID] = sim.StopDrain.String()
 		default:

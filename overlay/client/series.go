@@ -88,6 +88,7 @@ const (
 	StopTimeSlicing = "time-slicing"     // allot stopped it for a less served budget's job
 	StopDrain       = "drain"            // allot moved it off a draining node
 	StopReservation = "reservation"      // allot cleared a node reserved for a large job
+	StopRelease     = "release"          // allot released a job placed in part (rule 5c), for no job
 	StopNomad       = "nomad-preemption" // Nomad preempted it
 	StopEnded       = "ended"            // it finished or was stopped outside allot
 )

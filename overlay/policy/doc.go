@@ -160,6 +160,10 @@
 // redone 62,880 -> 54,830. Measured before the free-work levels, the gap
 // alone (no hold) gave 14,812 stops and 144,369 GPU hours on (the hold:
 // 8,358 and 145,752), and 11,436 and 77,864 off (2,982 and 76,279).
+// A release stops the job for no other job: it is reported as one (the
+// simulator's stop reason "release", the decision log's kind "release"),
+// not as a time-slice stop for the job its rest waits for, as it was
+// until 8908ef6 and in the stop counts above.
 //
 // Gangs wait whole (rule 5d): a pending gang (more than one allocation)
 // that the placement model cannot place whole, examined without victims

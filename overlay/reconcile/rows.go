@@ -328,8 +328,10 @@ func opKinds(p *policy.Plan) []string {
 	}
 	for _, s := range p.Stops {
 		switch s.Reason.Code {
-		case policy.ReasonVictim, policy.ReasonVictimOwn, policy.ReasonVictimPartial, policy.ReasonPartialRelease:
+		case policy.ReasonVictim, policy.ReasonVictimOwn, policy.ReasonVictimPartial:
 			out = append(out, "preempt")
+		case policy.ReasonPartialRelease:
+			out = append(out, "release") // placed in part, its GPUs given back: for no job
 		case policy.ReasonReservationStop:
 			out = append(out, "reserve")
 		default:

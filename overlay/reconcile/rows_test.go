@@ -382,3 +382,19 @@ func TestQueueRowsRecordStanding(t *testing.T) {
 		t.Fatalf("stored b1 %+v, want its standing with LF +Inf", stored)
 	}
 }
+
+// A release (rule 5c: a job placed in part gives its GPUs back) is logged as
+// kind "release", not as a time-slicing stop ("preempt"): it stops the job
+// for no other job, though its reason names the job its rest waits for.
+func TestWriteRowsRelease(t *testing.T) {
+	f := newRowsFixture(storedState(t, nil, nil, nil, nil))
+	f.in.plan = &policy.Plan{
+		Stops: []policy.StopJob{{Job: "default/gang", Namespace: "default", Allocs: []string{"g1"},
+			Reason: policy.Reason{Code: policy.ReasonPartialRelease, N: 1, Detail: policy.WaitFairShare.String(), Job: "default/train"}}},
+	}
+	f.in.results = []nomad.Outcome{{Op: nomad.Op{Kind: nomad.OpStop, Job: key("default", "gang"), Allocs: []string{"g1"}, Reason: "released"}}}
+	_, decs := writeRows(f.in)
+	if len(decs) != 1 || decs[0].Kind != "release" || decs[0].AllocID != "g1" || decs[0].JobID != "default/gang" {
+		t.Fatalf("release decisions %+v, want one of kind release for g1", decs)
+	}
+}

@@ -15,6 +15,7 @@ var stopKinds = map[string]string{
 	"preempt": client.StopTimeSlicing,
 	"drain":   client.StopDrain,
 	"reserve": client.StopReservation,
+	"release": client.StopRelease,
 }
 
 // forJobRe finds the job a stop made room for in the policy's reason text

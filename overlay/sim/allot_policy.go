@@ -193,8 +193,10 @@ func (a *Allot) allocID(id int32) string {
 // stopReason maps a plan's stop reason onto the report's reasons.
 func stopReason(c policy.ReasonCode) StopReason {
 	switch c {
-	case policy.ReasonVictim, policy.ReasonVictimOwn, policy.ReasonVictimPartial, policy.ReasonPartialRelease:
+	case policy.ReasonVictim, policy.ReasonVictimOwn, policy.ReasonVictimPartial:
 		return StopTimeSlice
+	case policy.ReasonPartialRelease:
+		return StopRelease // for no job: Reason.Job names the job it waits for
 	case policy.ReasonDrainStop, policy.ReasonDrainUnallocated, policy.ReasonNomadDrain:
 		return StopDrain
 	case policy.ReasonReservationStop:

@@ -1,10 +1,12 @@
 package sim
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/allot-sched/allot/budgets"
+	"github.com/allot-sched/allot/overlay/policy"
 )
 
 // releaseRun runs two 8-GPU nodes under allot: t (lab/b) runs on one past
@@ -40,13 +42,52 @@ func releaseRun(t *testing.T, evalOrder bool, events func(*Event), extra ...JobS
 	return r
 }
 
-func sliceStops(r *Result) int64 {
+func releases(r *Result) int64 { return stopsOf(r, StopRelease) }
+
+// stopsOf is how many allocations the run stopped for reason why.
+func stopsOf(r *Result, why StopReason) int64 {
 	for _, p := range r.Preemptions {
-		if p.Reason == StopTimeSlice.String() {
+		if p.Reason == why.String() {
 			return p.Allocations
 		}
 	}
 	return 0
+}
+
+// A release (rule 5c) is reported as its own reason, "release", in the
+// summary and the event log, with no job it was stopped for: it makes room
+// for no job, though the policy's reason names the job the gang's rest
+// waits for (here t, running). It was counted as a time-slice stop "by" t.
+func TestReleaseIsNotATimeSlice(t *testing.T) {
+	h := newHarness(t, 4, 4)
+	var events []Event
+	h.s.opts.Events = func(e *Event) { events = append(events, *e) }
+	run := h.submit("t", 90, 1, 4)
+	gang := h.submit("g", 70, 2, 4)
+	h.wantPlaced(gang, 1)
+	a, err := NewAllot(policyDefault())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.jobIndex = map[string]int32{"t": run, "g": gang}
+	h.s.now = 600
+	a.apply(h.s, &policy.Plan{Stops: []policy.StopJob{{Job: "g", Allocs: []string{"a" + strconv.Itoa(int(h.s.jobs[gang].slots[0]))},
+		Reason: policy.Reason{Code: policy.ReasonPartialRelease, N: 1, Detail: policy.WaitFairShare.String(), Job: "t"}}}})
+	if h.s.m.stops[StopRelease] != 1 || h.s.m.stops[StopTimeSlice] != 0 {
+		t.Errorf("stops %v: want one release and no time-slice stop", h.s.m.stops)
+	}
+	var stops int
+	for _, e := range events {
+		if e.Kind == EventStop {
+			stops++
+			if e.Job != "g" || e.Reason != StopRelease.String() || e.By != "" {
+				t.Errorf("stop event %+v: want g's, reason release, for no job", e)
+			}
+		}
+	}
+	if stops != 1 {
+		t.Errorf("%d stop events; want 1", stops)
+	}
 }
 
 // A gang released by rule 5c whose replacement takes its GPUs straight back
@@ -56,11 +97,11 @@ func sliceStops(r *Result) int64 {
 // hold (12 times), not once per decision (240 times before the hold).
 func TestEvalOrder_ReleasedGangNotReleasedAgainAtOnce(t *testing.T) {
 	on := releaseRun(t, true, nil)
-	if got := sliceStops(on); got < 1 || got > 13 {
+	if got := releases(on); got < 1 || got > 13 {
 		t.Errorf("eval order: %d releases of g in 2h; want 1 to 13 (one per 10m hold at most)", got)
 	}
 	off := releaseRun(t, false, nil)
-	if got := sliceStops(off); got < 1 || got > 13 {
+	if got := releases(off); got < 1 || got > 13 {
 		t.Errorf("no eval order: %d releases of g in 2h; want 1 to 13", got)
 	}
 }

@@ -28,8 +28,9 @@ const (
 	EventStart EventKind = "start"
 	// EventStop: allocation Alloc left its GPUs, for Reason (a StopReason
 	// name: finished, nomad-preemption, time-slice, drain, reservation,
-	// other, drain-deadline-kill, job-update). By is the job it was stopped for (time
-	// slicing, reservation) or preempted by (Nomad's preemption), when known.
+	// release, other, drain-deadline-kill, job-update). By is the job it was stopped for (time
+	// slicing, reservation) or preempted by (Nomad's preemption), when known;
+	// a release (rule 5c: a job placed in part gives its GPUs back) has none.
 	EventStop EventKind = "stop"
 	// EventDone: the job finished its work (Reason "finished") or was killed
 	// without a replacement (Reason "drain-deadline-kill").

@@ -36,9 +36,12 @@ const (
 	StopTimeSlice                   // the policy stopped it for a pending job
 	StopDrain                       // the policy moved it off an unhealthy node
 	StopReserve                     // the policy cleared a node reserved for a large job
-	StopOther                       // any other policy stop
-	StopKilled                      // killed without replacement (Nomad drain deadline)
-	StopEnd                         // still running when the simulation ended
+	// StopRelease: the policy released a job placed in part (rule 5c): it
+	// had not run and made room for no job in particular.
+	StopRelease
+	StopOther  // any other policy stop
+	StopKilled // killed without replacement (Nomad drain deadline)
+	StopEnd    // still running when the simulation ended
 	// StopJobUpdate: Nomad replaced an allocation that was not running yet
 	// for a job update (a priority write; Options.StartLatency).
 	StopJobUpdate
@@ -46,7 +49,7 @@ const (
 )
 
 var stopReasonNames = [numStopReasons]string{"finished", "nomad-preemption", "time-slice", "drain",
-	"reservation", "other", "drain-deadline-kill", "end", "job-update"}
+	"reservation", "release", "other", "drain-deadline-kill", "end", "job-update"}
 
 func (r StopReason) String() string { return stopReasonNames[r] }
 
