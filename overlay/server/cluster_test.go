@@ -74,27 +74,63 @@ type cluster struct {
 	tokens Tokens
 }
 
+// ports holds what freePort handed out in this test process: the listener
+// it bound, kept open until the port's first listenOn, and every port ever
+// given, so that no two servers (of any test here) are given the same port.
+var ports = struct {
+	sync.Mutex
+	held  map[int]net.Listener
+	given map[int]bool
+}{held: map[int]net.Listener{}, given: map[int]bool{}}
+
 // freePort returns a free port below Linux's ephemeral range (32768-60999 by
 // default). A server restarted in a test must get its old port back; a port
 // from the ephemeral range can meanwhile become the local end of some other
 // process's outgoing connection, which made restarts flaky on a busy machine.
+// The port stays bound by this process until its first listenOn: closed in
+// between, another process on the machine (other go test runs use the same
+// range) could bind it first, and the server's listenOn then failed with
+// "address already in use" (1 run in 10 of TestFollowerReadsSpareTheLeader
+// under load).
 func freePort(t testing.TB) int {
+	ports.Lock()
+	defer ports.Unlock()
 	for range 200 {
 		port := 20000 + rand.IntN(12000)
+		if ports.given[port] {
+			continue
+		}
 		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
 		if err != nil {
 			continue
 		}
-		ln.Close()
+		ports.given[port], ports.held[port] = true, ln
+		t.Cleanup(func() { // a port the test never listened on
+			ports.Lock()
+			defer ports.Unlock()
+			if ln, ok := ports.held[port]; ok {
+				delete(ports.held, port)
+				ln.Close()
+			}
+		})
 		return port
 	}
 	t.Fatal("no free port in 20000-31999")
 	return 0
 }
 
+// listenOn returns a listener on port: the one freePort holds on its first
+// call, else (a server restarted on its old port) a new one, once the port's
+// last listener is closed.
 func listenOn(t testing.TB, port int) net.Listener {
 	t.Helper()
-	var ln net.Listener
+	ports.Lock()
+	ln, ok := ports.held[port]
+	delete(ports.held, port)
+	ports.Unlock()
+	if ok {
+		return ln
+	}
 	waitFor(t, 5*time.Second, fmt.Sprintf("port %d to be free", port), func() error {
 		var err error
 		ln, err = net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
