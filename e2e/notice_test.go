@@ -15,15 +15,18 @@ import (
 // records when the signal came (signal-<alloc>, and one line per signal in
 // signals-<alloc>, to count them), and it goes on counting
 // until it is stopped. It waits on its sleep so that a trap runs at once
-// (a signal interrupts wait, not a foreground sleep).
+// (a signal interrupts wait, not a foreground sleep). The files the test
+// polls are written aside and renamed into place: `date > file` creates the
+// file empty before date writes, and the test read "" there (1 of 3 runs
+// of TestNoticeSessionKeepsState under load).
 const noticeScript = `
 dir="$STATE_DIR"
 n=0
 if [ -f "$dir/ckpt" ]; then
   n=$(cat "$dir/ckpt")
-  echo "$n" > "$dir/restored-$NOMAD_ALLOC_ID"
+  echo "$n" > "$dir/restored.tmp"; mv "$dir/restored.tmp" "$dir/restored-$NOMAD_ALLOC_ID"
 fi
-trap 'date +%s.%N > "$dir/signal-$NOMAD_ALLOC_ID"; date +%s.%N >> "$dir/signals-$NOMAD_ALLOC_ID"; echo "$n" > "$dir/ckpt.tmp"; mv "$dir/ckpt.tmp" "$dir/ckpt"' USR1
+trap 'date +%s.%N > "$dir/signal.tmp"; mv "$dir/signal.tmp" "$dir/signal-$NOMAD_ALLOC_ID"; date +%s.%N >> "$dir/signals-$NOMAD_ALLOC_ID"; echo "$n" > "$dir/ckpt.tmp"; mv "$dir/ckpt.tmp" "$dir/ckpt"' USR1
 trap 'exit 0' INT TERM
 while :; do
   n=$((n + 1))

@@ -94,14 +94,32 @@ func launch(t *testing.T) conn {
 	return conn{base: b.(basepb.BasePluginClient), dev: d.(devicepb.DevicePluginClient), logs: logs}
 }
 
+// callBound bounds a call, a stream or a wait for the plugin's log.
+const callBound = 2 * time.Minute
+
 // ctx bounds a call or stream so a hung plugin fails the test instead of
 // hanging it. It is no timing assertion: a fingerprint stream lives for the
 // whole of a test that runs several `allot-nvml inject` processes, which took
 // over 30 s under -race on a shared 2-core machine at load 14.
 func ctx(t *testing.T) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	c, cancel := context.WithTimeout(context.Background(), callBound)
 	t.Cleanup(cancel)
 	return c
+}
+
+// waitLog waits until the plugin's log holds want. The plugin writes the
+// line to its stderr before it answers, but go-plugin's client copies stderr
+// into the logger on a goroutine of its own, so the line can reach logs after
+// the answer has reached the test (under load it did, 1 run in 10).
+func waitLog(t *testing.T, c conn, want string) {
+	t.Helper()
+	deadline := time.Now().Add(callBound)
+	for !strings.Contains(c.logs.String(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %q line in the plugin log within %v:\n%s", want, callBound, c.logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func setConfig(t *testing.T, c conn, cfg map[string]any) {
@@ -202,9 +220,7 @@ func TestFingerprintFaultAndRecovery(t *testing.T) {
 			t.Fatalf("instance = %v", d)
 		}
 	}
-	if !strings.Contains(c.logs.String(), "FAKE GPUs") {
-		t.Errorf("no fake-mode start line in the plugin log:\n%s", c.logs.String())
-	}
+	waitLog(t, c, "FAKE GPUs")
 	victim := g.GetDevices()[3].GetID()
 
 	injectCLI(t, dir, "xid", "79", victim)

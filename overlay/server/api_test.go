@@ -231,14 +231,16 @@ func TestReadsOnFollowerStaleAndForwarded(t *testing.T) {
 		t.Skip("cluster test skipped in -short mode")
 	}
 	c := newCluster(t, 3, fastRaft())
+	ctx := context.Background()
+	c.applyBudgets(ctx, "")
 	lead := c.leader()
 	f := (lead + 1) % 3
-	ctx := context.Background()
-	if _, err := c.client(lead, testToken).ApplyBudgets(ctx, testBudgets()); err != nil {
-		t.Fatal(err)
-	}
 	// A consistent read on a follower is forwarded: it sees the write at once.
-	b, err := c.client(f, "").Budgets(ctx, false)
+	var b *client.Budgets
+	err := retry503(t, "a consistent read", func() (err error) {
+		b, err = c.client(f, "").Budgets(ctx, false)
+		return err
+	})
 	if err != nil || b.Revision != "rev-1" {
 		t.Fatalf("forwarded read: %+v %v", b, err)
 	}

@@ -103,10 +103,8 @@ func TestServerWithLostDataDirRejoins(t *testing.T) {
 	}
 	c := newClusterWith(t, 3, fastRaft(), splitTokens, func(i int, nd *node) { nd.logs = &syncBuffer{} })
 	ctx := context.Background()
+	c.applyBudgets(ctx, splitTokens.Budgets)
 	lead := c.leader()
-	if _, err := c.client(lead, splitTokens.Budgets).ApplyBudgets(ctx, testBudgets()); err != nil {
-		t.Fatal(err)
-	}
 	lost := (lead + 1) % 3
 	oldID := c.nodes[lost].srv.ID()
 	c.stop(lost)
@@ -163,9 +161,11 @@ func TestServerWithLostDataDirRejoins(t *testing.T) {
 	// cluster still commits.
 	other := 3 - lead - lost
 	c.stop(other)
-	lead = c.leader()
-	if _, err := c.client(lead, splitTokens.Ledger).AppendLedger(ctx, &client.LedgerAppend{Charges: []client.Charge{{
-		Alloc: "after-rejoin", Budget: "ai2/nlp", GPUs: 1, From: tBase, To: tBase.Add(time.Minute)}}}); err != nil {
+	if err := retry503(t, "a charge", func() error {
+		_, err := c.client(c.leader(), splitTokens.Ledger).AppendLedger(ctx, &client.LedgerAppend{Charges: []client.Charge{{
+			Alloc: "after-rejoin", Budget: "ai2/nlp", GPUs: 1, From: tBase, To: tBase.Add(time.Minute)}}})
+		return err
+	}); err != nil {
 		t.Fatalf("write with the rejoined server as the only follower: %v", err)
 	}
 }
@@ -179,10 +179,8 @@ func TestStableNodeIDRejoinsAfterDataLoss(t *testing.T) {
 	}
 	c := newClusterWith(t, 3, fastRaft(), Tokens{}, func(i int, nd *node) { nd.nodeID = "srv-" + strconv.Itoa(i) })
 	ctx := context.Background()
+	c.applyBudgets(ctx, "")
 	lead := c.leader()
-	if _, err := c.client(lead, testToken).ApplyBudgets(ctx, testBudgets()); err != nil {
-		t.Fatal(err)
-	}
 	lost := (lead + 1) % 3
 	c.stop(lost)
 	c.nodes[lost].dir = t.TempDir()
@@ -215,10 +213,8 @@ func TestReadTokenClusterForms(t *testing.T) {
 		t.Skip("three-server cluster test skipped in -short mode")
 	}
 	c := newClusterWith(t, 3, fastRaft(), Tokens{Read: "r", Budgets: "b"}, nil)
+	c.applyBudgets(context.Background(), "b")
 	lead := c.leader()
-	if _, err := c.client(lead, "b").ApplyBudgets(context.Background(), testBudgets()); err != nil {
-		t.Fatal(err)
-	}
 	if _, err := c.client(lead, "").Budgets(context.Background(), true); status(err) != http.StatusUnauthorized {
 		t.Fatalf("anonymous read with a read token set: %v, want 401", err)
 	}

@@ -20,10 +20,8 @@ func TestLeaderStoreFailureStopsCleanly(t *testing.T) {
 	}
 	c := newCluster(t, 3, fastRaft())
 	ctx := context.Background()
+	c.applyBudgets(ctx, "")
 	lead := c.leader()
-	if _, err := c.client(lead, testToken).ApplyBudgets(ctx, testBudgets()); err != nil {
-		t.Fatal(err)
-	}
 	bad := c.nodes[lead].srv
 	if err := bad.disk.bolt.Close(); err != nil {
 		t.Fatal(err)
