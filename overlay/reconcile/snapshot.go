@@ -88,11 +88,17 @@ func BuildSnapshot(s *nomad.State, in SnapshotInput) *policy.Snapshot {
 	managed := map[nomad.JobKey]string{}
 	// A job whose allocations stopped waits again from the last stop.
 	stopped := map[nomad.JobKey]time.Time{}
+	// and the run that stop ended began when the last of its stopped
+	// allocations started (Job.LastRun).
+	ranFrom := map[nomad.JobKey]time.Time{}
 	// An allocation placed by preemption waits until its victims stop.
 	waits := map[string]bool{}
 	for _, a := range s.Allocs {
 		if !holdsOrDone(&a) && a.FinishedAt.After(stopped[a.Job]) {
 			stopped[a.Job] = a.FinishedAt
+		}
+		if !holdsOrDone(&a) && a.StartedAt.After(ranFrom[a.Job]) {
+			ranFrom[a.Job] = a.StartedAt
 		}
 		if a.PreemptedBy != "" && (a.ClientStatus == "pending" || a.ClientStatus == "running") {
 			waits[a.PreemptedBy] = true
@@ -110,6 +116,9 @@ func BuildSnapshot(s *nomad.State, in SnapshotInput) *policy.Snapshot {
 		managed[j.Key] = id
 		fillJob(&pj, &j, id, in)
 		pj.QueuedSince = stopped[j.Key]
+		if from := ranFrom[j.Key]; !from.IsZero() && pj.QueuedSince.After(from) {
+			pj.LastRun = pj.QueuedSince.Sub(from)
+		}
 		pj.EvaluatingSince = s.Evaluating[j.Key]
 		snap.Jobs = append(snap.Jobs, pj)
 	}

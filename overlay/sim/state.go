@@ -95,6 +95,7 @@ type job struct {
 	firstStart   int64  // -1 until first fully placed
 	requeuedAt   int64  // -1 unless waiting again after an interruption
 	interrupts   int32
+	lastRun      int64 // seconds its last interrupted run had lasted (policy.Job.LastRun)
 	preemptible  bool
 	lastWritten  int // priority the policy last wrote (0: never)
 	activeIdx    int32
@@ -900,6 +901,7 @@ func (s *State) interrupt(i int32, why StopReason) {
 	j.finishGen++
 	if why != StopEnd {
 		j.interrupts++
+		j.lastRun = ran
 	}
 }
 
