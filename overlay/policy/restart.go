@@ -31,15 +31,30 @@ import (
 //     least served other leaf running work on nodes it could use
 //     (lessServedRunning): that leaf's next job that finds no room would
 //     stop it at its window end, and the evicted free work is the room
-//     that job would have found.
+//     that job would have found; or
+//   - (c) it restartLoses, its last run was stopped after Job.LastRun (it
+//     did not finish in it, so it needs a longer one), it has waited less
+//     than min(LastRun, RuntimeCap) since that stop (restartUntil), and
+//     the first job before it in the order of another leaf that place
+//     left waiting without victims, on nodes of a class it could use,
+//     would stop it before it had run that long again: its own run, at its
+//     GPUs, would leave its leaf served at least that job's margin then
+//     more (stopsWithin, outrunsIn). Not for a gang that cannot be
+//     placed whole: it waits whole (rule 5d), and held below the band it
+//     would only be placed in part on GPUs nobody holds.
+//
+// Rules (a) and (c) also hold a restart that waits in the queue, past the
+// jobs examined for time slicing: Nomad places it from there as GPUs free
+// up (and evicts free work for it), and restarted so it was stopped again.
 //
 // A held job is written at restartLevel (29 at the defaults), below every
 // pending job and too low to evict any free work (a job placed in part is
 // released by rule 5c instead); it waits (WaitRestart, naming the job of (a) or (b))
 // while the rule holds, and may still start on GPUs nobody holds. No job is
 // protected by it: it holds back only jobs that are not running, only
-// while fair share or their own budget's order puts another job first,
-// and in (b) only while their budget has at least its share. A victim
+// while fair share or their own budget's order puts another job first
+// (in (c), a job sorting before it), in (b) only while their budget has
+// at least its share, and in (c) at most min(LastRun, RuntimeCap). A victim
 // that is not resumable is written at the same level when it is stopped
 // and (a) holds for it, so that its replacement does not evict free work in
 // the instant of its stop, before the next decision could hold it.
@@ -70,7 +85,7 @@ func (d *Decider) restartHeld(j int32, oi int, fits bool) bool {
 	w, why := int32(-1), ReasonPendingRestartHeld
 	if d.restartLoses(j) {
 		w = d.stopsAgain(j)
-		if w < 0 {
+		if w < 0 && (fits || allocations(d.jp[j]) == 1) {
 			w, why = d.stopsWithin(j, oi), ReasonPendingRestartRun
 		}
 	}
