@@ -106,17 +106,17 @@ func (d *Decider) restartHeld(j int32, oi int, fits bool) bool {
 
 // restartLoses reports whether a stop of job j throws its whole run away:
 // it is not resumable and has no checkpoint notice.
-func (d *Decider) restartLoses(j int32) bool {
-	c := &d.jp[j].Contract
-	return !c.Resumable && c.Notice <= 0
-}
+func (d *Decider) restartLoses(j int32) bool { return losesRun(d.jp[j]) }
+
+// losesRun is Decider.restartLoses for a job.
+func losesRun(job *Job) bool { return !job.Contract.Resumable && job.Contract.Notice <= 0 }
 
 // requeuedLoser reports whether job waits after a stop that threw its
 // whole run away and would throw the next away too (Decider.requeued,
 // Decider.restartLoses): rule 5e may hold it wherever it sorts, so an
 // Incremental never leaves it out (offIdle).
 func requeuedLoser(job *Job) bool {
-	return requeuedJob(job) && !job.Contract.Resumable && job.Contract.Notice <= 0
+	return requeuedJob(job) && losesRun(job)
 }
 
 // stopsWithin is rule 5e (c): the first job waiting before job j (at
