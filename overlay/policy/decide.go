@@ -53,6 +53,10 @@ type Decider struct {
 	pBuilt      bool           // pAlloc and pGPUs hold for this decision
 	runLeast    []leastRunning // by class: jobs of the least served leaves running there (restart.go)
 	runBuilt    bool           // runLeast holds for this decision
+	runGPUs     int64          // GPUs of allocated jobs running or starting (indexRunningLeaves)
+	waitFirst   []waitingFirst // by class: the first jobs left waiting there (restart.go firstWaiting)
+	waitScanned int            // how far firstWaiting has scanned the order
+	waitBuilt   bool           // waitFirst is begun for this decision
 	allocJob    []int32
 	allocNode   []int32
 	classNode   csr     // nodes by class
@@ -111,7 +115,7 @@ func (d *Decider) Decide(snap *Snapshot, tree *budgets.Tree, fs *budgets.FairSha
 	if d.tl != nil {
 		d.plan.reuse(&d.bufs)
 	}
-	d.evals, d.wake, d.pBuilt, d.runBuilt = 0, time.Time{}, false, false
+	d.evals, d.wake, d.pBuilt, d.runBuilt, d.waitBuilt = 0, time.Time{}, false, false, false
 	d.snap = snap
 	if d.tl == nil {
 		d.pointAt(snap)

@@ -274,6 +274,41 @@
 // 18/19/17. The suite figures are in the README ("What this wave's rules
 // bought").
 //
+// Rule 5e (c), a restart that would lose its run again: a non-resumable
+// job without a notice whose last run was stopped after R (Job.LastRun:
+// it needs more than R to finish) is held while the first job before it in
+// the order, of another leaf, that place left waiting without victims on
+// nodes of a class it could use would stop it before it ran R again: its
+// leaf's served after R more at its GPUs, (U + g R) / (T + (G + g) R) /
+// share (U, T its leaf's and the tree's window usage, G the GPUs allocated
+// work holds now, g its own), at least that job's served (its usage not
+// grown: it waits) plus the margin it will have then. It is held at most
+// min(R, RuntimeCap) from its stop (restartUntil; FreeAt, and a wake). A
+// gang that cannot be placed whole is not held by it (it waits whole, rule
+// 5d). Rules (a) and (c) also hold a non-resumable restart that waits in
+// the queue past the examined jobs: Nomad placed it from there as GPUs
+// freed up. Why: on heavy-1024 seed 1 (at 8908ef6) 2/3 of the 42,102 GPU
+// hours that time slicing threw away from non-resumable jobs were runs
+// after a restart; of the restarts stopped again, 266 (7,893 GPU hours)
+// came from the queue, where neither (a) nor (b) looked, and 41 (12,922)
+// had taken victims to restart because their budget was served less than
+// the victims' but would not stay so. On the suite (allot sim suite
+// examples/sim/suite, over main 8908ef6) the work redone on the heavy
+// shapes fell by 7-29%: heavy-1024 47,335 / 34,696 / 34,873 -> 44,225 /
+// 31,595 / 29,967 GPU hours (seeds 1-3), two-pools-heavy 44,963 ->
+// 41,653, bursty 112,796 -> 88,345, heavy-256 5,342 -> 4,447, large-gangs
+// 44,239 -> 31,620; two-pools 12,313 -> 10,098; leaves at >= 95% of owed
+// 126 -> 128 of 154 on those shapes (two-pools-heavy 21 -> 17, the rest
+// equal or up), the worst leaves' sum 404% -> 421% (heavy-1024 seed 2
+// 58% -> 54%, two-pools-heavy 94% -> 89%, bursty 85% -> 75%; large-gangs
+// 7% -> 33%); debug p90 down on all but heavy-1024 seed 1 (1.9h -> 2.2h)
+// and heavy-256 (28.8m -> 31.4m). The example, gpus-88 and gpus-4096 do
+// not move. Measured and left out: (c) also counting pending jobs after
+// it in the order (so the job fair share puts first is held too):
+// heavy-1024 seed 1 44,170, 17 of 22 leaves, debug p90 2.2h; (c) for
+// gangs that cannot be placed whole: the regression suite's gangs-small
+// 94.2% occupied, 5.0% stalled.
+//
 // Victims lose all their allocations (migrate stops) after being lowered,
 // and the job B they make room for is evaluated. Victim level:
 //

@@ -83,7 +83,9 @@ func genCluster(r *rand.Rand, g genSpec) (*budgets.Tree, *budgets.FairShare, *Sn
 			SubmitTime: now.Add(-time.Duration(r.Intn(100000)) * time.Second), Priority: prio, ModifyIndex: uint64(r.Intn(1000)),
 			Groups: []TaskGroup{{Name: "g", Count: count, GPUs: gpus, Model: model}}}
 		if r.Intn(3) == 0 { // requeued: waiting again since a stop, minutes or hours ago
-			j.QueuedSince = now.Add(-time.Duration(r.Intn(7200)) * time.Second)
+			ago := time.Duration(r.Intn(7200)) * time.Second
+			j.QueuedSince = now.Add(-ago)
+			j.LastRun = 2 * ago // the run that stop ended (rule 5e (c) holds some for up to that long)
 		}
 		return j
 	}

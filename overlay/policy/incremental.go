@@ -304,11 +304,12 @@ func (x *Incremental) PutPriority(id string, priority, lastWritten int, modifyIn
 }
 
 // offIdle reports whether classified job j is never left out because its
-// priority is not where the policy keeps idle jobs of its kind.
+// priority is not where the policy keeps idle jobs of its kind, or because
+// rule 5e may hold it back wherever it sorts (requeuedLoser).
 func (x *Incremental) offIdle(j *incJob) bool {
 	switch j.kind {
 	case kindQueued:
-		return j.Priority != x.cfg.Pending.Low
+		return j.Priority != x.cfg.Pending.Low || requeuedLoser(&j.Job) // rule 5e may hold it anywhere in the order
 	case kindIdle:
 		return j.managed && !x.cfg.FreeLevels().contains(j.Priority)
 	}

@@ -186,7 +186,7 @@ const (
 	WaitOrder                 // the GPUs are held past their windows by its own budget's jobs of the same or a higher meta priority
 	WaitPool                  // no node at all is in its node pool with its GPU model: it never places until one joins (or its node_pool changes)
 	WaitNotice                // the jobs stopped for it were sent their checkpoint notice; they stop at FreeAt (or when they exit)
-	WaitRestart               // not resumable and stopped before: its budget stands where it would be stopped again at its window end (restart.go)
+	WaitRestart               // stopped before: its budget stands where it would be stopped again and lose the run (restart.go)
 )
 
 var waitNames = [...]string{"nothing", "placement", "queue", "victims", "protected windows",
@@ -195,7 +195,7 @@ var waitNames = [...]string{"nothing", "placement", "queue", "victims", "protect
 	"its own budget's jobs of the same or a higher meta priority",
 	"a node of its node pool and GPU model, and there is none: no node of the job's node pool (\"default\" when the job names none) has GPUs of the model it asks; check the job's node_pool and device constraint",
 	"the checkpoint notice of the jobs stopped for it",
-	"its budget's standing: restarted now, it would be stopped again when its window ends"}
+	"its budget's standing: restarted now, it would be stopped again and lose the run"}
 
 // Timed reports whether the wait ends when GPUs free up at a time the
 // policy may know (Explanation.FreeAt): protected windows, a reservation,

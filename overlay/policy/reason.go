@@ -66,6 +66,7 @@ const (
 	ReasonVictimKept           // Job: the waiting job it was held below, At: since (its replacement outlasted that job's evaluation)
 	ReasonPendingRestartHeld   // N: place in the pending queue, Job: the waiting job that would stop it again (restart.go)
 	ReasonPendingRestartServed // N: place in the pending queue, Job: a job of the less served budget running where it would run (restart.go)
+	ReasonPendingRestartRun    // N: place in the pending queue, Job: the waiting job that would stop it again within its last run, At: the hold's end, Detail: that run (restart.go)
 )
 
 // Reason is a ReasonCode with its operands.
@@ -174,6 +175,9 @@ func (r Reason) Format(at func(time.Time) string) string {
 	case ReasonPendingRestartServed:
 		return "pending, " + Ordinal(r.N) + " in the pending queue; stopped before, and its budget is served at least its share and the fairness margin more than that of " + r.Job +
 			", which runs where it would run: that budget's next job to find no room would stop it again when its window ends, so it evicts no running work to restart (it waits below the pending band and may start on GPUs nobody holds) until its budget is served less"
+	case ReasonPendingRestartRun:
+		return "pending, " + Ordinal(r.N) + " in the pending queue; not resumable, and its last run was stopped after " + r.Detail + ", so it needs a longer one to finish: restarted now, its own run would leave its budget served more than that of " + r.Job +
+			", which sorts before it and waits, before it had run that long again, and it would be stopped and lose the run; so it waits below the pending band, where it evicts no running work (it may start on GPUs nobody holds), while such a job waits, at most until " + at(r.At)
 	case ReasonPartialRelease:
 		by := ""
 		if r.Job != "" {

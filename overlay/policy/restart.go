@@ -2,6 +2,7 @@ package policy
 
 import (
 	"math"
+	"strings"
 	"time"
 )
 
@@ -30,23 +31,39 @@ import (
 //     least served other leaf running work on nodes it could use
 //     (lessServedRunning): that leaf's next job that finds no room would
 //     stop it at its window end, and the evicted free work is the room
-//     that job would have found.
+//     that job would have found; or
+//   - (c) it restartLoses, its last run was stopped after Job.LastRun (it
+//     did not finish in it, so it needs a longer one), it has waited less
+//     than min(LastRun, RuntimeCap) since that stop (restartUntil), and
+//     the first job before it in the order of another leaf that place
+//     left waiting without victims, on nodes of a class it could use,
+//     would stop it before it had run that long again: its own run, at its
+//     GPUs, would leave its leaf served at least that job's margin then
+//     more (stopsWithin, outrunsIn). Not for a gang that cannot be
+//     placed whole: it waits whole (rule 5d), and held below the band it
+//     would only be placed in part on GPUs nobody holds.
+//
+// Rules (a) and (c) also hold a restart that waits in the queue, past the
+// jobs examined for time slicing: Nomad places it from there as GPUs free
+// up (and evicts free work for it), and restarted so it was stopped again.
 //
 // A held job is written at restartLevel (29 at the defaults), below every
 // pending job and too low to evict any free work (a job placed in part is
 // released by rule 5c instead); it waits (WaitRestart, naming the job of (a) or (b))
 // while the rule holds, and may still start on GPUs nobody holds. No job is
 // protected by it: it holds back only jobs that are not running, only
-// while fair share or their own budget's order puts another job first,
-// and in (b) only while their budget has at least its share. A victim
+// while fair share or their own budget's order puts another job first
+// (in (c), a job sorting before it), in (b) only while their budget has
+// at least its share, and in (c) at most min(LastRun, RuntimeCap). A victim
 // that is not resumable is written at the same level when it is stopped
 // and (a) holds for it, so that its replacement does not evict free work in
 // the instant of its stop, before the next decision could hold it.
 //
-// holdRestart is place's hook: it reports whether rule 5e holds job j
-// back, releasing a job placed in part (rule 5c) when it does.
-func (d *Decider) holdRestart(j int32, fits bool) bool {
-	if !d.restartHeld(j, fits) {
+// holdRestart is place's hook: it reports whether rule 5e holds job j,
+// at order index oi, back, releasing a job placed in part (rule 5c) when
+// it does.
+func (d *Decider) holdRestart(j int32, oi int, fits bool) bool {
+	if !d.restartHeld(j, oi, fits) {
 		return false
 	}
 	if d.jobs[j].state == jsPartial {
@@ -55,10 +72,10 @@ func (d *Decider) holdRestart(j int32, fits bool) bool {
 	return true
 }
 
-// restartHeld applies rule 5e to job j, waiting in place's walk: fits
-// says whether its missing asks were just placed in the model (d.asks)
-// or would need victims. It marks the job held and says so.
-func (d *Decider) restartHeld(j int32, fits bool) bool {
+// restartHeld applies rule 5e to job j, waiting in place's walk at order
+// index oi: fits says whether its missing asks were just placed in the
+// model (d.asks) or would need victims. It marks the job held and says so.
+func (d *Decider) restartHeld(j int32, oi int, fits bool) bool {
 	if info := &d.jobs[j]; info.state != jsPending && info.state != jsPartial || info.holding > 0 || !d.requeued(j) {
 		return false // victims held below it were stopped for it: their GPUs are its
 	}
@@ -68,6 +85,9 @@ func (d *Decider) restartHeld(j int32, fits bool) bool {
 	w, why := int32(-1), ReasonPendingRestartHeld
 	if d.restartLoses(j) {
 		w = d.stopsAgain(j)
+		if w < 0 && (fits || allocations(d.jp[j]) == 1) {
+			w, why = d.stopsWithin(j, oi), ReasonPendingRestartRun
+		}
 	}
 	if w < 0 && (!fits || d.preemptsFree()) {
 		w, why = d.lessServedRunning(j), ReasonPendingRestartServed
@@ -77,14 +97,171 @@ func (d *Decider) restartHeld(j int32, fits bool) bool {
 	}
 	info := &d.jobs[j]
 	info.restartHeld, info.restartWhy, info.wait, info.waitFor = true, why, WaitRestart, w
+	if why == ReasonPendingRestartRun {
+		info.freeAt = d.restartUntil(j)
+		d.wakeAt(info.freeAt)
+	}
 	return true
 }
 
 // restartLoses reports whether a stop of job j throws its whole run away:
 // it is not resumable and has no checkpoint notice.
-func (d *Decider) restartLoses(j int32) bool {
-	c := &d.jp[j].Contract
-	return !c.Resumable && c.Notice <= 0
+func (d *Decider) restartLoses(j int32) bool { return losesRun(d.jp[j]) }
+
+// losesRun is Decider.restartLoses for a job.
+func losesRun(job *Job) bool { return !job.Contract.Resumable && job.Contract.Notice <= 0 }
+
+// requeuedLoser reports whether job waits after a stop that threw its
+// whole run away and would throw the next away too (Decider.requeued,
+// Decider.restartLoses): rule 5e may hold it wherever it sorts, so an
+// Incremental never leaves it out (offIdle).
+func requeuedLoser(job *Job) bool {
+	return requeuedJob(job) && losesRun(job)
+}
+
+// stopsWithin is rule 5e (c): the first job waiting before job j (at
+// order index oi) of another leaf, on nodes of a class j could use, that
+// would stop j before it had run as long again as the run its last stop
+// threw away (Job.LastRun: j is not resumable and did not finish in it,
+// so a restart stopped sooner is thrown away whole), predicted from the
+// standings as j's run would move them (outrunsIn); -1 when none would,
+// LastRun is unknown, or j has waited restartUntil. Held, j waits at most
+// min(LastRun, RuntimeCap) from its stop: bounded in time, whatever its
+// standing, and no job is protected by it.
+func (d *Decider) stopsWithin(j int32, oi int) int32 {
+	job := d.jp[j]
+	if job.LastRun <= 0 || d.fs == nil || d.fs.Total <= 0 || !d.now.Before(d.restartUntil(j)) {
+		return -1
+	}
+	leaf := d.jobs[j].leaf
+	for c := range d.classes {
+		if !d.groupsFit(int32(c), job) {
+			continue
+		}
+		if w := d.firstWaiting(int32(c), leaf, oi); w >= 0 && d.outrunsIn(w, j, job.LastRun) {
+			return w
+		}
+	}
+	return -1
+}
+
+// restartUntil is when rule 5e (c) stops holding job j: min(LastRun,
+// RuntimeCap) after its stop (Job.QueuedSince).
+func (d *Decider) restartUntil(j int32) time.Time {
+	job := d.jp[j]
+	return job.QueuedSince.Add(min(job.LastRun, d.cfg.RuntimeCap))
+}
+
+// outrunsIn reports whether waiting job w, of another leaf, would stop
+// job j once j had run for t from now: by the standings then, j's leaf's
+// window usage grown by j's GPUs for t and the whole tree's by the GPUs
+// allocated work holds now plus j's, w's leaf's not grown (it waits), with
+// the margin w will have by then (marginAt). The lookback window's oldest
+// usage sliding out is not counted: the policy does not see it.
+func (d *Decider) outrunsIn(w, j int32, t time.Duration) bool {
+	d.indexRunningLeaves()
+	rj, rw := d.fs.Rank(int(d.jobs[j].leaf)), d.fs.Rank(int(d.jobs[w].leaf))
+	if rj.Effective <= 0 || rw.Effective <= 0 {
+		return false
+	}
+	var g float64
+	for _, tg := range d.jp[j].Groups {
+		g += float64(max(tg.Count, 0) * max(tg.GPUs, 0))
+	}
+	sec := t.Seconds()
+	total := float64(d.fs.Total) + (float64(d.runGPUs)+g)*sec
+	sj := (float64(rj.Usage) + g*sec) / total / rj.Effective
+	sw := float64(rw.Usage) / total / rw.Effective
+	return sj >= sw+d.marginAt(w, d.now.Add(t))
+}
+
+// waitingFirst is, for one class of nodes, the first job in the order
+// place left waiting without victims that could use it, and the first of
+// another leaf than that one's (-1 when none); firstWaiting fills it.
+type waitingFirst struct{ job [2]int32 }
+
+// firstWaiting is the first job before order index oi, of a leaf other
+// than leaf, that place left waiting without victims (waitsUnserved) with
+// an ask that nodes of class c could take; -1 when none. It scans the
+// order once per decision, only as far as the jobs asked about need
+// (place walks them in order, so every job before oi is decided). A job
+// left out of an Incremental's read (tail.go) might be the answer: when
+// the scan runs past the first left-out place, the tail is unsound.
+func (d *Decider) firstWaiting(c, leaf int32, oi int) int32 {
+	if !d.waitBuilt {
+		d.waitBuilt, d.waitScanned = true, 0
+		d.waitFirst = resize(d.waitFirst, len(d.classes))
+		for k := range d.waitFirst {
+			d.waitFirst[k] = waitingFirst{job: [2]int32{-1, -1}}
+		}
+	}
+	for {
+		r := &d.waitFirst[c]
+		if w := r.job[0]; w >= 0 && d.jobs[w].leaf != leaf {
+			return w
+		}
+		if w := r.job[1]; w >= 0 {
+			return w
+		}
+		if d.waitScanned >= oi {
+			if d.pastTail(d.order[oi]) {
+				d.tl.unsound = true // a left-out job sorting before it may wait where it runs
+			}
+			return -1
+		}
+		k := d.order[d.waitScanned]
+		d.waitScanned++
+		if d.waitsUnserved(k.job) {
+			if d.tl != nil && d.tl.first > 0 && d.pastTail(k) {
+				d.tl.unsound = true // a left-out job before it may come first
+			}
+			d.noteWaiting(k.job)
+		}
+	}
+}
+
+// waitsUnserved reports whether place left job w waiting for GPUs that
+// only stops or windows ending would free: not placed, no victims found
+// for it, not held.
+func (d *Decider) waitsUnserved(w int32) bool {
+	wi := &d.jobs[w]
+	if wi.fits || wi.leaf < 0 || wi.restartHeld || wi.victimFor >= 0 {
+		return false
+	}
+	switch wi.wait {
+	case WaitQueue, WaitWindows, WaitWork, WaitFairShare, WaitOrder, WaitReserved:
+		return true
+	}
+	return false
+}
+
+// noteWaiting records job w in waitFirst for every class an ask of it
+// could use (couldUse's test).
+func (d *Decider) noteWaiting(w int32) {
+	for c := range d.classes {
+		if !d.asksFit(int32(c), w) {
+			continue
+		}
+		r := &d.waitFirst[c]
+		switch {
+		case r.job[0] < 0:
+			r.job[0] = w
+		case r.job[1] < 0 && d.jobs[r.job[0]].leaf != d.jobs[w].leaf:
+			r.job[1] = w
+		}
+	}
+}
+
+// asksFit reports whether some ask of job w fits nodes of class c, one
+// large enough for it.
+func (d *Decider) asksFit(c, w int32) bool {
+	d.restartAsks = d.jobAsks(w, d.restartAsks)
+	for i := range d.restartAsks {
+		if a := &d.restartAsks[i]; d.classFits(c, d.jp[w], a) && d.cap.maxCap[c] >= a.gpus {
+			return true
+		}
+	}
+	return false
 }
 
 // stopsAgain is the first examined job without victims (d.reserveFor)
@@ -158,7 +335,7 @@ func (d *Decider) indexRunningLeaves() {
 	if d.runBuilt {
 		return
 	}
-	d.runBuilt = true
+	d.runBuilt, d.runGPUs = true, 0
 	d.runLeast = resize(d.runLeast, len(d.classes))
 	for c := range d.runLeast {
 		d.runLeast[c] = leastRunning{job: [2]int32{-1, -1}}
@@ -172,6 +349,7 @@ func (d *Decider) indexRunningLeaves() {
 		if vi.leaf < 0 || vi.state < jsStarting {
 			continue
 		}
+		d.runGPUs += int64(d.ap[ai].GPUs)
 		r, sv := &d.runLeast[d.nodes[n].class], d.served[vi.leaf]
 		switch {
 		case r.job[0] < 0 || sv < d.served[d.jobs[r.job[0]].leaf]:
@@ -187,8 +365,10 @@ func (d *Decider) indexRunningLeaves() {
 
 // requeued reports whether job j waits after allocations of it that ran
 // were stopped (Job.QueuedSince).
-func (d *Decider) requeued(j int32) bool {
-	job := d.jp[j]
+func (d *Decider) requeued(j int32) bool { return requeuedJob(d.jp[j]) }
+
+// requeuedJob is Decider.requeued for a job.
+func requeuedJob(job *Job) bool {
 	return !job.QueuedSince.IsZero() && job.QueuedSince.After(job.SubmitTime)
 }
 
@@ -203,16 +383,9 @@ func (d *Decider) wouldStop(v, w int32, end time.Time) bool {
 // of job v fit nodes of one class (pool and GPU model), one large enough
 // for w's ask.
 func (d *Decider) couldUse(w, v int32) bool {
-	d.restartAsks = d.jobAsks(w, d.restartAsks)
 	for c := range d.classes {
-		for i := range d.restartAsks {
-			a := &d.restartAsks[i]
-			if !d.classFits(int32(c), d.jp[w], a) || d.cap.maxCap[c] < a.gpus {
-				continue
-			}
-			if d.groupsFit(int32(c), d.jp[v]) {
-				return true
-			}
+		if d.groupsFit(int32(c), d.jp[v]) && d.asksFit(int32(c), w) {
+			return true
 		}
 	}
 	return false
@@ -237,4 +410,17 @@ func (d *Decider) groupsFit(c int32, job *Job) bool {
 // it protected, a preemption gap above jobs running past their windows.
 func (c *Config) restartLevel() int {
 	return c.FreeLevels().Low + c.PreemptionGap - 1
+}
+
+// shortDuration writes d to the second without zero tails: "5h", "1h30m",
+// "45m10s".
+func shortDuration(d time.Duration) string {
+	s := d.Truncate(time.Second).String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }

@@ -642,9 +642,20 @@ func (w *world) effects(p *Plan) {
 		j.ModifyIndex++
 	}
 	for _, s := range p.Stops {
+		var from time.Time // when the last of its stopped allocations started: the run the stop ends
+		ran := 0
+		for _, a := range w.snap.Allocs {
+			if slices.Contains(s.Allocs, a.ID) && !a.StartedAt.IsZero() {
+				ran++
+				from = maxTime(from, a.StartedAt)
+			}
+		}
 		w.snap.Allocs = slices.DeleteFunc(w.snap.Allocs, func(a Alloc) bool { return slices.Contains(s.Allocs, a.ID) })
 		if j, err := w.findJob([]string{s.Job}); err == nil {
-			j.QueuedSince = w.now // requeued: it waits again from its stop
+			j.QueuedSince, j.LastRun = w.now, 0 // requeued: it waits again from its stop
+			if ran >= allocations(j) {
+				j.LastRun = w.now.Sub(from) // all its allocations ran (as the reconcile pass reads it)
+			}
 		}
 	}
 	for _, a := range p.NodeActions {

@@ -153,6 +153,11 @@ type Job struct {
 	// it that ran were stopped (requeued); zero for its submission. Time
 	// slicing's loss bound lasts SliceLossMaxWait from then (Config).
 	QueuedSince time.Time
+	// LastRun is how long the job had run (all its allocations running)
+	// when the stop QueuedSince dates ended that run; zero when unknown or
+	// never stopped. A job that is not resumable and was stopped needs
+	// more than that run to finish: it did not finish in it (rule 5e (c)).
+	LastRun time.Duration
 	// Priority is the job's Nomad priority now.
 	Priority int
 	// LastWrittenPriority is the priority allot last wrote (0: never). When

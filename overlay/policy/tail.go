@@ -73,3 +73,9 @@ func (d *Decider) checkTailRoom() {
 		d.tl.unsound = true
 	}
 }
+
+// pastTail reports whether pending job k sorts after the first job left
+// out of the read (none is, without a tail).
+func (d *Decider) pastTail(k pendingKey) bool {
+	return d.tl != nil && d.tl.first > 0 && !k.partial() && d.tl.qb[k.job] >= d.tl.first
+}

@@ -123,6 +123,9 @@ func (d *Decider) target(j int32) {
 	if info.restartHeld && info.state == jsPending { // rule 5e (restart.go): at restartLevel, evicting no running work (levels leaves it out)
 		info.target, info.level = c.restartLevel(), c.restartLevel()
 		info.reason = Reason{Code: info.restartWhy, N: int(info.position), Job: d.jp[info.waitFor].ID}
+		if info.restartWhy == ReasonPendingRestartRun {
+			info.reason.At, info.reason.Detail = info.freeAt, shortDuration(d.jp[j].LastRun)
+		}
 	}
 }
 

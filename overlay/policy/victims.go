@@ -26,7 +26,7 @@ func (d *Decider) place() {
 	for oi, k := range d.order {
 		j := k.job
 		info := &d.jobs[j]
-		if d.tl != nil && !d.tl.crossed && d.tl.first > 0 && !k.partial() && d.tl.qb[j] >= d.tl.first {
+		if d.tl != nil && !d.tl.crossed && d.tl.first > 0 && d.pastTail(k) {
 			d.crossTail(examined)
 		}
 		if info.fits {
@@ -59,7 +59,7 @@ func (d *Decider) place() {
 		}
 		mark := d.cap.mark()
 		if d.fitAll(job, d.asks) {
-			if d.holdRestart(j, true) { // restart.go: it would be stopped again at its window end
+			if d.holdRestart(j, oi, true) { // restart.go: it would be stopped again at its window end
 				d.cap.rollback(mark)
 				continue
 			}
@@ -72,10 +72,13 @@ func (d *Decider) place() {
 			continue
 		}
 		if examined >= d.cfg.MaxEvaluations || d.evals >= d.cfg.MaxEvaluations {
+			if d.restartLoses(j) && d.holdRestart(j, oi, false) {
+				continue // restart.go: Nomad would place it from the queue as GPUs free up
+			}
 			info.wait = WaitQueue
 			continue
 		}
-		if d.holdRestart(j, false) { // restart.go: nor take victims
+		if d.holdRestart(j, oi, false) { // restart.go: nor take victims
 			continue
 		}
 		examined++

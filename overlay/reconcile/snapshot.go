@@ -98,6 +98,7 @@ func BuildSnapshot(s *nomad.State, in SnapshotInput) *policy.Snapshot {
 			waits[a.PreemptedBy] = true
 		}
 	}
+	runs := lastRuns(s, stopped)
 	for _, j := range s.SortedJobs() {
 		if j.Stop || j.Status == "dead" {
 			continue
@@ -110,6 +111,9 @@ func BuildSnapshot(s *nomad.State, in SnapshotInput) *policy.Snapshot {
 		managed[j.Key] = id
 		fillJob(&pj, &j, id, in)
 		pj.QueuedSince = stopped[j.Key]
+		if r := runs[j.Key]; r.allocs >= wantAllocs(&j) && pj.QueuedSince.After(r.from) {
+			pj.LastRun = pj.QueuedSince.Sub(r.from)
+		}
 		pj.EvaluatingSince = s.Evaluating[j.Key]
 		snap.Jobs = append(snap.Jobs, pj)
 	}
@@ -126,6 +130,49 @@ func BuildSnapshot(s *nomad.State, in SnapshotInput) *policy.Snapshot {
 	}
 	sort.Slice(snap.Allocs, func(i, j int) bool { return snap.Allocs[i].ID < snap.Allocs[j].ID })
 	return snap
+}
+
+// stopSpread is how far apart the allocations of one stop of a job may
+// finish: allot stops all of a job's allocations in one operation, and
+// Nomad's clients report them stopped within seconds.
+const stopSpread = time.Minute
+
+// lastRun is what a job's last stop ended: how many of its allocations
+// that had started it stopped, and when the last of them started.
+type lastRun struct {
+	allocs int
+	from   time.Time
+}
+
+// lastRuns reads, for each job with stopped allocations, the run its last
+// stop (stopped, Job.QueuedSince) ended: the allocations that had started
+// and finished within stopSpread of it.
+func lastRuns(s *nomad.State, stopped map[nomad.JobKey]time.Time) map[nomad.JobKey]lastRun {
+	out := map[nomad.JobKey]lastRun{}
+	for _, a := range s.Allocs {
+		at, ok := stopped[a.Job]
+		if !ok || holdsOrDone(&a) || a.StartedAt.IsZero() || a.FinishedAt.Before(at.Add(-stopSpread)) {
+			continue
+		}
+		r := out[a.Job]
+		r.allocs++
+		if a.StartedAt.After(r.from) {
+			r.from = a.StartedAt
+		}
+		out[a.Job] = r
+	}
+	return out
+}
+
+// wantAllocs is the number of allocations job asks for: a run is the job's
+// only when all of them ran (Job.LastRun; a job placed in part makes no
+// progress).
+func wantAllocs(j *nomad.Job) int {
+	n := 0
+	for _, g := range j.Groups {
+		n += max(g.Count, 0)
+	}
+	return max(n, 1)
 }
 
 // manages is cfg.Manages for a Nomad job.

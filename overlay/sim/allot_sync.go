@@ -108,6 +108,7 @@ func (a *Allot) putJob(s *State, i int32) {
 		ModifyIndex: j.modifyIndex, Groups: a.groups[i : i+1 : i+1]}
 	if j.requeuedAt >= 0 {
 		pj.QueuedSince = at(j.requeuedAt)
+		pj.LastRun = time.Duration(j.lastRun) * time.Second
 	}
 	a.inc.PutJob(pj)
 }

@@ -95,6 +95,8 @@ type job struct {
 	firstStart   int64  // -1 until first fully placed
 	requeuedAt   int64  // -1 unless waiting again after an interruption
 	interrupts   int32
+	lastRun      int64 // seconds its last interrupted run had lasted (policy.Job.LastRun), 0 after a stop of it placed in part
+	lastRunEnd   int64 // when that run was interrupted
 	preemptible  bool
 	lastWritten  int // priority the policy last wrote (0: never)
 	activeIdx    int32
@@ -819,6 +821,8 @@ func (s *State) stopAlloc(a int32, why StopReason, by int32) {
 	nd := &s.nodes[al.node]
 	if j.placed == len(j.slots) {
 		s.interrupt(al.job, why)
+	} else if s.now != j.lastRunEnd {
+		j.lastRun = 0 // placed in part: this stop ends no run (as the reconcile pass reads Job.LastRun)
 	}
 	if why != StopFinished && why != StopEnd {
 		s.exiting(a) // with Options.KillTimeout
@@ -900,6 +904,7 @@ func (s *State) interrupt(i int32, why StopReason) {
 	j.finishGen++
 	if why != StopEnd {
 		j.interrupts++
+		j.lastRun, j.lastRunEnd = ran, s.now
 	}
 }
 
