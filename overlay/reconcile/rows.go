@@ -211,15 +211,23 @@ func stoppedByAllot(results []nomad.Outcome) map[string]bool {
 
 // finishedJobs are tracked jobs Nomad finished, forgot or allot no longer
 // manages, whose allocations are all stopped and charged through their stop:
-// only then may their rows go, or a final charge would be lost.
+// only then may their rows go, or a final charge would be lost. A requeued
+// job keeps its rows (see requeued).
 func finishedJobs(in rowsInput, jobs map[string]state.Job, allocs []state.Alloc) []string {
 	pending := map[string]bool{}
 	for _, a := range allocs {
 		pending[a.JobID] = true
 	}
+	var newest map[nomad.JobKey]*nomad.Alloc // each job's newest allocation, built when first needed
 	var out []string
 	for _, j := range in.view.Jobs() {
 		if _, ok := jobs[j.ID]; ok || pending[j.ID] {
+			continue
+		}
+		if newest == nil {
+			newest = newestAllocs(in.state)
+		}
+		if requeued(in.state, jobKeyOf(j.Namespace, j.ID), newest) {
 			continue
 		}
 		done := true
@@ -231,6 +239,36 @@ func finishedJobs(in rowsInput, jobs map[string]state.Job, allocs []state.Alloc)
 		}
 		if done {
 			out = append(out, j.ID)
+		}
+	}
+	return out
+}
+
+// requeued reports whether Nomad still lists job k, not stopped and asking
+// for allocations, and its newest allocation was stopped (by allot, a user
+// or a drain) or preempted instead of finishing on its own: Nomad places
+// such a job again without a new registration, and may show it dead until
+// the evaluation that does so exists. Its rows stay meanwhile: deleted,
+// they would come back as new rows when the job does, and its stopped
+// allocations, already charged through their stop, would be charged again
+// from their start (their finish lies after the job's SubmitTime, which
+// allot's own priority write moved before the stop).
+func requeued(st *nomad.State, k nomad.JobKey, newest map[nomad.JobKey]*nomad.Alloc) bool {
+	j, ok := st.Jobs[k]
+	if !ok || j.Stop || j.GPUs() == 0 {
+		return false
+	}
+	a := newest[k]
+	return a != nil && (a.DesiredStatus == "stop" || a.DesiredStatus == "evict")
+}
+
+// newestAllocs is each job's allocation with the highest CreateIndex.
+func newestAllocs(st *nomad.State) map[nomad.JobKey]*nomad.Alloc {
+	out := map[nomad.JobKey]*nomad.Alloc{}
+	for id := range st.Allocs {
+		a := st.Allocs[id]
+		if n := out[a.Job]; n == nil || a.CreateIndex > n.CreateIndex {
+			out[a.Job] = &a
 		}
 	}
 	return out
