@@ -59,13 +59,15 @@ type Decider struct {
 	waitBuilt   bool           // waitFirst is begun for this decision
 	allocJob    []int32
 	allocNode   []int32
-	classNode   csr     // nodes by class
-	nodeClass   []int32 // by node: its class, -1 without GPUs
-	maxGPUs     int     // the most GPUs of a node
-	nodesKept   bool    // classes, nodeClass, classNode and maxGPUs hold for nodesGen
-	nodesGen    uint64  // tail.nodesGen they were built for
-	ready       []int32 // jobs whose reservation is released for them in this plan
-	gaps        []int32 // positions of the pending jobs holding a reservation (reserve.go)
+	classNode   csr        // nodes by class
+	nodeClass   []int32    // by node: its class, -1 without GPUs
+	maxGPUs     int        // the most GPUs of a node
+	nodesKept   bool       // classes, nodeClass, classNode, maxGPUs and nodeBase hold for nodesGen
+	nodeBase    []nodeInfo // by node: its record at the start of a decision, from the node alone
+	capKept     bool       // this decision's nodes are those of the last: cap's per-node parts hold
+	nodesGen    uint64     // tail.nodesGen they were built for
+	ready       []int32    // jobs whose reservation is released for them in this plan
+	gaps        []int32    // positions of the pending jobs holding a reservation (reserve.go)
 	room        []int32
 	usable      []int32
 	explBuf     []Explanation

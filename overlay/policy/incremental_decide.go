@@ -211,7 +211,11 @@ func (x *Incremental) read(h int) {
 		if !a.live {
 			continue
 		}
-		j, n := x.allocJobSlot(int32(i)), x.allocNodeIndex(int32(i))
+		j := a.job // allocJobSlot's cached slot, checked here without a call
+		if j < 0 || a.jobEra != x.jobEra || a.jobGen != x.gen(j) {
+			j = x.allocJobSlot(int32(i))
+		}
+		n := x.allocNodeIndex(int32(i))
 		if j >= 0 && x.mark[j] != x.epoch {
 			// Running free work left out (pinFreeWork): its live
 			// allocations hold GPUs Nomad may preempt, on plain nodes.

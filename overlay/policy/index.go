@@ -100,16 +100,19 @@ func (d *Decider) index() {
 	same := d.tl != nil && d.nodesKept && d.tl.nodesGen == d.nodesGen && len(d.nodeClass) == len(s.Nodes)
 	if !same {
 		d.indexClasses()
+		d.nodeBase = resize(d.nodeBase, len(s.Nodes))
+		for i := range s.Nodes {
+			n := &s.Nodes[i]
+			d.nodeBase[i] = nodeInfo{class: d.nodeClass[i], reservedBy: -1, eligible: n.Eligible,
+				draining: !n.Healthy || n.Drain != nil}
+		}
 	}
+	d.capKept = same
 	d.nodesKept, d.nodesGen = d.tl != nil, 0
 	if d.tl != nil {
 		d.nodesGen = d.tl.nodesGen
 	}
-	for i := range s.Nodes {
-		n := &s.Nodes[i]
-		d.nodes[i] = nodeInfo{class: d.nodeClass[i], reservedBy: -1, eligible: n.Eligible,
-			draining: !n.Healthy || n.Drain != nil}
-	}
+	copy(d.nodes, d.nodeBase) // each node's record before the decision: of the nodes alone
 	d.allocJob = resize(d.allocJob, len(d.ap))
 	d.allocNode = resize(d.allocNode, len(d.ap))
 	if d.tl != nil {
@@ -340,19 +343,25 @@ func (d *Decider) jobState(j int32, info *jobInfo) {
 }
 
 // buildCapacity fills the placement model from usable nodes.
+// What it reads of the nodes alone (each node's class, and each class's
+// largest and total capacity) is kept while the nodes are (capKept).
 func (d *Decider) buildCapacity() {
-	d.cap.reset(len(d.snap.Nodes), len(d.classes), d.maxGPUs)
+	d.cap.reset(len(d.snap.Nodes), len(d.classes), d.maxGPUs, !d.capKept)
+	if !d.capKept {
+		for i := range d.snap.Nodes {
+			n, ni := &d.snap.Nodes[i], &d.nodes[i]
+			if ni.class < 0 {
+				continue
+			}
+			d.cap.model[i] = ni.class
+			if !ni.draining && n.State != NodeDraining && n.State != NodeDrained {
+				d.cap.maxCap[ni.class] = max(d.cap.maxCap[ni.class], int32(n.GPUs))
+				d.cap.sumCap[ni.class] += int64(n.GPUs)
+			}
+		}
+	}
 	for i := range d.snap.Nodes {
-		n, ni := &d.snap.Nodes[i], &d.nodes[i]
 		d.cap.usable[i] = false
-		if ni.class < 0 {
-			continue
-		}
-		d.cap.model[i] = ni.class
-		if !ni.draining && n.State != NodeDraining && n.State != NodeDrained {
-			d.cap.maxCap[ni.class] = max(d.cap.maxCap[ni.class], int32(n.GPUs))
-			d.cap.sumCap[ni.class] += int64(n.GPUs)
-		}
 		if d.nodeUsable(int32(i)) {
 			d.cap.add(int32(i), d.nodeAvail(int32(i)))
 		}
