@@ -65,6 +65,7 @@ type Decider struct {
 	nodesKept   bool       // classes, nodeClass, classNode, maxGPUs and nodeBase hold for nodesGen
 	nodeBase    []nodeInfo // by node: its record at the start of a decision, from the node alone
 	capKept     bool       // this decision's nodes are those of the last: cap's per-node parts hold
+	drainNodes  []int32    // nodes drain may act on, in order: draining, in a drain state, or healthy since a time
 	nodesGen    uint64     // tail.nodesGen they were built for
 	ready       []int32    // jobs whose reservation is released for them in this plan
 	gaps        []int32    // positions of the pending jobs holding a reservation (reserve.go)

@@ -101,10 +101,14 @@ func (d *Decider) index() {
 	if !same {
 		d.indexClasses()
 		d.nodeBase = resize(d.nodeBase, len(s.Nodes))
+		d.drainNodes = d.drainNodes[:0]
 		for i := range s.Nodes {
 			n := &s.Nodes[i]
 			d.nodeBase[i] = nodeInfo{class: d.nodeClass[i], reservedBy: -1, eligible: n.Eligible,
 				draining: !n.Healthy || n.Drain != nil}
+			if d.nodeBase[i].draining || n.State == NodeDraining || n.State == NodeDrained || !n.HealthySince.IsZero() {
+				d.drainNodes = append(d.drainNodes, int32(i)) // drain may act on it
+			}
 		}
 	}
 	d.capKept = same
