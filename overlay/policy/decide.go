@@ -42,7 +42,6 @@ type Decider struct {
 	jobAllocs   csr            // allocation indexes by job
 	nodeAlloc   csr            // allocation indexes by node
 	vAlloc      csr            // by node: allocations of jobs time slicing may stop (indexVictims)
-	vKey        []int32        // by allocation: its node in vAlloc, -1 when none
 	vGPUs       []int32        // by node: GPUs of those allocations
 	vServed     float64        // the most served leaf among those jobs, -1
 	vMost       []float64      // by node: the same on that node
@@ -220,6 +219,28 @@ func (c *csr) build(rows, n int, key func(i int) int32) {
 		c.keys[i] = key(i)
 	}
 	c.buildKeys(rows, c.keys)
+}
+
+// subset fills c with the items of src for which keep(row, item) holds,
+// row by row and in src's order within each: what buildKeys gives for
+// those items with their rows in src. row(r), when not nil, is called for
+// each row before its items.
+func (c *csr) subset(src *csr, keep func(r, i int32) bool, row func(r int32)) {
+	rows := len(src.start) - 1
+	c.start = resize(c.start, rows+1)
+	c.items = resize(c.items, len(src.items))[:0]
+	c.start[0] = 0
+	for r := int32(0); int(r) < rows; r++ {
+		if row != nil {
+			row(r)
+		}
+		for _, i := range src.items[src.start[r]:src.start[r+1]] {
+			if keep(r, i) {
+				c.items = append(c.items, i)
+			}
+		}
+		c.start[r+1] = int32(len(c.items))
+	}
 }
 
 // buildKeys fills the index with item i in row keys[i] (none when -1), as
