@@ -56,6 +56,7 @@ type Decider struct {
 	waitFirst   []waitingFirst // by class: the first jobs left waiting there (restart.go firstWaiting)
 	waitScanned int            // how far firstWaiting has scanned the order
 	waitBuilt   bool           // waitFirst is begun for this decision
+	alive       []bool         // by allocation: live(), read once settle is done (index)
 	allocJob    []int32
 	allocNode   []int32
 	classNode   csr        // nodes by class

@@ -104,7 +104,12 @@ func (x *Incremental) read(h int) {
 	x.pinFreeWork()
 	for _, s := range x.active.items {
 		// leftOutRunning, its kept answer read without a call
-		if r := &x.runs[s]; r.kept(x.now) && !r.out || !r.kept(x.now) && !x.leftOutAfresh(r) {
+		r := &x.runs[s]
+		out := r.out
+		if !r.kept(x.now) {
+			out = x.leftOutAfresh(r)
+		}
+		if !out {
 			add(s)
 		}
 	}

@@ -128,6 +128,10 @@ func (d *Decider) index() {
 	d.jobAllocs.buildKeys(len(d.jp), d.allocJob)
 	d.nodeAlloc.buildKeys(len(s.Nodes), d.allocNode)
 
+	d.alive = resize(d.alive, len(d.ap))
+	for i, a := range d.ap {
+		d.alive[i] = a.live() // settle is done: no allocation changes in this decision from here
+	}
 	d.indexLeaves()
 	d.jobs = resize(d.jobs, len(d.jp))
 	for j := range d.jp {
@@ -139,11 +143,11 @@ func (d *Decider) index() {
 	// victims, which count for the job they made room for alone.
 	for i, a := range d.ap {
 		n := d.allocNode[i]
-		if n < 0 || !a.live() {
+		if n < 0 || !d.alive[i] {
 			continue
 		}
 		d.nodes[n].held += int32(a.GPUs)
-		if j := d.allocJob[i]; j >= 0 && d.jobs[j].state == jsUnallocated && a.live() {
+		if j := d.allocJob[i]; j >= 0 && d.jobs[j].state == jsUnallocated {
 			d.nodes[n].heldFree += int32(a.GPUs)
 		}
 	}
@@ -296,7 +300,7 @@ func (d *Decider) jobState(j int32, info *jobInfo) {
 	for _, ai := range d.jobAllocs.row(j) {
 		a := d.ap[ai]
 		switch {
-		case a.live():
+		case d.alive[ai]:
 			live++
 			info.held += int32(a.GPUs)
 			if a.StartedAt.IsZero() || a.ClientStatus != ClientRunning {
@@ -326,8 +330,8 @@ func (d *Decider) jobState(j int32, info *jobInfo) {
 	case info.leaf < 0:
 		info.state = jsUnallocated
 		for _, ai := range d.jobAllocs.row(j) {
-			if a := d.ap[ai]; a.live() {
-				info.free.add(a)
+			if d.alive[ai] {
+				info.free.add(d.ap[ai])
 			}
 		}
 	case live == 0:

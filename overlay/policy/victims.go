@@ -543,7 +543,7 @@ func (d *Decider) indexVictims() {
 	d.vAnyLeaf = 0
 	d.vAlloc.subset(&d.nodeAlloc, func(n, ai int32) bool {
 		v := d.allocJob[ai]
-		if v < 0 || !d.ap[ai].live() {
+		if v < 0 || !d.alive[ai] {
 			return false
 		}
 		vi := &d.jobs[v]
@@ -707,7 +707,7 @@ func (d *Decider) indexProtected() {
 	d.pGPUs = resize(d.pGPUs, len(d.nodes))
 	clear(d.pGPUs)
 	d.pAlloc.subset(&d.nodeAlloc, func(n, ai int32) bool {
-		if v := d.allocJob[ai]; v < 0 || !d.ap[ai].live() || d.jobs[v].state != jsProtected {
+		if v := d.allocJob[ai]; v < 0 || !d.alive[ai] || d.jobs[v].state != jsProtected {
 			return false
 		}
 		d.pGPUs[n] += int32(d.ap[ai].GPUs)
