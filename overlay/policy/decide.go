@@ -222,25 +222,18 @@ func (c *csr) build(rows, n int, key func(i int) int32) {
 	c.buildKeys(rows, c.keys)
 }
 
-// subset fills c with the items of src for which keep(row, item) holds,
-// row by row and in src's order within each: what buildKeys gives for
-// those items with their rows in src. row(r), when not nil, is called for
-// each row before its items.
-func (c *csr) subset(src *csr, keep func(r, i int32) bool, row func(r int32)) {
-	rows := len(src.start) - 1
+// setItems makes items, already in row order (a subset of another index's
+// items, in its order), the index's items, item i in row keys[i]: the
+// index buildKeys builds from those items' rows alone.
+func (c *csr) setItems(rows int, items, keys []int32) {
+	c.items = items
 	c.start = resize(c.start, rows+1)
-	c.items = resize(c.items, len(src.items))[:0]
-	c.start[0] = 0
-	for r := int32(0); int(r) < rows; r++ {
-		if row != nil {
-			row(r)
-		}
-		for _, i := range src.items[src.start[r]:src.start[r+1]] {
-			if keep(r, i) {
-				c.items = append(c.items, i)
-			}
-		}
-		c.start[r+1] = int32(len(c.items))
+	clear(c.start)
+	for _, i := range items {
+		c.start[keys[i]+1]++
+	}
+	for r := 0; r < rows; r++ {
+		c.start[r+1] += c.start[r]
 	}
 }
 

@@ -541,16 +541,21 @@ func (d *Decider) indexVictims() {
 	d.vLeaves = resize(d.vLeaves, len(d.nodes))
 	clear(d.vLeaves)
 	d.vAnyLeaf = 0
-	d.vAlloc.subset(&d.nodeAlloc, func(n, ai int32) bool {
+	for n := range d.vMost {
+		d.vMost[n] = -1
+	}
+	items := d.vAlloc.items[:0]
+	for _, ai := range d.nodeAlloc.items { // by node, so items are too
 		v := d.allocJob[ai]
 		if v < 0 || !d.alive[ai] {
-			return false
+			continue
 		}
 		vi := &d.jobs[v]
 		if vi.state != jsRunning && vi.state != jsPartial || vi.moving || vi.heldFor >= 0 {
-			return false
+			continue
 		}
-		sv := d.served[vi.leaf]
+		items = append(items, ai)
+		n, sv := d.allocNode[ai], d.served[vi.leaf]
 		d.vGPUs[n] += int32(d.ap[ai].GPUs)
 		d.vMost[n] = max(d.vMost[n], sv)
 		d.vServed = max(d.vServed, sv)
@@ -560,8 +565,8 @@ func (d *Decider) indexVictims() {
 		}
 		d.vLeaves[n] |= bit
 		d.vAnyLeaf |= bit
-		return true
-	}, func(n int32) { d.vMost[n] = -1 })
+	}
+	d.vAlloc.setItems(len(d.nodes), items, d.allocNode)
 }
 
 // leafBit is leaf l's bit in a set of leaves folded into 64 bits: a
@@ -706,13 +711,14 @@ func (d *Decider) indexProtected() {
 	d.pBuilt = true
 	d.pGPUs = resize(d.pGPUs, len(d.nodes))
 	clear(d.pGPUs)
-	d.pAlloc.subset(&d.nodeAlloc, func(n, ai int32) bool {
-		if v := d.allocJob[ai]; v < 0 || !d.alive[ai] || d.jobs[v].state != jsProtected {
-			return false
+	items := d.pAlloc.items[:0]
+	for _, ai := range d.nodeAlloc.items { // by node, so items are too
+		if v := d.allocJob[ai]; v >= 0 && d.alive[ai] && d.jobs[v].state == jsProtected {
+			items = append(items, ai)
+			d.pGPUs[d.allocNode[ai]] += int32(d.ap[ai].GPUs)
 		}
-		d.pGPUs[n] += int32(d.ap[ai].GPUs)
-		return true
-	}, nil)
+	}
+	d.pAlloc.setItems(len(d.nodes), items, d.allocNode)
 }
 
 // promised is the GPU-time, in GPU-seconds, job j's missing allocations
