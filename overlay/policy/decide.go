@@ -206,8 +206,8 @@ func (d *Decider) wakeAt(t time.Time) {
 // csr is a compressed sparse row index: the items of row r are
 // items[start[r]:start[r+1]].
 type csr struct {
-	start, items, pos []int32
-	keys              []int32 // build's scratch: each item's row
+	start, items []int32
+	keys         []int32 // build's scratch: each item's row
 }
 
 func (c *csr) row(r int32) []int32 { return c.items[c.start[r]:c.start[r+1]] }
@@ -244,19 +244,20 @@ func (c *csr) buildKeys(rows int, keys []int32) {
 	clear(c.start)
 	for _, r := range keys {
 		if r >= 0 {
-			c.start[r+1]++
+			c.start[r]++
 		}
 	}
+	sum := int32(0)
 	for r := 0; r < rows; r++ {
-		c.start[r+1] += c.start[r]
+		sum += c.start[r]
+		c.start[r] = sum // the end of row r, moved to its start as its items are placed
 	}
-	c.items = resize(c.items, int(c.start[rows]))
-	c.pos = resize(c.pos, rows)
-	copy(c.pos, c.start[:rows])
-	for i, r := range keys {
-		if r >= 0 {
-			c.items[c.pos[r]] = int32(i)
-			c.pos[r]++
+	c.start[rows] = sum
+	c.items = resize(c.items, int(sum))
+	for i := len(keys) - 1; i >= 0; i-- { // backwards: items keep their order within a row
+		if r := keys[i]; r >= 0 {
+			c.start[r]--
+			c.items[c.start[r]] = int32(i)
 		}
 	}
 }
