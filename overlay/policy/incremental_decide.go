@@ -181,29 +181,25 @@ func (x *Incremental) read(h int) {
 	v := &x.view
 	v.Nodes = x.nodes
 	x.Fill(v)
-	// Locals, so that the loops keep them in registers rather than
-	// reloading x's fields after every store.
-	jp, rank, leaf, managed := x.tl.jp[:0], x.tl.rank[:0], x.tl.leaf[:0], x.tl.managed[:0]
+	x.tl.jp = x.tl.jp[:0]
+	x.tl.rank, x.tl.leaf, x.tl.managed = x.tl.rank[:0], x.tl.leaf[:0], x.tl.managed[:0]
 	extra := x.extra[:0]
-	viewAt, rankAt := x.viewAt, x.rankAt
 	for k, s := range inc {
-		j := &x.jobs[s]
-		viewAt[s] = int32(k)
-		jp = append(jp, &j.Job)
-		leaf = append(leaf, j.leaf)
-		managed = append(managed, j.managed)
+		x.viewAt[s] = int32(k)
+		x.tl.jp = append(x.tl.jp, &x.jobs[s].Job)
+		x.tl.leaf = append(x.tl.leaf, x.jobs[s].leaf)
+		x.tl.managed = append(x.tl.managed, x.jobs[s].managed)
 		r := int32(0)
-		if j.kind == kindQueued {
-			r = rankAt[s]
+		if x.jobs[s].kind == kindQueued {
+			r = x.rankAt[s]
 			if r == 0 {
 				r = x.queuedRank(s) // read for a reason other than its rank
 				extra = append(extra, int32(k))
 			}
 		}
-		rankAt[s] = 0
-		rank = append(rank, r)
+		x.rankAt[s] = 0
+		x.tl.rank = append(x.tl.rank, r)
 	}
-	x.tl.jp, x.tl.rank, x.tl.leaf, x.tl.managed = jp, rank, leaf, managed
 	// The queued jobs read, in rank order: the top ones, then the others
 	// (all ranked below them).
 	slices.SortFunc(extra, func(a, b int32) int { return int(x.tl.rank[a] - x.tl.rank[b]) })
@@ -213,10 +209,10 @@ func (x *Incremental) read(h int) {
 		x.tl.queuedOrder = append(x.tl.queuedOrder, x.viewAt[s])
 	}
 	x.tl.queuedOrder = append(x.tl.queuedOrder, extra...)
-	ap, aJob, aNode := x.tl.ap[:0], x.tl.allocJob[:0], x.tl.allocNode[:0]
-	outFree := resize(x.tl.outFree, len(x.nodes))
-	clear(outFree)
-	mark, epoch := x.mark, x.epoch
+	x.tl.ap = x.tl.ap[:0]
+	x.tl.allocJob, x.tl.allocNode = x.tl.allocJob[:0], x.tl.allocNode[:0]
+	x.tl.outFree = resize(x.tl.outFree, len(x.nodes))
+	clear(x.tl.outFree)
 	for i := range x.allocs {
 		a := &x.allocs[i]
 		if !a.live {
@@ -227,22 +223,21 @@ func (x *Incremental) read(h int) {
 			j = x.allocJobSlot(int32(i))
 		}
 		n := x.allocNodeIndex(int32(i))
-		if j >= 0 && mark[j] != epoch {
+		if j >= 0 && x.mark[j] != x.epoch {
 			// Running free work left out (pinFreeWork): its live
 			// allocations hold GPUs Nomad may preempt, on plain nodes.
 			if a.running {
-				outFree[n] += a.gpus
+				x.tl.outFree[n] += a.gpus
 			}
 			continue
 		}
-		ap = append(ap, &x.recs[i])
+		x.tl.ap = append(x.tl.ap, &x.recs[i])
 		if j >= 0 {
-			j = viewAt[j] // every job with allocations read is
+			j = x.viewAt[j] // every job with allocations read is
 		}
-		aJob = append(aJob, j)
-		aNode = append(aNode, n)
+		x.tl.allocJob = append(x.tl.allocJob, j)
+		x.tl.allocNode = append(x.tl.allocNode, n)
 	}
-	x.tl.ap, x.tl.allocJob, x.tl.allocNode, x.tl.outFree = ap, aJob, aNode, outFree
 	x.tl.before = x.queuedBefore
 	if x.tl.job == nil {
 		x.tl.job, x.tl.node = x.viewJob, x.viewNode
