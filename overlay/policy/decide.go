@@ -42,7 +42,6 @@ type Decider struct {
 	jobAllocs   csr            // allocation indexes by job
 	nodeAlloc   csr            // allocation indexes by node
 	vAlloc      csr            // by node: allocations of jobs time slicing may stop (indexVictims)
-	vKey        []int32        // by allocation: its node in vAlloc, -1 when none
 	vGPUs       []int32        // by node: GPUs of those allocations
 	vServed     float64        // the most served leaf among those jobs, -1
 	vMost       []float64      // by node: the same on that node
@@ -57,15 +56,19 @@ type Decider struct {
 	waitFirst   []waitingFirst // by class: the first jobs left waiting there (restart.go firstWaiting)
 	waitScanned int            // how far firstWaiting has scanned the order
 	waitBuilt   bool           // waitFirst is begun for this decision
+	alive       []bool         // by allocation: live(), read once settle is done (index)
 	allocJob    []int32
 	allocNode   []int32
-	classNode   csr     // nodes by class
-	nodeClass   []int32 // by node: its class, -1 without GPUs
-	maxGPUs     int     // the most GPUs of a node
-	nodesKept   bool    // classes, nodeClass, classNode and maxGPUs hold for nodesGen
-	nodesGen    uint64  // tail.nodesGen they were built for
-	ready       []int32 // jobs whose reservation is released for them in this plan
-	gaps        []int32 // positions of the pending jobs holding a reservation (reserve.go)
+	classNode   csr        // nodes by class
+	nodeClass   []int32    // by node: its class, -1 without GPUs
+	maxGPUs     int        // the most GPUs of a node
+	nodesKept   bool       // classes, nodeClass, classNode, maxGPUs and nodeBase hold for nodesGen
+	nodeBase    []nodeInfo // by node: its record at the start of a decision, from the node alone
+	capKept     bool       // this decision's nodes are those of the last: cap's per-node parts hold
+	drainNodes  []int32    // nodes drain may act on, in order: draining, in a drain state, or healthy since a time
+	nodesGen    uint64     // tail.nodesGen they were built for
+	ready       []int32    // jobs whose reservation is released for them in this plan
+	gaps        []int32    // positions of the pending jobs holding a reservation (reserve.go)
 	room        []int32
 	usable      []int32
 	explBuf     []Explanation
@@ -203,8 +206,8 @@ func (d *Decider) wakeAt(t time.Time) {
 // csr is a compressed sparse row index: the items of row r are
 // items[start[r]:start[r+1]].
 type csr struct {
-	start, items, pos []int32
-	keys              []int32 // build's scratch: each item's row
+	start, items []int32
+	keys         []int32 // build's scratch: each item's row
 }
 
 func (c *csr) row(r int32) []int32 { return c.items[c.start[r]:c.start[r+1]] }
@@ -219,6 +222,21 @@ func (c *csr) build(rows, n int, key func(i int) int32) {
 	c.buildKeys(rows, c.keys)
 }
 
+// setItems makes items, already in row order (a subset of another index's
+// items, in its order), the index's items, item i in row keys[i]: the
+// index buildKeys builds from those items' rows alone.
+func (c *csr) setItems(rows int, items, keys []int32) {
+	c.items = items
+	c.start = resize(c.start, rows+1)
+	clear(c.start)
+	for _, i := range items {
+		c.start[keys[i]+1]++
+	}
+	for r := 0; r < rows; r++ {
+		c.start[r+1] += c.start[r]
+	}
+}
+
 // buildKeys fills the index with item i in row keys[i] (none when -1), as
 // build does with key(i) = keys[i].
 func (c *csr) buildKeys(rows int, keys []int32) {
@@ -226,19 +244,20 @@ func (c *csr) buildKeys(rows int, keys []int32) {
 	clear(c.start)
 	for _, r := range keys {
 		if r >= 0 {
-			c.start[r+1]++
+			c.start[r]++
 		}
 	}
+	sum := int32(0)
 	for r := 0; r < rows; r++ {
-		c.start[r+1] += c.start[r]
+		sum += c.start[r]
+		c.start[r] = sum // the end of row r, moved to its start as its items are placed
 	}
-	c.items = resize(c.items, int(c.start[rows]))
-	c.pos = resize(c.pos, rows)
-	copy(c.pos, c.start[:rows])
-	for i, r := range keys {
-		if r >= 0 {
-			c.items[c.pos[r]] = int32(i)
-			c.pos[r]++
+	c.start[rows] = sum
+	c.items = resize(c.items, int(sum))
+	for i := len(keys) - 1; i >= 0; i-- { // backwards: items keep their order within a row
+		if r := keys[i]; r >= 0 {
+			c.start[r]--
+			c.items[c.start[r]] = int32(i)
 		}
 	}
 }

@@ -8,10 +8,12 @@ const ReturnedInNomad = "made eligible in Nomad: nomad node eligibility -enable"
 
 // drain handles unhealthy nodes (rule 9), Nomad drains (rule 10) and the
 // return of repaired nodes. It runs before the placement model is built, so
-// nodes it takes out of service are not counted as capacity.
+// nodes it takes out of service are not counted as capacity. It looks only
+// at the nodes it may act on (Decider.drainNodes, in node order): a healthy
+// node in service, not draining, that never turned healthy needs nothing.
 func (d *Decider) drain() {
 	d.recovered = -1
-	for i := range d.snap.Nodes {
+	for _, i := range d.drainNodes {
 		n, ni := &d.snap.Nodes[i], &d.nodes[i]
 		switch {
 		case !n.Healthy:
@@ -20,14 +22,14 @@ func (d *Decider) drain() {
 			}
 			ni.eligible = false
 		case n.State == NodeDraining || n.State == NodeDrained:
-			d.returnNode(int32(i))
+			d.returnNode(i)
 		case !n.HealthySince.IsZero() && n.HealthySince.After(d.snap.LastDecision) && !n.HealthySince.After(d.now):
-			d.recovered = int32(i)
+			d.recovered = i
 		}
 		if ni.draining {
-			d.moveOff(int32(i))
+			d.moveOff(i)
 		}
-		if !n.Healthy && n.State != NodeDrained && d.empty(int32(i)) {
+		if !n.Healthy && n.State != NodeDrained && d.empty(i) {
 			d.nodeAction(n.ID, NodeMarkDrained, Reason{Code: ReasonNodeDrained})
 		}
 	}

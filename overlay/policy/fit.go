@@ -23,17 +23,22 @@ type capacity struct {
 
 type undoStep struct{ node, delta int32 }
 
-func (c *capacity) reset(nodes, models, maxGPUs int) {
+// reset empties the model for nodes of models classes; with nodes false it
+// keeps each node's model and each class's maxCap and sumCap, which depend
+// on the nodes alone (Decider.buildCapacity fills them when they changed).
+func (c *capacity) reset(nodes, models, maxGPUs int, clearNodes bool) {
 	c.avail = resize(c.avail, nodes)
-	c.model = resize(c.model, nodes)
 	c.usable = resize(c.usable, nodes)
 	c.slot = resize(c.slot, nodes)
-	c.maxCap = resize(c.maxCap, models)
-	c.sumCap = resize(c.sumCap, models)
-	clear(c.sumCap)
+	if clearNodes {
+		c.model = resize(c.model, nodes)
+		c.maxCap = resize(c.maxCap, models)
+		c.sumCap = resize(c.sumCap, models)
+		clear(c.sumCap)
+		clear(c.maxCap)
+	}
 	c.top = resize(c.top, models)
 	clear(c.top)
-	clear(c.maxCap)
 	if cap(c.bucket) < models {
 		c.bucket = make([][][]int32, models)
 	}
@@ -54,8 +59,16 @@ func (c *capacity) reset(nodes, models, maxGPUs int) {
 func (c *capacity) add(node int32, avail int32) {
 	c.usable[node] = true
 	c.avail[node] = avail
-	c.raise(node)
-	b := &c.bucket[c.model[node]][c.index(node)]
+	c.link(node)
+}
+
+// link files a usable node in the bucket of its availability, keeping top
+// above it.
+func (c *capacity) link(node int32) {
+	m := c.model[node]
+	i := c.index(node)
+	c.top[m] = max(c.top[m], i)
+	b := &c.bucket[m][i]
 	c.slot[node] = int32(len(*b))
 	*b = append(*b, node)
 }
@@ -86,10 +99,7 @@ func (c *capacity) change(node, delta int32) {
 	}
 	c.unlink(node)
 	c.avail[node] += delta
-	c.raise(node)
-	b := &c.bucket[c.model[node]][c.index(node)]
-	c.slot[node] = int32(len(*b))
-	*b = append(*b, node)
+	c.link(node)
 	c.undo = append(c.undo, undoStep{node, delta})
 }
 
@@ -127,13 +137,6 @@ func (c *capacity) maxAvail() int32 {
 		}
 	}
 	return most
-}
-
-// raise keeps top above the bucket a node just entered.
-func (c *capacity) raise(node int32) {
-	if i := c.index(node); i > c.top[c.model[node]] {
-		c.top[c.model[node]] = i
-	}
 }
 
 // mark returns a rollback point; rollback undoes every change after it.

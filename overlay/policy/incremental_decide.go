@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"math"
 	bits64 "math/bits"
 	"slices"
 	"time"
@@ -102,7 +103,13 @@ func (x *Incremental) read(h int) {
 	}
 	x.pinFreeWork()
 	for _, s := range x.active.items {
-		if !x.leftOutRunning(s) {
+		// leftOutRunning, its kept answer read without a call
+		r := &x.runs[s]
+		out := r.out
+		if !r.kept(x.now) {
+			out = x.leftOutAfresh(r)
+		}
+		if !out {
 			add(s)
 		}
 	}
@@ -211,7 +218,11 @@ func (x *Incremental) read(h int) {
 		if !a.live {
 			continue
 		}
-		j, n := x.allocJobSlot(int32(i)), x.allocNodeIndex(int32(i))
+		j := a.job // allocJobSlot's cached slot, checked here without a call
+		if j < 0 || a.jobEra != x.jobEra || a.jobGen != x.gen(j) {
+			j = x.allocJobSlot(int32(i))
+		}
+		n := x.allocNodeIndex(int32(i))
 		if j >= 0 && x.mark[j] != x.epoch {
 			// Running free work left out (pinFreeWork): its live
 			// allocations hold GPUs Nomad may preempt, on plain nodes.
@@ -287,13 +298,25 @@ func (x *Incremental) pinFreeWork() {
 // allocations' GPUs as held and preemptible by Nomad on their nodes
 // (tail.outFree); it is never a victim, never moved, never written, and
 // its explanation is that of an idle unallocated job.
+//
+// The answer is kept in the job's runs (outOK) until its level can change
+// or anything it reads but the time does (every change clears outOK).
 func (x *Incremental) leftOutRunning(s int32) bool {
 	r := &x.runs[s]
-	if !r.freeWork || r.plain == 0 || r.pinned != 0 {
-		return false
+	if r.kept(x.now) {
+		return r.out // nothing it reads changed since, and its level has not
 	}
-	if r.outOK && r.outFrom <= x.now && x.now < r.outUntil {
-		return r.out // its level has not changed since
+	return x.leftOutAfresh(r)
+}
+
+// kept reports whether leftOutRunning's kept answer holds at now.
+func (r *jobRuns) kept(now int64) bool { return r.outOK && r.outFrom <= now && now < r.outUntil }
+
+// leftOutAfresh is leftOutRunning's answer for runs r afresh, kept in r.
+func (x *Incremental) leftOutAfresh(r *jobRuns) bool {
+	if !r.freeWork || r.plain == 0 || r.pinned != 0 {
+		r.out, r.outOK, r.outFrom, r.outUntil = false, true, x.now, math.MaxInt64 // until a count or field changes
+		return false
 	}
 	p, until := x.cfg.freeUntil(int(r.prio), r.free, r.resumable, x.now)
 	r.out, r.outOK, r.outFrom, r.outUntil = p == int(r.prio), true, x.now, until

@@ -33,7 +33,11 @@ type incWorld struct {
 	runsKept int
 	// outKept counts leftOutRunning answers kept from an earlier decision.
 	outKept int
-	gone    []Node // removed nodes, to come back
+	// nodesKept counts decisions that kept what they derive from the nodes
+	// alone from the decision before (Decider.capKept); drained those that
+	// had a node drain could act on (Decider.drainNodes).
+	nodesKept, drained int
+	gone               []Node // removed nodes, to come back
 }
 
 func newIncWorld(seed int64, cfg Config, pending int) *incWorld {
@@ -67,6 +71,20 @@ func (w *incWorld) decide(t *testing.T, step int) {
 	got := w.inc.Decide(w.tree, w.fs, w.now, w.cfg)
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("step %d (%v): incremental plan differs from Decide:\n%s", step, w.steps, planDiff(got, want))
+	}
+	if w.inc.d.capKept {
+		w.nodesKept++
+	}
+	if len(w.inc.d.drainNodes) > 0 {
+		w.drained++
+	}
+	// drain looks only at drainNodes: every other node is one no branch of
+	// it acts on (healthy, no Nomad drain, in service, never recovered).
+	for i, n := range snap.Nodes {
+		if !slices.Contains(w.inc.d.drainNodes, int32(i)) &&
+			(!n.Healthy || n.Drain != nil || n.State == NodeDraining || n.State == NodeDrained || !n.HealthySince.IsZero()) {
+			t.Fatalf("step %d: node %s (%+v) left out of drainNodes %v", step, n.ID, n, w.inc.d.drainNodes)
+		}
 	}
 	// leftOutRunning's answers kept from earlier decisions are those it
 	// gives afresh now.
@@ -342,6 +360,7 @@ func TestIncrementalMatchesDecide(t *testing.T) {
 	for name, cfg := range cfgs {
 		t.Run(name, func(t *testing.T) {
 			leftOut, smaller, freeOut, pinned, kept, outKept, decisions := 0, 0, 0, 0, 0, 0, 0
+			nodesKept, drained := 0, 0
 			for seed := int64(1); seed <= 12; seed++ {
 				w := newIncWorld(seed, cfg, 150+int(seed)*20)
 				for step := 0; step < 60; step++ {
@@ -357,6 +376,12 @@ func TestIncrementalMatchesDecide(t *testing.T) {
 				pinned += w.pinned
 				kept += w.runsKept
 				outKept += w.outKept
+				nodesKept += w.nodesKept
+				drained += w.drained
+			}
+			t.Logf("%d decisions kept what they derive from the nodes alone, %d had nodes drain may act on", nodesKept, drained)
+			if nodesKept < decisions/4 || nodesKept > decisions*9/10 || drained < decisions/4 {
+				t.Errorf("%d of %d decisions kept the nodes' parts, %d had nodes drain may act on: the test does not exercise both ways", nodesKept, decisions, drained)
 			}
 			t.Logf("%d answers of leftOutRunning kept from an earlier decision", outKept)
 			if outKept < decisions {

@@ -100,16 +100,23 @@ func (d *Decider) index() {
 	same := d.tl != nil && d.nodesKept && d.tl.nodesGen == d.nodesGen && len(d.nodeClass) == len(s.Nodes)
 	if !same {
 		d.indexClasses()
+		d.nodeBase = resize(d.nodeBase, len(s.Nodes))
+		d.drainNodes = d.drainNodes[:0]
+		for i := range s.Nodes {
+			n := &s.Nodes[i]
+			d.nodeBase[i] = nodeInfo{class: d.nodeClass[i], reservedBy: -1, eligible: n.Eligible,
+				draining: !n.Healthy || n.Drain != nil}
+			if d.nodeBase[i].draining || n.State == NodeDraining || n.State == NodeDrained || !n.HealthySince.IsZero() {
+				d.drainNodes = append(d.drainNodes, int32(i)) // drain may act on it
+			}
+		}
 	}
+	d.capKept = same
 	d.nodesKept, d.nodesGen = d.tl != nil, 0
 	if d.tl != nil {
 		d.nodesGen = d.tl.nodesGen
 	}
-	for i := range s.Nodes {
-		n := &s.Nodes[i]
-		d.nodes[i] = nodeInfo{class: d.nodeClass[i], reservedBy: -1, eligible: n.Eligible,
-			draining: !n.Healthy || n.Drain != nil}
-	}
+	copy(d.nodes, d.nodeBase) // each node's record before the decision: of the nodes alone
 	d.allocJob = resize(d.allocJob, len(d.ap))
 	d.allocNode = resize(d.allocNode, len(d.ap))
 	if d.tl != nil {
@@ -121,6 +128,10 @@ func (d *Decider) index() {
 	d.jobAllocs.buildKeys(len(d.jp), d.allocJob)
 	d.nodeAlloc.buildKeys(len(s.Nodes), d.allocNode)
 
+	d.alive = resize(d.alive, len(d.ap))
+	for i, a := range d.ap {
+		d.alive[i] = a.live() // settle is done: no allocation changes in this decision from here
+	}
 	d.indexLeaves()
 	d.jobs = resize(d.jobs, len(d.jp))
 	for j := range d.jp {
@@ -132,11 +143,11 @@ func (d *Decider) index() {
 	// victims, which count for the job they made room for alone.
 	for i, a := range d.ap {
 		n := d.allocNode[i]
-		if n < 0 || !a.live() {
+		if n < 0 || !d.alive[i] {
 			continue
 		}
 		d.nodes[n].held += int32(a.GPUs)
-		if j := d.allocJob[i]; j >= 0 && d.jobs[j].state == jsUnallocated && a.live() {
+		if j := d.allocJob[i]; j >= 0 && d.jobs[j].state == jsUnallocated {
 			d.nodes[n].heldFree += int32(a.GPUs)
 		}
 	}
@@ -289,7 +300,7 @@ func (d *Decider) jobState(j int32, info *jobInfo) {
 	for _, ai := range d.jobAllocs.row(j) {
 		a := d.ap[ai]
 		switch {
-		case a.live():
+		case d.alive[ai]:
 			live++
 			info.held += int32(a.GPUs)
 			if a.StartedAt.IsZero() || a.ClientStatus != ClientRunning {
@@ -319,8 +330,8 @@ func (d *Decider) jobState(j int32, info *jobInfo) {
 	case info.leaf < 0:
 		info.state = jsUnallocated
 		for _, ai := range d.jobAllocs.row(j) {
-			if a := d.ap[ai]; a.live() {
-				info.free.add(a)
+			if d.alive[ai] {
+				info.free.add(d.ap[ai])
 			}
 		}
 	case live == 0:
@@ -340,19 +351,25 @@ func (d *Decider) jobState(j int32, info *jobInfo) {
 }
 
 // buildCapacity fills the placement model from usable nodes.
+// What it reads of the nodes alone (each node's class, and each class's
+// largest and total capacity) is kept while the nodes are (capKept).
 func (d *Decider) buildCapacity() {
-	d.cap.reset(len(d.snap.Nodes), len(d.classes), d.maxGPUs)
+	d.cap.reset(len(d.snap.Nodes), len(d.classes), d.maxGPUs, !d.capKept)
+	if !d.capKept {
+		for i := range d.snap.Nodes {
+			n, ni := &d.snap.Nodes[i], &d.nodes[i]
+			if ni.class < 0 {
+				continue
+			}
+			d.cap.model[i] = ni.class
+			if !ni.draining && n.State != NodeDraining && n.State != NodeDrained {
+				d.cap.maxCap[ni.class] = max(d.cap.maxCap[ni.class], int32(n.GPUs))
+				d.cap.sumCap[ni.class] += int64(n.GPUs)
+			}
+		}
+	}
 	for i := range d.snap.Nodes {
-		n, ni := &d.snap.Nodes[i], &d.nodes[i]
 		d.cap.usable[i] = false
-		if ni.class < 0 {
-			continue
-		}
-		d.cap.model[i] = ni.class
-		if !ni.draining && n.State != NodeDraining && n.State != NodeDrained {
-			d.cap.maxCap[ni.class] = max(d.cap.maxCap[ni.class], int32(n.GPUs))
-			d.cap.sumCap[ni.class] += int64(n.GPUs)
-		}
 		if d.nodeUsable(int32(i)) {
 			d.cap.add(int32(i), d.nodeAvail(int32(i)))
 		}

@@ -310,12 +310,13 @@ func (n *Notice) reason() Reason {
 	return r
 }
 
-// noticeReason is the reason of job j while its notice runs in this plan.
-func (d *Decider) noticeReason(j int32) (Reason, bool) {
-	if len(d.inNotice) == 0 || d.inNotice[j] < 0 {
-		return Reason{}, false
+// noticeReason sets *r to the reason of job j while its notice runs in
+// this plan, and leaves it alone otherwise (the common case: no Reason
+// is copied).
+func (d *Decider) noticeReason(j int32, r *Reason) {
+	if len(d.inNotice) != 0 && d.inNotice[j] >= 0 {
+		*r = d.plan.Notices[d.inNotice[j]].reason()
 	}
-	return d.plan.Notices[d.inNotice[j]].reason(), true
 }
 
 // queueRank orders the waiting jobs of one leaf, lowest first: a

@@ -113,9 +113,8 @@ func (d *Decider) target(j int32) {
 	if info.released >= 0 && info.releasedBy != ReasonNone {
 		info.reason = Reason{Code: info.releasedBy, Job: d.jp[info.released].ID, At: info.heldSince}
 	}
-	if r, ok := d.noticeReason(j); ok {
-		info.reason = r // notice.go: signalled, stopped at the deadline
-	}
+	// notice.go: signalled, stopped at the deadline
+	d.noticeReason(j, &info.reason)
 	if info.whole && info.state == jsPending { // rule 5d: below every job Nomad can place (levels leaves it out)
 		info.target, info.level = c.Pending.Low, c.Pending.Low
 		info.reason = Reason{Code: ReasonPendingWhole, N: int(info.position)}

@@ -537,19 +537,6 @@ func (d *Decider) indexVictims() {
 	d.vGPUs = resize(d.vGPUs, len(d.nodes))
 	clear(d.vGPUs)
 	d.vServed = -1
-	d.vKey = resize(d.vKey, len(d.ap))
-	for i := range d.vKey {
-		n, v := d.allocNode[i], d.allocJob[i]
-		d.vKey[i] = -1
-		if n < 0 || v < 0 || !d.ap[i].live() {
-			continue
-		}
-		if vi := &d.jobs[v]; vi.state != jsRunning && vi.state != jsPartial || vi.moving || vi.heldFor >= 0 {
-			continue
-		}
-		d.vKey[i] = n
-	}
-	d.vAlloc.buildKeys(len(d.nodes), d.vKey)
 	d.vMost = resize(d.vMost, len(d.nodes))
 	d.vLeaves = resize(d.vLeaves, len(d.nodes))
 	clear(d.vLeaves)
@@ -557,19 +544,29 @@ func (d *Decider) indexVictims() {
 	for n := range d.vMost {
 		d.vMost[n] = -1
 	}
-	for _, ai := range d.vAlloc.items {
-		n, l := d.allocNode[ai], d.jobs[d.allocJob[ai]].leaf
-		sv := d.served[l]
+	items := d.vAlloc.items[:0]
+	for _, ai := range d.nodeAlloc.items { // by node, so items are too
+		v := d.allocJob[ai]
+		if v < 0 || !d.alive[ai] {
+			continue
+		}
+		vi := &d.jobs[v]
+		if vi.state != jsRunning && vi.state != jsPartial || vi.moving || vi.heldFor >= 0 {
+			continue
+		}
+		items = append(items, ai)
+		n, sv := d.allocNode[ai], d.served[vi.leaf]
 		d.vGPUs[n] += int32(d.ap[ai].GPUs)
 		d.vMost[n] = max(d.vMost[n], sv)
 		d.vServed = max(d.vServed, sv)
-		bit := leafBit(l)
-		if d.jobs[d.allocJob[ai]].state == jsPartial {
+		bit := leafBit(vi.leaf)
+		if vi.state == jsPartial {
 			bit = ^uint64(0) // a victim for a job placed in part, of any leaf
 		}
 		d.vLeaves[n] |= bit
 		d.vAnyLeaf |= bit
 	}
+	d.vAlloc.setItems(len(d.nodes), items, d.allocNode)
 }
 
 // leafBit is leaf l's bit in a set of leaves folded into 64 bits: a
@@ -712,19 +709,16 @@ func (d *Decider) indexProtected() {
 		return
 	}
 	d.pBuilt = true
-	d.vKey = resize(d.vKey, len(d.ap)) // indexVictims is done with it
-	for i := range d.vKey {
-		d.vKey[i] = -1
-		if n, v := d.allocNode[i], d.allocJob[i]; n >= 0 && v >= 0 && d.ap[i].live() && d.jobs[v].state == jsProtected {
-			d.vKey[i] = n
-		}
-	}
-	d.pAlloc.buildKeys(len(d.nodes), d.vKey)
 	d.pGPUs = resize(d.pGPUs, len(d.nodes))
 	clear(d.pGPUs)
-	for _, ai := range d.pAlloc.items {
-		d.pGPUs[d.allocNode[ai]] += int32(d.ap[ai].GPUs)
+	items := d.pAlloc.items[:0]
+	for _, ai := range d.nodeAlloc.items { // by node, so items are too
+		if v := d.allocJob[ai]; v >= 0 && d.alive[ai] && d.jobs[v].state == jsProtected {
+			items = append(items, ai)
+			d.pGPUs[d.allocNode[ai]] += int32(d.ap[ai].GPUs)
+		}
 	}
+	d.pAlloc.setItems(len(d.nodes), items, d.allocNode)
 }
 
 // promised is the GPU-time, in GPU-seconds, job j's missing allocations

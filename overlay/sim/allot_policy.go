@@ -111,6 +111,7 @@ func (a *Allot) Init(s *State, tree *budgets.Tree) error {
 	}
 	a.allocIDs = make([]string, 0, cap(s.allocs))
 	a.nodeState = make([]policy.NodeState, len(s.nodes))
+	s.keepEnded = true // syncModel reads the allocations that ended from State.ended
 	return nil
 }
 

@@ -12,7 +12,7 @@ type syncState struct {
 	nodes     []policy.Node // as last put
 	nextJob   int           // jobs before it were seen submitted (the trace is in submit order)
 	nextAlloc int           // allocations before it were seen placed (the model only appends)
-	live      []int32       // allocations put and not yet seen ended
+	nextEnded int           // State.ended before it were seen
 	nodeGen   uint64        // State.nodeGen when the nodes were last put
 	nodesDue  bool          // apply changed a node's state since
 	requeued  []int64       // by job: 1 + the requeuedAt last put (putJob)
@@ -39,12 +39,11 @@ func (a *Allot) syncModel(s *State, now time.Time) {
 			a.putJob(s, int32(y.nextJob))
 		}
 	}
-	live := y.live[:0]
-	for _, al := range y.live {
+	for ; y.nextEnded < len(s.ended); y.nextEnded++ {
+		al := s.ended[y.nextEnded]
 		r := &s.allocs[al]
-		if r.end < 0 {
-			live = append(live, al)
-			continue
+		if int(al) >= y.nextAlloc {
+			continue // placed since the last decision and ended: never put
 		}
 		a.inc.RemoveAlloc(a.allocID(al))
 		if j := &s.jobs[r.job]; j.status >= StatusDone {
@@ -64,12 +63,10 @@ func (a *Allot) syncModel(s *State, now time.Time) {
 		if r.end >= 0 {
 			continue
 		}
-		live = append(live, al)
 		if a.putAlloc(s, al) {
 			y.starting = append(y.starting, al)
 		}
 	}
-	y.live = live
 	starting := y.starting[:0]
 	for _, al := range y.starting {
 		if r := &s.allocs[al]; r.end < 0 && a.putAlloc(s, al) {

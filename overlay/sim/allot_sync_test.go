@@ -53,3 +53,73 @@ func TestAllotIncrementalMatchesDecide(t *testing.T) {
 	}
 	t.Logf("%d of %d decisions checked (%d on a full cluster)", checked, decisions, late)
 }
+
+// syncChecked is the allot policy with a check before each decision: once
+// syncModel has fed the model's changes in, the Incremental holds exactly
+// the model's live jobs and allocations (syncModel finds the ended ones
+// through State.ended, not a scan of every allocation put).
+type syncChecked struct {
+	*Allot
+	t      *testing.T
+	checks int
+}
+
+func (c *syncChecked) Reconcile(s *State) time.Duration {
+	c.syncModel(s, at(s.now)) // Reconcile's own sync then finds nothing new
+	snap := c.inc.Snapshot()
+	got := map[string]bool{}
+	for _, a := range snap.Allocs {
+		got[a.ID] = true
+	}
+	want := 0
+	for al := range s.allocs {
+		r := &s.allocs[al]
+		if r.end >= 0 || s.jobs[r.job].status >= StatusDone {
+			continue
+		}
+		want++
+		if !got[c.allocID(int32(al))] {
+			c.t.Fatalf("at %v: allocation %d of job %s runs in the model, not in the Incremental", time.Duration(s.now)*time.Second, al, s.jobs[r.job].spec.ID)
+		}
+	}
+	if len(got) != want {
+		c.t.Fatalf("at %v: the Incremental holds %d allocations, the model %d live ones", time.Duration(s.now)*time.Second, len(got), want)
+	}
+	jobs := 0
+	for i := range s.jobs {
+		if st := s.jobs[i].status; st != StatusFuture && st < StatusDone {
+			jobs++
+		}
+	}
+	if len(snap.Jobs) != jobs {
+		c.t.Fatalf("at %v: the Incremental holds %d jobs, the model %d submitted and not done", time.Duration(s.now)*time.Second, len(snap.Jobs), jobs)
+	}
+	c.checks++
+	return c.Allot.Reconcile(s)
+}
+
+// TestAllotSyncMatchesModel checks syncModel's invariant at every decision
+// of 12 hours of the example scenario, the cluster filling up and full.
+func TestAllotSyncMatchesModel(t *testing.T) {
+	tree := exampleTree(t)
+	g := DefaultGenConfig()
+	g.Days = 1
+	tr, err := Generate(tree, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := NewAllot(policyDefault())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &syncChecked{Allot: a, t: t}
+	opts := DefaultOptions()
+	opts.Horizon = 12 * time.Hour
+	if _, err := Run(tr, UniformCluster(128, 8), tree, c, opts); err != nil {
+		t.Fatal(err)
+	}
+	if c.checks < 200 || a.sync.nextEnded < 1000 {
+		t.Fatalf("only %d decisions checked, %d allocations ended: the test does not exercise the sync", c.checks, a.sync.nextEnded)
+	}
+	t.Logf("%d decisions checked, %d allocations ended", c.checks, a.sync.nextEnded)
+}

@@ -216,7 +216,12 @@ type State struct {
 	nodeBy map[string]int32
 	jobs   []job
 	allocs []alloc
-	active []int32 // submitted jobs not done or dead
+	// ended lists the allocations in the order they ended (stopAlloc), so
+	// that a policy finds those ended since it last looked without a scan;
+	// kept only once a policy asks for it (keepEnded, in its Init).
+	ended     []int32
+	keepEnded bool
+	active    []int32 // submitted jobs not done or dead
 
 	queue   evalQueue // jobs with unplaced slots
 	readyQ  []int32
@@ -828,6 +833,9 @@ func (s *State) stopAlloc(a int32, why StopReason, by int32) {
 		s.exiting(a) // with Options.KillTimeout
 	}
 	al.end, al.endReason, al.preemptedBy = s.now, why, by
+	if s.keepEnded {
+		s.ended = append(s.ended, a)
+	}
 	s.emitStop(a)
 	s.index(al.node, -1)
 	nd.held &^= al.mask
