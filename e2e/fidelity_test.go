@@ -140,14 +140,15 @@ func TestFidelity(t *testing.T) {
 			real, exits, reaction := runOnNomad(t, c, tree, tr, ft.horizon, filepath.Join(progress, ft.name))
 			wall := time.Since(start)
 			latency, spacing, placedStop := latencies(real)
-			lat := fidelityLatencies{Start: latency, Spacing: spacing, Stop: exitLatency(exits, placedStop), Reaction: reaction}
+			lat := fidelityLatencies{Start: latency, Spacing: spacing, Stop: exitLatency(exits, placedStop), Reaction: reaction,
+				Finish: finishLatency(real)}
 			model := runOnModel(t, spec, tree, asArrived(tr, real), ft.horizon, lat)
 			writeEvents(t, filepath.Join(out, ft.name+".nomad.jsonl"), real)
 			writeEvents(t, filepath.Join(out, ft.name+".sim.jsonl"), model)
 			writeLatencies(t, filepath.Join(out, ft.name+".latency.json"), lat)
 			line := compareLogs(t, out, ft.name, tr, ft.horizon, real, model,
-				fmt.Sprintf("%d jobs, %s wall on Nomad (K=%d), start latency %s, start spacing %s, stop latency %s (of %d stopped tasks' exits; %s from placements), allot's reaction %s (trace time; the model's)",
-					len(tr.Jobs), wall.Round(time.Second), fidelityScale, lat.Start, lat.Spacing, lat.Stop, len(exits), placedStop, lat.Reaction))
+				fmt.Sprintf("%d jobs, %s wall on Nomad (K=%d), start latency %s, start spacing %s, stop latency %s (of %d stopped tasks' exits; %s from placements), finish latency %s, allot's reaction %s (trace time; the model's)",
+					len(tr.Jobs), wall.Round(time.Second), fidelityScale, lat.Start, lat.Spacing, lat.Stop, len(exits), placedStop, lat.Finish, lat.Reaction))
 			fmt.Fprintf(&summary, "%s\twall %s\n", line, wall.Round(time.Second))
 		})
 	}
@@ -201,13 +202,13 @@ func budgetDiffs(fd *sim.Fidelity) string {
 // DIR/NAME.latency.json beside the logs, so TestFidelityReplay can run the
 // model again on a run's log.
 type fidelityLatencies struct {
-	Start, Spacing, Stop, Reaction time.Duration
+	Start, Spacing, Stop, Finish, Reaction time.Duration
 }
 
 func writeLatencies(t *testing.T, path string, lat fidelityLatencies) {
 	t.Helper()
 	b, err := json.Marshal(map[string]string{"start": lat.Start.String(), "spacing": lat.Spacing.String(),
-		"stop": lat.Stop.String(), "reaction": lat.Reaction.String()})
+		"stop": lat.Stop.String(), "finish": lat.Finish.String(), "reaction": lat.Reaction.String()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,8 +217,9 @@ func writeLatencies(t *testing.T, path string, lat fidelityLatencies) {
 	}
 }
 
-// readLatencies reads writeLatencies's file; every key is required, a
-// duration such as "1m54s".
+// readLatencies reads writeLatencies's file: each key a duration such as
+// "1m54s", every one required but finish (0 without it: the files of runs
+// made before it was measured).
 func readLatencies(path string) (fidelityLatencies, error) {
 	var lat fidelityLatencies
 	b, err := os.ReadFile(path)
@@ -231,10 +233,13 @@ func readLatencies(path string) (fidelityLatencies, error) {
 	for _, f := range []struct {
 		key string
 		d   *time.Duration
-	}{{"start", &lat.Start}, {"spacing", &lat.Spacing}, {"stop", &lat.Stop}, {"reaction", &lat.Reaction}} {
+	}{{"start", &lat.Start}, {"spacing", &lat.Spacing}, {"stop", &lat.Stop}, {"finish", &lat.Finish}, {"reaction", &lat.Reaction}} {
 		v, ok := m[f.key]
+		if !ok && f.key == "finish" {
+			continue
+		}
 		if !ok {
-			return lat, fmt.Errorf("%s: no %q (want start, spacing, stop and reaction, each a duration such as \"1m54s\")", path, f.key)
+			return lat, fmt.Errorf("%s: no %q (want start, spacing, stop and reaction, and optionally finish, each a duration such as \"1m54s\")", path, f.key)
 		}
 		if *f.d, err = time.ParseDuration(v); err != nil || *f.d < 0 {
 			return lat, fmt.Errorf("%s: %q is %q, want a duration of 0 or more such as \"1m54s\"", path, f.key, v)
@@ -282,6 +287,7 @@ func TestFidelityReplay(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		lat.Finish = finishLatency(real) // from the log, as the harness measures it
 		tr := readFidelityTrace(t, filepath.Join(dir, ft.name+".csv"))
 		model := runOnModel(t, spec, tree, asArrived(tr, real), ft.horizon, lat)
 		writeEvents(t, filepath.Join(out, ft.name+".sim.jsonl"), model)
@@ -374,6 +380,42 @@ func latencies(evs []sim.Event) (start, spacing, stop time.Duration) {
 	}
 	return start, spacing, stop
 }
+
+// finishLatency is the model's FinishLatency from the real side's log: how
+// long after a task finished Nomad placed on its node a job that had waited
+// (submitted before the finish), the median over such placements, each
+// from the node's last finish before it, within afterFinishWithin and with
+// no other stop on the node in between (one by allot or Nomad's preemption
+// frees GPUs of its own). The model places on a finished task's GPUs at
+// once; the client reports the task done first (trace time, K times its
+// wall-clock delay).
+func finishLatency(evs []sim.Event) time.Duration {
+	submitted := map[string]float64{}
+	last := map[string]float64{} // node -> its last finished stop
+	var ds []float64
+	for _, e := range evs {
+		switch {
+		case e.Kind == sim.EventSubmit:
+			if _, ok := submitted[e.Job]; !ok {
+				submitted[e.Job] = e.T
+			}
+		case e.Kind == sim.EventStop && e.Reason == sim.StopFinished.String():
+			last[e.Node] = e.T
+		case e.Kind == sim.EventStop:
+			delete(last, e.Node)
+		case e.Kind == sim.EventPlace:
+			f, ok := last[e.Node]
+			if s, seen := submitted[e.Job]; ok && seen && s < f && e.T-f <= afterFinishWithin {
+				ds = append(ds, e.T-f)
+			}
+		}
+	}
+	return time.Duration(medianOf(ds) * float64(time.Second)).Round(time.Second)
+}
+
+// afterFinishWithin (trace seconds): a placement this long after a finish
+// on its node is taken as made on the finished task's GPUs.
+const afterFinishWithin = 600
 
 // exitLatency is the model's StopLatency from the real side's stopped
 // tasks: exits holds, for each task stopped while it ran (by allot or by
@@ -531,6 +573,7 @@ func runOnModel(t *testing.T, spec sim.ClusterSpec, tree *budgets.Tree, tr *sim.
 	// job-update stops to the real side's counts.
 	opts.EvalOrder, opts.KillTimeout = true, true
 	opts.StopLatency = lat.Stop
+	opts.FinishLatency = lat.Finish
 	// The harness's task records its progress when stopped: a resumable job
 	// loses nothing, a job that is not resumable restarts from zero.
 	opts.CheckpointLoss = 0
@@ -1201,6 +1244,19 @@ func TestFidelityScaledPolicy(t *testing.T) {
 	}
 	if got := exitLatency(nil, stop); got != stop {
 		t.Errorf("stop latency without exits: %v, want the placements' %v", got, stop)
+	}
+	// Finish latency: w (submitted at 0) placed 30 s after x finished on
+	// n0, v 50 s after y on n1; u is placed after z's time-slice stop on
+	// n2 (not a finish's GPUs) and late (submitted after the finish) on n0.
+	fin := []sim.Event{{T: 0, Kind: sim.EventSubmit, Job: "w"}, {T: 0, Kind: sim.EventSubmit, Job: "v"}, {T: 0, Kind: sim.EventSubmit, Job: "u"},
+		{T: 100, Kind: sim.EventStop, Job: "x", Node: "n0", Reason: "finished"}, {T: 130, Kind: sim.EventPlace, Job: "w", Node: "n0"},
+		{T: 200, Kind: sim.EventStop, Job: "y", Node: "n1", Reason: "finished"}, {T: 250, Kind: sim.EventPlace, Job: "v", Node: "n1"},
+		{T: 300, Kind: sim.EventStop, Job: "z", Node: "n2", Reason: "finished"}, {T: 305, Kind: sim.EventStop, Job: "q", Node: "n2", Reason: "time-slice"},
+		{T: 306, Kind: sim.EventPlace, Job: "u", Node: "n2"},
+		{T: 400, Kind: sim.EventStop, Job: "r", Node: "n0", Reason: "finished"}, {T: 401, Kind: sim.EventSubmit, Job: "late"},
+		{T: 402, Kind: sim.EventPlace, Job: "late", Node: "n0"}}
+	if got := finishLatency(fin); got != 50*time.Second {
+		t.Errorf("finish latency %v, want 50s (the median of 30 s and 50 s)", got)
 	}
 }
 
