@@ -14,7 +14,8 @@ const (
 	evFinish evKind = iota
 	evReconcile
 	evWake
-	evRunning // a fully placed job's allocations run (Options.StartLatency)
+	evRunning  // a fully placed job's allocations run (Options.StartLatency)
+	evReported // Nomad hears of finished tasks (Options.FinishLatency)
 )
 
 type event struct {
@@ -199,6 +200,8 @@ func (s *State) loop(tr *Trace, p Policy, horizon int64) {
 					reconcileAt = -1
 					runPolicy = true
 				}
+			case evReported:
+				s.reported()
 			case evWake:
 				if e.t == wakeAt {
 					wakeAt = -1
@@ -263,6 +266,7 @@ func (s *State) finish(i int32, gen uint32) {
 	for _, a := range j.slots {
 		if a >= 0 {
 			s.stopAlloc(a, StopFinished, -1)
+			s.withhold(a)
 		}
 	}
 	s.dequeue(i)

@@ -194,6 +194,11 @@ type Options struct {
 	// allocation placed on its GPUs starts only then (killtimeout.go). Zero:
 	// the signal is sent at once.
 	StopLatency time.Duration
+	// FinishLatency is how long after a task finishes its work Nomad learns
+	// of it (the client reports the task done): the job is done at once, but
+	// the scheduler sees its GPUs free, and places on them, only then
+	// (finishlatency.go). Zero: at once.
+	FinishLatency time.Duration
 	// Events, when set, receives every event of the run's event log (see
 	// Event); the event is the model's until the call returns.
 	Events func(*Event)
@@ -266,6 +271,9 @@ type State struct {
 	reconciles int64
 	// startNext is when the next task start may begin (Options.StartSpacing).
 	startNext int64
+	// reports are the finished tasks' GPUs Nomad has not heard are free
+	// yet (Options.FinishLatency), in finish order (finishlatency.go).
+	reports []report
 	// stopFor is the job the stops being made are for (StopAllocsFor), -1
 	// otherwise: the event log's By.
 	stopFor int32
