@@ -354,3 +354,66 @@ func TestSimEventLog(t *testing.T) {
 		}
 	}
 }
+
+// The stop that interrupts a run carries the run's length and the work it
+// threw away: on one node, the squatter (not resumable, 1h window) is
+// stopped for owed after 2h and loses those 2h at 8 GPUs; summed, the
+// log's Lost is the run's lost GPU hours, by stop reason too.
+func TestSimEventLogLost(t *testing.T) {
+	f, err := os.Open("../../examples/sim/suite/squatter.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tr, err := ReadCSV(f, ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	w := NewEventWriter(&buf)
+	opts := DefaultOptions()
+	opts.Horizon, opts.Warmup = 12*time.Hour, 0
+	opts.Events = w.Write
+	r, err := Run(tr, UniformCluster(1, 8), exampleTree(t), mustAllot(t), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := ReadEvents(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lost float64
+	by := map[string]float64{}
+	var squat *Event
+	for i, e := range evs {
+		if e.Kind != EventStop {
+			if e.Ran != 0 || e.Lost != 0 {
+				t.Errorf("%s event at %v carries ran %v, lost %v", e.Kind, e.T, e.Ran, e.Lost)
+			}
+			continue
+		}
+		lost += e.Lost
+		by[e.Reason] += e.Lost
+		if e.Job == "squatter" && squat == nil {
+			squat = &evs[i]
+		}
+	}
+	if squat == nil {
+		t.Fatalf("the squatter is never stopped: %v", evs)
+	}
+	// owed is submitted at 2h; the model's reaction delay (30s) passes before the stop.
+	if squat.Reason != "time-slice" || squat.By != "owed" || squat.Ran < 7200 || squat.Ran > 7200+60 || squat.Lost != 8*squat.Ran {
+		t.Errorf("the squatter's stop: %+v, want a time-slice stop for owed after 2h (+ the reaction delay), losing the run at 8 GPUs", *squat)
+	}
+	if math.Abs(lost/3600-r.LostGPUHours) > 1e-9 || lost == 0 {
+		t.Errorf("the log's stops lose %.3f GPU hours, the run %.3f", lost/3600, r.LostGPUHours)
+	}
+	for _, p := range r.Preemptions {
+		if math.Abs(by[p.Reason]/3600-p.LostGPUHours) > 1e-9 {
+			t.Errorf("%s: the log's stops lose %.3f GPU hours, the run %.3f", p.Reason, by[p.Reason]/3600, p.LostGPUHours)
+		}
+	}
+}

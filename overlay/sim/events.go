@@ -60,6 +60,15 @@ type Event struct {
 	// Reason: why a stop or done happened, or a health event's fault.
 	Reason string `json:"reason,omitempty"`
 	By     string `json:"by,omitempty"`
+	// Ran and Lost are on the stop that interrupted a run of the job (its
+	// first allocation stopped while every one ran; the model's log only):
+	// Ran is how long that run had run, in seconds, and Lost the work the
+	// stop threw away, in GPU-seconds (all of the run for a job that is
+	// not resumable, at most -checkpoint-loss of it for one that is, none
+	// when a checkpoint notice saved it). Summed over the log from the
+	// end of the warm-up, Lost / 3600 is the run's "lost GPU hours".
+	Ran  float64 `json:"ran,omitempty"`
+	Lost float64 `json:"lost,omitempty"`
 	// Eligible is a node event's eligibility, or a health event's health.
 	Eligible *bool `json:"eligible,omitempty"`
 }
@@ -214,7 +223,9 @@ func (s *State) emitStart(j *job) {
 	}
 }
 
-func (s *State) emitStop(a int32) {
+// emitStop logs the stop of allocation a; ran and lost (seconds,
+// GPU-seconds) describe the run it interrupted, if it did (interrupt).
+func (s *State) emitStop(a int32, ran, lost int64) {
 	if s.opts.Events == nil {
 		return
 	}
@@ -223,7 +234,7 @@ func (s *State) emitStop(a int32) {
 		return // the run's end, not a stop
 	}
 	e := Event{Kind: EventStop, Job: s.jobs[al.job].spec.ID, Alloc: "a" + itoa(int(a)), Node: s.nodes[al.node].id,
-		Reason: al.endReason.String()}
+		Reason: al.endReason.String(), Ran: float64(ran), Lost: float64(lost)}
 	if al.preemptedBy >= 0 {
 		e.By = s.jobs[al.preemptedBy].spec.ID
 	} else if s.stopFor >= 0 {

@@ -832,8 +832,9 @@ func (s *State) stopAlloc(a int32, why StopReason, by int32) {
 	al := &s.allocs[a]
 	j := &s.jobs[al.job]
 	nd := &s.nodes[al.node]
+	var ran, lost int64 // the run this stop interrupts, for the event log
 	if j.placed == len(j.slots) {
-		s.interrupt(al.job, why)
+		ran, lost = s.interrupt(al.job, why)
 	} else if s.now != j.lastRunEnd {
 		j.lastRun = 0 // placed in part: this stop ends no run (as the reconcile pass reads Job.LastRun)
 	}
@@ -844,7 +845,7 @@ func (s *State) stopAlloc(a int32, why StopReason, by int32) {
 	if s.keepEnded {
 		s.ended = append(s.ended, a)
 	}
-	s.emitStop(a)
+	s.emitStop(a, ran, lost)
 	s.index(al.node, -1)
 	nd.held &^= al.mask
 	s.index(al.node, 1)
@@ -885,13 +886,14 @@ func (s *State) jobRuns(i int32) {
 }
 
 // interrupt stops the work clock of a fully placed job and applies the
-// checkpoint loss (resumable) or the restart (not resumable).
-func (s *State) interrupt(i int32, why StopReason) {
+// checkpoint loss (resumable) or the restart (not resumable). It returns
+// how long the run ran (seconds) and the work thrown away (GPU-seconds).
+func (s *State) interrupt(i int32, why StopReason) (ran, lostGPUSec int64) {
 	j := &s.jobs[i]
 	if j.runStart < 0 {
-		return
+		return 0, 0
 	}
-	ran := s.now - j.runStart
+	ran = s.now - j.runStart
 	j.usefulGPUSec += ran * int64(j.spec.TotalGPUs())
 	s.m.ran(j, j.runStart, s.now)
 	j.done += ran
@@ -922,6 +924,7 @@ func (s *State) interrupt(i int32, why StopReason) {
 		j.interrupts++
 		j.lastRun, j.lastRunEnd = ran, s.now
 	}
+	return ran, lost * int64(j.spec.TotalGPUs())
 }
 
 // finishJob retires job i.
