@@ -168,9 +168,11 @@
 //
 // Warm-up (Options.Warmup, `allot sim -warmup`, 24h by default): a
 // generated trace starts on an empty cluster that takes most of a day to
-// fill, so the first day is left out of every measurement, for every policy
-// alike (waits of jobs submitted in it, GPU time, stops, lost work, owed
-// time, drains); job counts cover the whole run.
+// fill, so the first day is left out of the measurements, for every policy
+// alike (waits of jobs submitted in it, GPU time, stops, lost work, drains);
+// job counts and budgets' owed and delivered time cover the whole run: fair
+// share's lookback window reaches into the warm-up, so what a budget got
+// there is what fair share pays back after it (BudgetResult).
 //
 // Drains: each unhealthy episode of a node (first GPU unhealthy) is
 // followed to drained (empty and ineligible) or to its recovery. The report

@@ -6,8 +6,9 @@ import "slices"
 //
 // Everything is measured from `from` (the warm-up's end) on: GPU time held
 // after it, waits of jobs submitted after it, stops and lost work that
-// happen after it, owed and delivered time of the hours that start after it,
-// and unhealthy episodes that begin after it. Job counts cover the whole run.
+// happen after it, and unhealthy episodes that begin after it. Job counts,
+// and owed and delivered time (BudgetResult: the hours the policy's usage
+// ledger holds), cover the whole run.
 type metrics struct {
 	capacity int64
 	last     int64

@@ -152,13 +152,14 @@ type Options struct {
 	// Horizon ends the run; zero means the trace's end (its last submission
 	// or health event).
 	Horizon time.Duration
-	// Warmup excludes the start of the run from every measurement: waits of
+	// Warmup excludes the start of the run from the measurements: waits of
 	// jobs submitted before it, GPU time held, stops and lost work before it,
-	// owed and delivered time of the hours before it, unhealthy episodes that
-	// began before it. A generated trace starts on an empty cluster that
-	// takes most of a day to fill, which is not the steady state a policy is
-	// judged on. Zero measures from the start; it must be shorter than the
-	// run. Job counts (submitted, finished, killed) cover the whole run.
+	// unhealthy episodes that began before it. A generated trace starts on an
+	// empty cluster that takes most of a day to fill, which is not the steady
+	// state a policy is judged on. Zero measures from the start; it must be
+	// shorter than the run. Job counts (submitted, finished, killed) and
+	// budgets' owed and delivered time (BudgetResult: fair share's lookback
+	// reaches into the warm-up) cover the whole run.
 	Warmup time.Duration
 	// Progress, when set, is called now and then with the fraction done.
 	Progress func(done float64)
