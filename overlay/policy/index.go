@@ -39,7 +39,7 @@ type jobInfo struct {
 	landed      bool       // held below heldFor for landing on nodes just released for it (reserve.go)
 	moving      bool       // a drain stops some of its allocations in this plan
 	givenBack   bool       // placed in part, its allocations stopped in this plan (releasePartial)
-	whole       bool       // a gang that cannot be placed whole: written below the pending band, at wholeLevel (waitWhole)
+	whole       bool       // a gang that cannot be placed whole: written at the bottom of the pending band (waitWhole)
 	keptBack    bool       // placed in part again after a release still held (keepVictims): held low, not stopped again
 	restartHeld bool       // not resumable, requeued, would be stopped again at its window end: held at restartLevel (restart.go)
 	restartWhy  ReasonCode // which rule holds it (restartHeld)

@@ -246,7 +246,7 @@ func checkPlan(t *testing.T, seed int64, snap *Snapshot, p *Plan, now time.Time,
 	victims := map[string]bool{}
 	for _, s := range p.Stops {
 		if s.Reason.Code == ReasonVictim || s.Reason.Code == ReasonVictimOwn || s.Reason.Code == ReasonVictimPartial || s.Reason.Code == ReasonReservationStop ||
-			s.Reason.Code == ReasonPartialRelease { // released (rule 5c): below the pending band (releasedLevel)
+			s.Reason.Code == ReasonPartialRelease { // released (rule 5c): a preemption gap below its standing (releasedLevel)
 			victims[s.Job] = true
 		}
 	}
@@ -259,7 +259,7 @@ func checkPlan(t *testing.T, seed int64, snap *Snapshot, p *Plan, now time.Time,
 		}
 	}
 	for _, e := range p.Explanations {
-		if e.Band == BandPending && !victims[e.Job] && !heldRestart(&e) && !waitsWhole(&e) { // rules 5d, 5e: held below free work's reach on purpose
+		if e.Band == BandPending && !victims[e.Job] && !heldRestart(&e) { // rule 5e: held below free work's reach on purpose
 			minPending = min(minPending, final[e.Job])
 		}
 	}
@@ -298,7 +298,7 @@ func checkPlan(t *testing.T, seed int64, snap *Snapshot, p *Plan, now time.Time,
 				t.Errorf("seed %d: rule 4: unallocated %s at %d, lowest pending %d", seed, j.ID, final[j.ID], minPending)
 			}
 		}
-		if e.Band == BandPending && !victims[j.ID] && !heldRestart(e) && !waitsWhole(e) && !cfg.Pending.contains(final[j.ID]) {
+		if e.Band == BandPending && !victims[j.ID] && !heldRestart(e) && !cfg.Pending.contains(final[j.ID]) {
 			t.Errorf("seed %d: pending %s at %d, outside the pending band", seed, j.ID, final[j.ID])
 		}
 	}
@@ -310,18 +310,7 @@ func checkPlan(t *testing.T, seed int64, snap *Snapshot, p *Plan, now time.Time,
 			pend = append(pend, &p.Explanations[i])
 		}
 	}
-	holders := map[string]bool{} // jobs with victims held below them
-	for _, e := range p.Explanations {
-		if e.VictimOf != "" {
-			holders[e.VictimOf] = true
-		}
-	}
-	for _, s := range p.Stops {
-		if s.Reason.Job != "" {
-			holders[s.Reason.Job] = true
-		}
-	}
-	checkOrder(t, seed, pend, final, victims, holders, cfg)
+	checkOrder(t, seed, pend, final, victims, cfg)
 	prio := map[string]int{}
 	for _, j := range snap.Jobs {
 		prio[j.ID] = j.Contract.Priority
@@ -451,18 +440,17 @@ func heldRestart(e *Explanation) bool { return e.Wait == WaitRestart }
 // checkOrder: rule 3 with hysteresis. Pending levels keep the order
 // (strictly where the targets differ) and stay less than Hysteresis from
 // their targets.
-func checkOrder(t *testing.T, seed int64, pend []*Explanation, final map[string]int, victims, holders map[string]bool, cfg Config) {
+func checkOrder(t *testing.T, seed int64, pend []*Explanation, final map[string]int, victims map[string]bool, cfg Config) {
 	t.Helper()
 	for _, a := range pend {
 		if a.Band != BandPending || victims[a.Job] {
 			continue
 		}
 		if waitsWhole(a) {
-			// Rule 5d: a gang that cannot be placed whole sits below
-			// the band (wholeLevel), out of the order's levels; one
-			// holding victims at the band's bottom, above them.
-			if final[a.Job] != cfg.wholeLevel() && (final[a.Job] != cfg.Pending.Low || !holders[a.Job]) || a.Wait == WaitPlacement || a.Wait == WaitReserved {
-				t.Errorf("seed %d: %s waits whole (rule 5d) at %d, waiting for %s; want %d, waiting for GPUs", seed, a.Job, final[a.Job], a.Wait, cfg.wholeLevel())
+			// Rule 5d: a gang that cannot be placed whole sits at the
+			// band's bottom, out of the order's levels.
+			if final[a.Job] != cfg.Pending.Low || a.Wait == WaitPlacement || a.Wait == WaitReserved {
+				t.Errorf("seed %d: %s waits whole (rule 5d) at %d, waiting for %s; want %d, waiting for GPUs", seed, a.Job, final[a.Job], a.Wait, cfg.Pending.Low)
 			}
 			continue
 		}

@@ -168,7 +168,7 @@ func (r Reason) Format(at func(time.Time) string) string {
 	case ReasonReservationYielded:
 		return "reservation for " + r.Job + " ended: " + r.Detail + ", of a budget served less by the fairness margin, waits too and may reserve instead"
 	case ReasonPendingWhole:
-		return "pending, " + Ordinal(r.N) + " in the pending queue; its allocations cannot all be placed now, and Nomad (which has no gang placement) would place them one at a time and hold the GPUs without running: kept below the pending band, where any pending job may take GPUs it is placed on and it evicts no running work, until they can all be placed at once, so jobs that can run use the GPUs meanwhile"
+		return "pending, " + Ordinal(r.N) + " in the pending queue; its allocations cannot all be placed now, and Nomad (which has no gang placement) would place them one at a time and hold the GPUs without running: kept at the bottom of the pending band until they can all be placed at once, so jobs that can run use the GPUs meanwhile"
 	case ReasonPendingRestartHeld:
 		return "pending, " + Ordinal(r.N) + " in the pending queue; not resumable and stopped before: restarted now, it would be stopped again when its window ends for " + r.Job +
 			", which sorts before it and waits, and lose that run; so it waits below the pending band, where it evicts no running work, until no waiting job before it would"
@@ -190,7 +190,7 @@ func (r Reason) Format(at func(time.Time) string) string {
 				why = "which free up at " + at(r.At) + ", later than a reservation may hold nodes (reservation max_age)"
 			}
 		}
-		return fmt.Sprintf("placed in part, and its %d missing allocation(s) wait for %s%s, %s: its allocations are stopped (requeued; it never ran, so nothing is lost) so the GPUs work meanwhile; it waits in the pending queue, below the pending band (any pending job may take GPUs it is placed on again) until all its allocations can be placed at once", r.N, r.Detail, by, why)
+		return fmt.Sprintf("placed in part, and its %d missing allocation(s) wait for %s%s, %s: its allocations are stopped (requeued; it never ran, so nothing is lost) so the GPUs work meanwhile; it waits in the pending queue, just below the pending band (any pending job above the band's bottom may take GPUs it is placed on again), then at its bottom until all its allocations can be placed at once", r.N, r.Detail, by, why)
 	case ReasonNoticeSent:
 		sent := "notice sent at " + at(r.At.Add(-time.Duration(r.N)*time.Second)) + "; stop at " + at(r.At)
 		switch {

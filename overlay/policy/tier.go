@@ -11,7 +11,7 @@ import (
 //	protected (inside the window, or starting):  Protected
 //	running (past the window) or placed in part:  Running
 //	pending at position p:                        pendingLevel(gapPosition(p)), then levels (hysteresis, order)
-//	pending gang that cannot be placed whole (rule 5d): wholeLevel (restartLevel)
+//	pending gang that cannot be placed whole (rule 5d): Pending.Low
 //	requeued job whose restart rule 5e holds back:    restartLevel (FreeLevels().Low + PreemptionGap - 1)
 //	victim stopped for job B (fresh or held):     victimLevel: min(pendingLevel(its position + shift), final(B) - PreemptionGap, ceiling)
 //	unallocated:                                  FreeLevels, by the work a stop would lose (free.go)
@@ -115,11 +115,8 @@ func (d *Decider) target(j int32) {
 	}
 	// notice.go: signalled, stopped at the deadline
 	d.noticeReason(j, &info.reason)
-	if info.whole && info.state == jsPending { // rule 5d: below the pending band (wholeLevel; levels leaves it out)
-		info.target, info.level = c.wholeLevel(), c.wholeLevel()
-		if info.holding > 0 { // its held victims sit a preemption gap below it, at least Pending.Low - PreemptionGap (victimLevel)
-			info.target, info.level = c.Pending.Low, c.Pending.Low
-		}
+	if info.whole && info.state == jsPending { // rule 5d: below every job Nomad can place (levels leaves it out)
+		info.target, info.level = c.Pending.Low, c.Pending.Low
 		info.reason = Reason{Code: ReasonPendingWhole, N: int(info.position)}
 	}
 	if info.restartHeld && info.state == jsPending { // rule 5e (restart.go): at restartLevel, evicting no running work (levels leaves it out)
