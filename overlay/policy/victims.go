@@ -264,7 +264,9 @@ func (d *Decider) releaseReason(j int32) Reason {
 // (a released gang makes no progress until all of it can be placed at
 // once, so any job that can run should have those GPUs first), but a
 // gang waiting whole at Pending.Low (rule 5d), which could not run on
-// them either, may not. It was a preemption gap below the level of its
+// them either, may not. Like a victim at the floor, its replacements can
+// still evict the youngest free work (two levels of FreeLevels). It was a
+// preemption gap below the level of its
 // standing: a gang waiting whole that Nomad placed in part at Pending.Low
 // was raised by its release above most pending jobs and placed in part
 // again at once, held there for VictimHold; and a gang released at 30
