@@ -114,7 +114,7 @@ func TestSimSuiteFigures(t *testing.T) {
 	check("heavy-small", hv.AllLeaves >= 0.92, "all leaves %.3f of owed, want >= 0.92", hv.AllLeaves)
 	check("heavy-small", hv.DebugP90 <= secs(2*time.Hour), "debug p90 %.0fs, want <= 2h", hv.DebugP90)
 	check("heavy-small", hv.DebugP90*5 <= hb.DebugP90, "debug p90 %.0fs not 5x below the baseline's %.0fs", hv.DebugP90, hb.DebugP90)
-	check("heavy-small", ratio("heavy-small") <= 16, "lost %.2fx the baseline's, want <= 16 (measured 14.4; 18.6 before rule 5e (c), 24.0 before rule 5e; target 1.5 not met)", ratio("heavy-small"))
+	check("heavy-small", ratio("heavy-small") <= 16, "lost %.2fx the baseline's, want <= 16 (measured 12.6 with stall3's release level; 14.4 before it, 18.6 before rule 5e (c), 24.0 before rule 5e; target 1.5 not met)", ratio("heavy-small"))
 
 	// Gangs as wide as the cluster, 3 days on 128 GPUs (16 nodes, gangs up
 	// to 16): a gang placed in part whose last nodes fair share keeps from
@@ -142,7 +142,7 @@ func TestSimSuiteFigures(t *testing.T) {
 	// all leaves 80.1% and 2,244 GPU h lost.
 	gs := fig("gangs-small", "allot")
 	check("gangs-small", gs.Stalled <= 0.05, "stalled %.3f of the cluster, want <= 0.05", gs.Stalled)
-	check("gangs-small", gs.Occupancy >= 0.95, "occupancy %.3f, want >= 0.95 (measured 0.956; 0.964 before rule 5e (c))", gs.Occupancy)
+	check("gangs-small", gs.Occupancy >= 0.95, "occupancy %.3f, want >= 0.95 (measured 0.953 with stall3's release level; 0.956 before it, 0.964 before rule 5e (c))", gs.Occupancy)
 	check("gangs-small", gs.LeavesAt95 >= 11, "%d of %d leaves at >= 95%%, want >= 11 (measured 12; 16 before rule 5e)", gs.LeavesAt95, gs.Leaves)
 	check("gangs-small", gs.DebugP90 <= secs(2*time.Hour), "debug p90 %.0fs, want <= 2h", gs.DebugP90)
 }

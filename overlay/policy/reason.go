@@ -190,7 +190,7 @@ func (r Reason) Format(at func(time.Time) string) string {
 				why = "which free up at " + at(r.At) + ", later than a reservation may hold nodes (reservation max_age)"
 			}
 		}
-		return fmt.Sprintf("placed in part, and its %d missing allocation(s) wait for %s%s, %s: its allocations are stopped (requeued; it never ran, so nothing is lost) so the GPUs work meanwhile; it waits in the pending queue, at the bottom of the pending band until all its allocations can be placed at once", r.N, r.Detail, by, why)
+		return fmt.Sprintf("placed in part, and its %d missing allocation(s) wait for %s%s, %s: its allocations are stopped (requeued; it never ran, so nothing is lost) so the GPUs work meanwhile; it waits in the pending queue, just below the pending band (any pending job above the band's bottom may take GPUs it is placed on again), then at its bottom until all its allocations can be placed at once", r.N, r.Detail, by, why)
 	case ReasonNoticeSent:
 		sent := "notice sent at " + at(r.At.Add(-time.Duration(r.N)*time.Second)) + "; stop at " + at(r.At)
 		switch {
