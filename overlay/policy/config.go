@@ -102,7 +102,8 @@ type MarginsConfig struct {
 	Hysteresis int `hcl:"hysteresis,optional"`
 	// MaxSliceLoss bounds the work one time-slicing stop may throw away:
 	// the victims freeing an ask of g GPUs for job B lose at most
-	// MaxSliceLoss × g × min(B's protected window, RuntimeCap) GPU-time,
+	// MaxSliceLoss × g × max(min(B's protected window, RuntimeCap),
+	// ResumeLoss) GPU-time,
 	// until B has waited SliceLossMaxWait (doc.go, rule 5). 0 sets no bound.
 	MaxSliceLoss float64 `hcl:"max_slice_loss,optional"`
 }

@@ -46,6 +46,7 @@ type jobInfo struct {
 	backHeld    bool       // a release of it (rule 5c) is held: Snapshot.Victims names it for itself
 	movedOn     int32      // 1 + the last draining node that looked at it
 	fits        bool       // the placement model places it without victims
+	first       bool       // victims are stopped for it, or held below it: written at the pending band's top (rule 5f, first.go)
 	reserved    int32      // index in plan.Reservations, -1
 	evaluated   bool
 	target      int

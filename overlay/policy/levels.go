@@ -122,7 +122,7 @@ func (d *Decider) levels() {
 			}
 			prev = info.position
 		}
-		if info.heldFor < 0 && !info.whole && !info.restartHeld { // a gang waiting whole, a restart held: below (tier.go)
+		if info.heldFor < 0 && !info.whole && !info.restartHeld && !info.first { // a gang waiting whole, a restart held: below; a job its victims' GPUs are for: above (tier.go)
 			g := int32(1)
 			if len(d.gaps) > 0 && d.gapAfter(k.job) {
 				g = int32(d.cfg.PreemptionGap)

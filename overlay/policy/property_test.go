@@ -437,6 +437,10 @@ func waitsWhole(e *Explanation) bool { return e.Reason.Code == ReasonPendingWhol
 // holds back.
 func heldRestart(e *Explanation) bool { return e.Wait == WaitRestart }
 
+// placedFirst reports whether e is a pending job written at the top of
+// the band for the GPUs its victims free (rule 5f).
+func placedFirst(e *Explanation) bool { return e.Reason.Code == ReasonPendingFirst }
+
 // checkOrder: rule 3 with hysteresis. Pending levels keep the order
 // (strictly where the targets differ) and stay less than Hysteresis from
 // their targets.
@@ -463,11 +467,19 @@ func checkOrder(t *testing.T, seed int64, pend []*Explanation, final map[string]
 			}
 			continue
 		}
+		if placedFirst(a) {
+			// Rule 5f: the job its victims' GPUs are for sits at the
+			// band's top, out of the order's levels, while they stop.
+			if final[a.Job] != cfg.Pending.High || a.Wait != WaitVictims && a.Wait != WaitPlacement {
+				t.Errorf("seed %d: %s placed first (rule 5f) at %d, waiting for %s; want %d, waiting for victims or placement", seed, a.Job, final[a.Job], a.Wait, cfg.Pending.High)
+			}
+			continue
+		}
 		if d := final[a.Job] - a.Target; d >= cfg.Hysteresis || -d >= cfg.Hysteresis {
 			t.Errorf("seed %d: pending %s at %d, target %d, hysteresis %d", seed, a.Job, final[a.Job], a.Target, cfg.Hysteresis)
 		}
 		for _, b := range pend {
-			if b.Band != BandPending || victims[b.Job] || a.Position >= b.Position || waitsWhole(b) || heldRestart(b) {
+			if b.Band != BandPending || victims[b.Job] || a.Position >= b.Position || waitsWhole(b) || heldRestart(b) || placedFirst(b) {
 				continue
 			}
 			if (a.Target > b.Target && final[a.Job] <= final[b.Job]) || final[a.Job] < final[b.Job] {

@@ -12,6 +12,7 @@ import (
 //	running (past the window) or placed in part:  Running
 //	pending at position p:                        pendingLevel(gapPosition(p)), then levels (hysteresis, order)
 //	pending gang that cannot be placed whole (rule 5d): Pending.Low
+//	pending job victims are stopped for (rule 5f):    the band's top (placesFirst)
 //	requeued job whose restart rule 5e holds back:    restartLevel (FreeLevels().Low + PreemptionGap - 1)
 //	victim stopped for job B (fresh or held):     victimLevel: min(pendingLevel(its position + shift), final(B) - PreemptionGap, ceiling)
 //	unallocated:                                  FreeLevels, by the work a stop would lose (free.go)
@@ -118,6 +119,16 @@ func (d *Decider) target(j int32) {
 	if info.whole && info.state == jsPending { // rule 5d: below every job Nomad can place (levels leaves it out)
 		info.target, info.level = c.Pending.Low, c.Pending.Low
 		info.reason = Reason{Code: ReasonPendingWhole, N: int(info.position)}
+	}
+	if d.placesFirst(j) { // rule 5f (first.go): Nomad must give it the GPUs its victims free (levels leaves it out)
+		top := d.gapBand().High
+		if info.target != top {
+			info.reason = Reason{Code: ReasonPendingFirst, N: int(info.position), Detail: info.reason.Detail}
+			if !d.jp[j].Contract.Resumable {
+				info.reason.Detail = notResumable
+			}
+		}
+		info.target, info.level, info.first = top, top, true
 	}
 	if info.restartHeld && info.state == jsPending { // rule 5e (restart.go): at restartLevel, evicting no running work (levels leaves it out)
 		info.target, info.level = c.restartLevel(), c.restartLevel()

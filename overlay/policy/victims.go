@@ -649,9 +649,10 @@ func (d *Decider) chooseVictims(j int32, a *ask) (node int32, margin, lossy bool
 
 // sliceLossLimit is the most work, in GPU-seconds, that the victims freeing
 // one node for job j may throw away: MaxSliceLoss × P, P = GPUs of j's
-// missing allocations (d.asks) × min(Protected, RuntimeCap), the GPU-time
-// j is promised; and no bound once j has waited SliceLossMaxWait (since it
-// was submitted or requeued: Job.QueuedSince). So the bound paces rotation
+// missing allocations (d.asks) × max(min(Protected, RuntimeCap),
+// ResumeLoss), the GPU-time j is promised (boundWindow); and no bound
+// once j has waited SliceLossMaxWait (since it was submitted or requeued:
+// Job.QueuedSince). So the bound paces rotation
 // in time and never protects a job past its window for longer, whatever
 // its accumulated run; victims are still taken least lost first.
 // MaxSliceLoss 0 sets no bound.
@@ -731,13 +732,13 @@ func (d *Decider) indexProtected() {
 }
 
 // promised is the GPU-time, in GPU-seconds, job j's missing allocations
-// (d.asks) are protected for.
+// (d.asks) are protected for, at least ResumeLoss of them (boundWindow).
 func (d *Decider) promised(j int32) float64 {
 	var gpus int64
 	for _, a := range d.asks {
 		gpus += int64(a.gpus)
 	}
-	return float64(gpus) * min(d.jp[j].Contract.Protected, d.cfg.RuntimeCap).Seconds()
+	return float64(gpus) * d.boundWindow(j).Seconds()
 }
 
 // queuedSince is when waiting job j last began to wait: its submission or
