@@ -70,8 +70,14 @@ type Incremental struct {
 	// runs is by job slot: its allocation records counted as pinFreeWork
 	// reads them, kept up to date by PutAlloc and RemoveAlloc while runsOK
 	// (else counted again from every record at the next decision).
-	runs     []jobRuns
-	runsOK   bool
+	runs   []jobRuns
+	runsOK bool
+	// lists, while lists.ok, holds the live allocation records by what
+	// read takes of them (incremental_recs.go): each job slot's own, the
+	// ones of no slot, and by node the GPUs of the running ones of a slot.
+	// Any change that moves a record between slots or nodes by other than
+	// its own PutAlloc or RemoveAlloc clears lists.ok; read lists them again.
+	lists    recLists
 	now      int64 // of the decision being read, in Unix nanoseconds
 	epoch    uint32
 	viewAt   []int32 // by job slot: its index in view, when marked this epoch
@@ -79,11 +85,10 @@ type Incremental struct {
 	top      []int32 // slots of the top queued jobs read, in rank order
 	extra    []int32 // view indexes of the other queued jobs read
 	inc      []int32
-	leafRank []int32  // by leaf: its rank in the fair-share order
-	byRank   []int32  // by rank: the leaf
-	prefix   []int32  // by rank: queued jobs of the leaves before
-	askBuf   []int32  // asks.n, counted down by read
-	inSet    []uint64 // by job slot: read this epoch (bits), to list them in slot order
+	leafRank []int32 // by leaf: its rank in the fair-share order
+	byRank   []int32 // by rank: the leaf
+	prefix   []int32 // by rank: queued jobs of the leaves before
+	askBuf   []int32 // asks.n, counted down by read
 	explBuf  []Explanation
 }
 
@@ -238,6 +243,7 @@ func (x *Incremental) PutNode(n Node) {
 	}
 	x.nodeAt[n.ID] = int32(len(x.nodes))
 	x.nodes = append(x.nodes, n)
+	x.lists.ok = false // a record on a node not known until now has one
 }
 
 // RemoveNode removes a node.
@@ -249,7 +255,7 @@ func (x *Incremental) RemoveNode(id string) {
 	x.nodes = slices.Delete(x.nodes, int(i), int(i)+1)
 	x.nodeEra++
 	x.tl.nodesGen++
-	x.runsOK = false
+	x.runsOK, x.lists.ok = false, false
 	delete(x.nodeAt, id)
 	for k := int(i); k < len(x.nodes); k++ {
 		x.nodeAt[x.nodes[k].ID] = int32(k)
@@ -272,8 +278,8 @@ func (x *Incremental) PutJob(j Job) {
 		n := int32(0)
 		if len(x.orphans) > 0 {
 			if n = x.orphans[j.ID]; n != 0 {
-				delete(x.orphans, j.ID) // its allocations came first
-				x.runsOK = false        // and are counted for no job
+				delete(x.orphans, j.ID)             // its allocations came first
+				x.runsOK, x.lists.ok = false, false // and are counted for no job
 			}
 		}
 		x.jobs = append(x.jobs, incJob{Job: j, live: true, allocs: n})
@@ -325,7 +331,8 @@ func (x *Incremental) RemoveJob(id string) {
 	}
 	x.unclassify(s)
 	if n := x.jobs[s].allocs; n != 0 {
-		x.orphan(id, n) // they stay until removed
+		x.orphan(id, n)    // they stay until removed
+		x.lists.ok = false // of no slot now
 	}
 	x.jobs[s] = incJob{}
 	if int(s) < len(x.runs) {
@@ -352,7 +359,10 @@ func (x *Incremental) PutAlloc(a Alloc) {
 		x.countRuns(i, -1)
 		moved := x.recs[i].Job != a.Job
 		if moved {
+			x.track(i, -1)
 			x.countAlloc(i, -1)
+		} else if x.lists.ok && x.allocJobSlot(i) >= 0 {
+			x.trackRun(i, -1)
 		}
 		if x.recs[i].Node != a.Node {
 			x.allocs[i].node = -1
@@ -364,6 +374,9 @@ func (x *Incremental) PutAlloc(a Alloc) {
 		if moved {
 			r.job = -1
 			x.countAlloc(i, 1)
+			x.track(i, 1)
+		} else if x.lists.ok && x.allocJobSlot(i) >= 0 {
+			x.trackRun(i, 1)
 		}
 		x.countRuns(i, 1)
 		return
@@ -376,6 +389,7 @@ func (x *Incremental) PutAlloc(a Alloc) {
 	x.recs = append(x.recs, a)
 	x.countAlloc(i, 1)
 	x.countRuns(i, 1)
+	x.track(i, 1)
 }
 
 // growRuns makes runs n long, the new slots with nothing counted.
@@ -423,6 +437,7 @@ func (x *Incremental) RemoveAlloc(id string) {
 		return
 	}
 	x.countRuns(i, -1)
+	x.track(i, -1)
 	x.countAlloc(i, -1)
 	x.allocs[i], x.recs[i] = incAlloc{}, Alloc{}
 	delete(x.allocAt, id)
@@ -439,6 +454,7 @@ func (x *Incremental) RemoveAlloc(id string) {
 		clear(x.allocs[k:])
 		clear(x.recs[k:])
 		x.allocs, x.recs, x.aHoles = x.allocs[:k], x.recs[:k], 0
+		x.lists.ok = false // renumbered
 	}
 }
 
@@ -503,7 +519,7 @@ func (x *Incremental) compact() {
 	x.jobs, x.holes = x.jobs[:k], 0
 	x.jobEra++   // every cached slot is stale
 	x.tree = nil // slots moved: classify again at the next decision
-	x.runsOK = false
+	x.runsOK, x.lists.ok = false, false
 }
 
 // configure classifies every job again when the tree or the settings that

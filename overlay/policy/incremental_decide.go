@@ -2,7 +2,6 @@ package policy
 
 import (
 	"math"
-	bits64 "math/bits"
 	"slices"
 	"time"
 
@@ -88,12 +87,10 @@ func (x *Incremental) read(h int) {
 	x.mark = resize(x.mark, len(x.jobs))
 	x.rankAt = resize(x.rankAt, len(x.jobs))
 	inc := x.inc[:0]
-	x.inSet = resize(x.inSet, (len(x.jobs)+63)/64)
-	clear(x.inSet)
 	add := func(s int32) {
 		if x.mark[s] != x.epoch {
 			x.mark[s] = x.epoch
-			x.inSet[s>>6] |= 1 << (s & 63)
+			inc = append(inc, s)
 		}
 	}
 	addID := func(id string) {
@@ -170,12 +167,7 @@ func (x *Incremental) read(h int) {
 			}
 		}
 	}
-	for w, bits := range x.inSet {
-		for bits != 0 {
-			inc = append(inc, int32(w<<6+bits64.TrailingZeros64(bits)))
-			bits &= bits - 1
-		}
-	}
+	slices.Sort(inc) // in slot order, as the Snapshot lists them
 	x.inc = inc
 	x.viewAt = resize(x.viewAt, len(x.jobs))
 	v := &x.view
@@ -211,32 +203,18 @@ func (x *Incremental) read(h int) {
 	x.tl.queuedOrder = append(x.tl.queuedOrder, extra...)
 	x.tl.ap = x.tl.ap[:0]
 	x.tl.allocJob, x.tl.allocNode = x.tl.allocJob[:0], x.tl.allocNode[:0]
-	x.tl.outFree = resize(x.tl.outFree, len(x.nodes))
-	clear(x.tl.outFree)
-	for i := range x.allocs {
-		a := &x.allocs[i]
-		if !a.live {
-			continue
-		}
-		j := a.job // allocJobSlot's cached slot, checked here without a call
-		if j < 0 || a.jobEra != x.jobEra || a.jobGen != x.gen(j) {
-			j = x.allocJobSlot(int32(i))
-		}
-		n := x.allocNodeIndex(int32(i))
-		if j >= 0 && x.mark[j] != x.epoch {
-			// Running free work left out (pinFreeWork): its live
-			// allocations hold GPUs Nomad may preempt, on plain nodes.
-			if a.running {
-				x.tl.outFree[n] += a.gpus
-			}
-			continue
-		}
+	// The records of the jobs read and of none, in index order; the
+	// others are running free work left out (pinFreeWork), counted in
+	// tl.outFree: their live allocations hold GPUs Nomad may preempt, on
+	// plain nodes.
+	for _, i := range x.takeRecs(inc) {
+		j := x.allocJobSlot(i)
 		x.tl.ap = append(x.tl.ap, &x.recs[i])
 		if j >= 0 {
 			j = x.viewAt[j] // every job with allocations read is
 		}
 		x.tl.allocJob = append(x.tl.allocJob, j)
-		x.tl.allocNode = append(x.tl.allocNode, n)
+		x.tl.allocNode = append(x.tl.allocNode, x.allocNodeIndex(i))
 	}
 	x.tl.before = x.queuedBefore
 	if x.tl.job == nil {

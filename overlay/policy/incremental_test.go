@@ -33,6 +33,9 @@ type incWorld struct {
 	runsKept int
 	// outKept counts leftOutRunning answers kept from an earlier decision.
 	outKept int
+	// listsKept counts decisions that began with the record lists kept
+	// through the deltas since the last (Incremental.lists).
+	listsKept int
 	// nodesKept counts decisions that kept what they derive from the nodes
 	// alone from the decision before (Decider.capKept); drained those that
 	// had a node drain could act on (Decider.drainNodes).
@@ -67,6 +70,10 @@ func (w *incWorld) decide(t *testing.T, step int) {
 	want := Decide(snap, w.tree, w.fs, w.now, w.cfg)
 	if w.inc.runsOK {
 		w.runsKept++
+	}
+	if w.inc.lists.ok && len(w.inc.lists.nodeRun) == len(w.inc.nodes) {
+		w.listsKept++
+		w.checkLists(t, step)
 	}
 	got := w.inc.Decide(w.tree, w.fs, w.now, w.cfg)
 	if !reflect.DeepEqual(got, want) {
@@ -136,6 +143,34 @@ func (w *incWorld) decide(t *testing.T, step int) {
 		}
 	}
 	w.apply(got)
+}
+
+// checkLists compares the record lists kept through the deltas with the
+// lists made afresh from every record.
+func (w *incWorld) checkLists(t *testing.T, step int) {
+	t.Helper()
+	x := &w.inc
+	kept := recLists{ok: true, none: slices.Clone(x.lists.none), nodeRun: slices.Clone(x.lists.nodeRun)}
+	for _, l := range x.lists.of {
+		kept.of = append(kept.of, slices.Clone(l))
+	}
+	x.relist()
+	for s := range max(len(kept.of), len(x.lists.of)) {
+		var k, f []int32
+		if s < len(kept.of) {
+			k = kept.of[s]
+		}
+		if s < len(x.lists.of) {
+			f = x.lists.of[s]
+		}
+		if !slices.Equal(k, f) {
+			t.Fatalf("step %d (%v): job slot %d: records kept %v, listed afresh %v", step, w.steps, s, k, f)
+		}
+	}
+	if !slices.Equal(kept.none, x.lists.none) || !slices.Equal(kept.nodeRun, x.lists.nodeRun) {
+		t.Fatalf("step %d (%v): records of no job kept %v, afresh %v; running GPUs by node kept %v, afresh %v",
+			step, w.steps, kept.none, x.lists.none, kept.nodeRun, x.lists.nodeRun)
+	}
 }
 
 func planDiff(got, want *Plan) string {
@@ -260,13 +295,25 @@ func (w *incWorld) delta() {
 		}
 		w.seq++
 		n := snap.Nodes[r.Intn(len(snap.Nodes))]
-		w.inc.PutAlloc(Alloc{ID: fmt.Sprintf("a%d", w.seq), Job: j.ID, Node: n.ID, Group: "g", GPUs: j.Groups[0].GPUs,
-			StartedAt: w.now, ClientStatus: ClientRunning, DesiredStatus: DesiredRun})
-	case 3: // an allocation stops, fails or is collected
+		a := Alloc{ID: fmt.Sprintf("a%d", w.seq), Job: j.ID, Node: n.ID, Group: "g", GPUs: j.Groups[0].GPUs,
+			StartedAt: w.now, ClientStatus: ClientRunning, DesiredStatus: DesiredRun}
+		if r.Intn(4) == 0 {
+			a.StartedAt, a.ClientStatus = time.Time{}, ClientPending // placed, starts later (case 3)
+		}
+		w.inc.PutAlloc(a)
+	case 3: // an allocation starts, stops, fails or is collected
 		if len(snap.Allocs) == 0 {
 			return
 		}
 		a := snap.Allocs[r.Intn(len(snap.Allocs))]
+		if a.ClientStatus == ClientPending && r.Intn(2) == 0 {
+			a.StartedAt, a.ClientStatus = w.now, ClientRunning
+			if r.Intn(2) == 0 { // the record replaced by one on another node (PutAlloc keeps its place)
+				a.Node = snap.Nodes[r.Intn(len(snap.Nodes))].ID
+			}
+			w.inc.PutAlloc(a)
+			return
+		}
 		switch r.Intn(3) {
 		case 0:
 			w.inc.RemoveAlloc(a.ID)
@@ -359,7 +406,7 @@ func TestIncrementalMatchesDecide(t *testing.T) {
 	cfgs := map[string]Config{"default": DefaultConfig(), "narrow band, few evaluations": narrow}
 	for name, cfg := range cfgs {
 		t.Run(name, func(t *testing.T) {
-			leftOut, smaller, freeOut, pinned, kept, outKept, decisions := 0, 0, 0, 0, 0, 0, 0
+			leftOut, smaller, freeOut, pinned, kept, outKept, listsKept, decisions := 0, 0, 0, 0, 0, 0, 0, 0
 			nodesKept, drained := 0, 0
 			for seed := int64(1); seed <= 12; seed++ {
 				w := newIncWorld(seed, cfg, 150+int(seed)*20)
@@ -376,6 +423,7 @@ func TestIncrementalMatchesDecide(t *testing.T) {
 				pinned += w.pinned
 				kept += w.runsKept
 				outKept += w.outKept
+				listsKept += w.listsKept
 				nodesKept += w.nodesKept
 				drained += w.drained
 			}
@@ -386,6 +434,10 @@ func TestIncrementalMatchesDecide(t *testing.T) {
 			t.Logf("%d answers of leftOutRunning kept from an earlier decision", outKept)
 			if outKept < decisions {
 				t.Errorf("only %d answers of leftOutRunning kept in %d decisions: the test does not exercise them", outKept, decisions)
+			}
+			t.Logf("%d decisions kept the record lists through the deltas", listsKept)
+			if listsKept < decisions/4 {
+				t.Errorf("only %d of %d decisions kept the record lists through the deltas: the test does not exercise them", listsKept, decisions)
 			}
 			if kept < decisions/4 {
 				t.Errorf("only %d of %d decisions kept the run counts through the deltas: the test does not exercise them", kept, decisions)
