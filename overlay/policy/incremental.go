@@ -72,6 +72,10 @@ type Incremental struct {
 	// (else counted again from every record at the next decision).
 	runs   []jobRuns
 	runsOK bool
+	// runsDue lists the slots whose counts a removal left without their
+	// latest start (jobRuns.count): counted again from their own records
+	// at the next decision, while runsOK.
+	runsDue []int32
 	// lists, while lists.ok, holds the live allocation records by what
 	// read takes of them (incremental_recs.go): each job slot's own, the
 	// ones of no slot, and by node the GPUs of the running ones of a slot.
@@ -278,11 +282,14 @@ func (x *Incremental) PutJob(j Job) {
 		n := int32(0)
 		if len(x.orphans) > 0 {
 			if n = x.orphans[j.ID]; n != 0 {
-				delete(x.orphans, j.ID)             // its allocations came first
-				x.runsOK, x.lists.ok = false, false // and are counted for no job
+				delete(x.orphans, j.ID) // its allocations came first
+				x.runsOK = false        // and are counted for no job
 			}
 		}
-		x.jobs = append(x.jobs, incJob{Job: j, live: true, allocs: n})
+		x.jobs = append(double(x.jobs), incJob{Job: j, live: true, allocs: n})
+		if n != 0 {
+			x.adopt(s) // its records are of its slot now
+		}
 	}
 	x.classify(s)
 }
@@ -331,8 +338,8 @@ func (x *Incremental) RemoveJob(id string) {
 	}
 	x.unclassify(s)
 	if n := x.jobs[s].allocs; n != 0 {
-		x.orphan(id, n)    // they stay until removed
-		x.lists.ok = false // of no slot now
+		x.orphan(id, n) // they stay until removed
+		x.disown(s)     // of no slot now
 	}
 	x.jobs[s] = incJob{}
 	if int(s) < len(x.runs) {
@@ -384,18 +391,30 @@ func (x *Incremental) PutAlloc(a Alloc) {
 	i := int32(len(x.allocs))
 	x.allocAt[a.ID] = i
 	start, waiting := runStart(&a)
-	x.allocs = append(x.allocs, incAlloc{live: true, running: a.live(), gpus: int32(a.GPUs), job: -1, node: -1,
+	x.allocs = append(double(x.allocs), incAlloc{live: true, running: a.live(), gpus: int32(a.GPUs), job: -1, node: -1,
 		start: start, waiting: waiting})
-	x.recs = append(x.recs, a)
+	x.recs = append(double(x.recs), a)
 	x.countAlloc(i, 1)
 	x.countRuns(i, 1)
 	x.track(i, 1)
 }
 
+// double makes room for one more element of s, doubling its capacity
+// when full: append grows large slices by about a quarter, which for the
+// job and allocation tables (hundreds of bytes an entry, tens of
+// thousands of entries) allocates and copies the table about five times
+// over instead of twice.
+func double[T any](s []T) []T {
+	if len(s) < cap(s) {
+		return s
+	}
+	return slices.Grow(s, max(len(s), 16))
+}
+
 // growRuns makes runs n long, the new slots with nothing counted.
 func (x *Incremental) growRuns(n int) {
 	k := len(x.runs)
-	x.runs = slices.Grow(x.runs, n-k)[:n]
+	x.runs = slices.Grow(x.runs, max(n-k, k))[:n] // doubling, as double
 	clear(x.runs[k:])
 }
 
@@ -425,7 +444,7 @@ func (x *Incremental) countRuns(i int32, d int32) {
 	// plain is as of the last decision: when a node put since changed
 	// it, pinFreeWork sees so and counts again.
 	if !x.runs[j].count(&x.allocs[i], n >= 0 && int(n) < len(x.plain) && x.plain[n], d) {
-		x.runsOK = false
+		x.runsDue = append(x.runsDue, j)
 	}
 }
 
@@ -508,18 +527,25 @@ func (x *Incremental) Snapshot() *Snapshot {
 // compact closes the holes left by removed jobs, renumbering the slots.
 func (x *Incremental) compact() {
 	k := 0
-	for _, j := range x.jobs {
-		if j.live {
-			x.jobAt[j.ID] = int32(k)
-			x.jobs[k] = j
+	of := x.lists.of
+	for old := range x.jobs {
+		if x.jobs[old].live {
+			x.jobAt[x.jobs[old].ID] = int32(k)
+			x.jobs[k] = x.jobs[old]
+			if x.lists.ok && old < len(of) {
+				of[k], of[old] = of[old], of[k] // the record lists move with the jobs; a hole's is empty
+			}
 			k++
 		}
+	}
+	if x.lists.ok && k < len(of) {
+		x.lists.of = of[:k]
 	}
 	clear(x.jobs[k:])
 	x.jobs, x.holes = x.jobs[:k], 0
 	x.jobEra++   // every cached slot is stale
 	x.tree = nil // slots moved: classify again at the next decision
-	x.runsOK, x.lists.ok = false, false
+	x.runsOK = false
 }
 
 // configure classifies every job again when the tree or the settings that

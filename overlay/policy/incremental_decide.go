@@ -203,19 +203,8 @@ func (x *Incremental) read(h int) {
 	x.tl.queuedOrder = append(x.tl.queuedOrder, extra...)
 	x.tl.ap = x.tl.ap[:0]
 	x.tl.allocJob, x.tl.allocNode = x.tl.allocJob[:0], x.tl.allocNode[:0]
-	// The records of the jobs read and of none, in index order; the
-	// others are running free work left out (pinFreeWork), counted in
-	// tl.outFree: their live allocations hold GPUs Nomad may preempt, on
-	// plain nodes.
-	for _, i := range x.takeRecs(inc) {
-		j := x.allocJobSlot(i)
-		x.tl.ap = append(x.tl.ap, &x.recs[i])
-		if j >= 0 {
-			j = x.viewAt[j] // every job with allocations read is
-		}
-		x.tl.allocJob = append(x.tl.allocJob, j)
-		x.tl.allocNode = append(x.tl.allocNode, x.allocNodeIndex(i))
-	}
+	x.takeRecs(inc) // the records of the jobs read and of none; tl.outFree
+
 	x.tl.before = x.queuedBefore
 	if x.tl.job == nil {
 		x.tl.job, x.tl.node = x.viewJob, x.viewNode
@@ -251,8 +240,16 @@ func (x *Incremental) pinFreeWork() {
 		x.growRuns(len(x.jobs)) // jobs put since: none has a record counted
 	}
 	if x.runsOK {
+		if len(x.runsDue) > 0 {
+			x.listed()
+			for _, s := range x.runsDue {
+				x.recountSlot(s)
+			}
+			x.runsDue = x.runsDue[:0]
+		}
 		return
 	}
+	x.runsDue = x.runsDue[:0]
 	for s := range x.runs {
 		x.runs[s].recount()
 	}
@@ -266,6 +263,20 @@ func (x *Incremental) pinFreeWork() {
 		}
 	}
 	x.runsOK = true
+}
+
+// recountSlot counts job slot s's runs again from its own records (the
+// record lists are kept: listed).
+func (x *Incremental) recountSlot(s int32) {
+	r := &x.runs[s]
+	r.recount()
+	if int(s) >= len(x.lists.of) {
+		return
+	}
+	for _, i := range x.lists.of[s] {
+		n := x.allocNodeIndex(i)
+		r.count(&x.allocs[i], n >= 0 && x.plain[n], 1)
+	}
 }
 
 // leftOutRunning reports whether job slot s, which has allocations, is

@@ -36,6 +36,10 @@ type incWorld struct {
 	// listsKept counts decisions that began with the record lists kept
 	// through the deltas since the last (Incremental.lists).
 	listsKept int
+	// dueKept counts decisions that began with the run counts kept but
+	// for some jobs' (Incremental.runsDue), counted again from their
+	// records alone.
+	dueKept int
 	// nodesKept counts decisions that kept what they derive from the nodes
 	// alone from the decision before (Decider.capKept); drained those that
 	// had a node drain could act on (Decider.drainNodes).
@@ -70,6 +74,9 @@ func (w *incWorld) decide(t *testing.T, step int) {
 	want := Decide(snap, w.tree, w.fs, w.now, w.cfg)
 	if w.inc.runsOK {
 		w.runsKept++
+		if len(w.inc.runsDue) > 0 {
+			w.dueKept++
+		}
 	}
 	if w.inc.lists.ok && len(w.inc.lists.nodeRun) == len(w.inc.nodes) {
 		w.listsKept++
@@ -406,7 +413,7 @@ func TestIncrementalMatchesDecide(t *testing.T) {
 	cfgs := map[string]Config{"default": DefaultConfig(), "narrow band, few evaluations": narrow}
 	for name, cfg := range cfgs {
 		t.Run(name, func(t *testing.T) {
-			leftOut, smaller, freeOut, pinned, kept, outKept, listsKept, decisions := 0, 0, 0, 0, 0, 0, 0, 0
+			leftOut, smaller, freeOut, pinned, kept, outKept, listsKept, dueKept, decisions := 0, 0, 0, 0, 0, 0, 0, 0, 0
 			nodesKept, drained := 0, 0
 			for seed := int64(1); seed <= 12; seed++ {
 				w := newIncWorld(seed, cfg, 150+int(seed)*20)
@@ -424,6 +431,7 @@ func TestIncrementalMatchesDecide(t *testing.T) {
 				kept += w.runsKept
 				outKept += w.outKept
 				listsKept += w.listsKept
+				dueKept += w.dueKept
 				nodesKept += w.nodesKept
 				drained += w.drained
 			}
@@ -435,7 +443,10 @@ func TestIncrementalMatchesDecide(t *testing.T) {
 			if outKept < decisions {
 				t.Errorf("only %d answers of leftOutRunning kept in %d decisions: the test does not exercise them", outKept, decisions)
 			}
-			t.Logf("%d decisions kept the record lists through the deltas", listsKept)
+			t.Logf("%d decisions kept the record lists through the deltas, %d counted some jobs' runs again from their records alone", listsKept, dueKept)
+			if dueKept == 0 {
+				t.Errorf("no decision counted a job's runs again from its records alone: the test does not exercise it")
+			}
 			if listsKept < decisions/4 {
 				t.Errorf("only %d of %d decisions kept the record lists through the deltas: the test does not exercise them", listsKept, decisions)
 			}
@@ -460,7 +471,7 @@ func TestIncrementalMatchesDecide(t *testing.T) {
 // with Decide's.
 func TestIncrementalCompaction(t *testing.T) {
 	w := newIncWorld(7, DefaultConfig(), 300)
-	compactions := 0
+	compactions, listed := 0, 0
 	for step := 0; step < 40; step++ {
 		snap := w.inc.Snapshot()
 		before := w.inc.jobEra
@@ -473,6 +484,10 @@ func TestIncrementalCompaction(t *testing.T) {
 				}
 			}
 		}
+		if w.inc.jobEra != before && w.inc.lists.ok {
+			listed++ // the record lists moved with the slots: as listed afresh?
+			w.checkLists(t, step)
+		}
 		for k := 0; k < 30; k++ {
 			w.delta()
 		}
@@ -481,8 +496,8 @@ func TestIncrementalCompaction(t *testing.T) {
 		}
 		w.decide(t, step)
 	}
-	if compactions == 0 {
-		t.Fatal("no compaction happened: the test does not exercise stale slots")
+	if compactions == 0 || listed == 0 {
+		t.Fatalf("%d compactions, %d with the record lists kept: the test does not exercise stale slots", compactions, listed)
 	}
 	t.Logf("%d compactions in 40 decisions", compactions)
 }
