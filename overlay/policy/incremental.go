@@ -89,10 +89,11 @@ type Incremental struct {
 	top      []int32 // slots of the top queued jobs read, in rank order
 	extra    []int32 // view indexes of the other queued jobs read
 	inc      []int32
-	leafRank []int32 // by leaf: its rank in the fair-share order
-	byRank   []int32 // by rank: the leaf
-	prefix   []int32 // by rank: queued jobs of the leaves before
-	askBuf   []int32 // asks.n, counted down by read
+	leafRank []int32  // by leaf: its rank in the fair-share order
+	byRank   []int32  // by rank: the leaf
+	prefix   []int32  // by rank: queued jobs of the leaves before
+	askBuf   []int32  // asks.n, counted down by read
+	inSet    []uint64 // by job slot: read this epoch (bits), to list them in slot order
 	explBuf  []Explanation
 }
 
@@ -286,7 +287,7 @@ func (x *Incremental) PutJob(j Job) {
 				x.runsOK = false        // and are counted for no job
 			}
 		}
-		x.jobs = append(double(x.jobs), incJob{Job: j, live: true, allocs: n})
+		x.jobs = append(x.jobs, incJob{Job: j, live: true, allocs: n})
 		if n != 0 {
 			x.adopt(s) // its records are of its slot now
 		}
@@ -391,30 +392,18 @@ func (x *Incremental) PutAlloc(a Alloc) {
 	i := int32(len(x.allocs))
 	x.allocAt[a.ID] = i
 	start, waiting := runStart(&a)
-	x.allocs = append(double(x.allocs), incAlloc{live: true, running: a.live(), gpus: int32(a.GPUs), job: -1, node: -1,
+	x.allocs = append(x.allocs, incAlloc{live: true, running: a.live(), gpus: int32(a.GPUs), job: -1, node: -1,
 		start: start, waiting: waiting})
-	x.recs = append(double(x.recs), a)
+	x.recs = append(x.recs, a)
 	x.countAlloc(i, 1)
 	x.countRuns(i, 1)
 	x.track(i, 1)
 }
 
-// double makes room for one more element of s, doubling its capacity
-// when full: append grows large slices by about a quarter, which for the
-// job and allocation tables (hundreds of bytes an entry, tens of
-// thousands of entries) allocates and copies the table about five times
-// over instead of twice.
-func double[T any](s []T) []T {
-	if len(s) < cap(s) {
-		return s
-	}
-	return slices.Grow(s, max(len(s), 16))
-}
-
 // growRuns makes runs n long, the new slots with nothing counted.
 func (x *Incremental) growRuns(n int) {
 	k := len(x.runs)
-	x.runs = slices.Grow(x.runs, max(n-k, k))[:n] // doubling, as double
+	x.runs = slices.Grow(x.runs, n-k)[:n]
 	clear(x.runs[k:])
 }
 
@@ -527,19 +516,19 @@ func (x *Incremental) Snapshot() *Snapshot {
 // compact closes the holes left by removed jobs, renumbering the slots.
 func (x *Incremental) compact() {
 	k := 0
-	of := x.lists.of
+	head := x.lists.head
 	for old := range x.jobs {
 		if x.jobs[old].live {
 			x.jobAt[x.jobs[old].ID] = int32(k)
 			x.jobs[k] = x.jobs[old]
-			if x.lists.ok && old < len(of) {
-				of[k], of[old] = of[old], of[k] // the record lists move with the jobs; a hole's is empty
+			if x.lists.ok && old < len(head) && old != k {
+				head[k], head[old] = head[old], 0 // the record lists move with the jobs; a hole's is empty
 			}
 			k++
 		}
 	}
-	if x.lists.ok && k < len(of) {
-		x.lists.of = of[:k]
+	if x.lists.ok && k < len(head) {
+		x.lists.head = head[:k]
 	}
 	clear(x.jobs[k:])
 	x.jobs, x.holes = x.jobs[:k], 0

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"math"
+	bits64 "math/bits"
 	"slices"
 	"time"
 
@@ -87,10 +88,12 @@ func (x *Incremental) read(h int) {
 	x.mark = resize(x.mark, len(x.jobs))
 	x.rankAt = resize(x.rankAt, len(x.jobs))
 	inc := x.inc[:0]
+	x.inSet = resize(x.inSet, (len(x.jobs)+63)/64)
+	clear(x.inSet)
 	add := func(s int32) {
 		if x.mark[s] != x.epoch {
 			x.mark[s] = x.epoch
-			inc = append(inc, s)
+			x.inSet[s>>6] |= 1 << (s & 63)
 		}
 	}
 	addID := func(id string) {
@@ -167,7 +170,12 @@ func (x *Incremental) read(h int) {
 			}
 		}
 	}
-	slices.Sort(inc) // in slot order, as the Snapshot lists them
+	for w, bits := range x.inSet {
+		for bits != 0 {
+			inc = append(inc, int32(w<<6+bits64.TrailingZeros64(bits)))
+			bits &= bits - 1
+		}
+	}
 	x.inc = inc
 	x.viewAt = resize(x.viewAt, len(x.jobs))
 	v := &x.view
@@ -270,10 +278,7 @@ func (x *Incremental) pinFreeWork() {
 func (x *Incremental) recountSlot(s int32) {
 	r := &x.runs[s]
 	r.recount()
-	if int(s) >= len(x.lists.of) {
-		return
-	}
-	for _, i := range x.lists.of[s] {
+	for i := x.lists.first(s); i >= 0; i = x.lists.next(i) {
 		n := x.allocNodeIndex(i)
 		r.count(&x.allocs[i], n >= 0 && x.plain[n], 1)
 	}

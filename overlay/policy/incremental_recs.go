@@ -8,12 +8,19 @@ import (
 // recLists is what read takes of the allocation records, kept through
 // PutAlloc and RemoveAlloc so that a decision reads the records of the
 // jobs it reads instead of scanning every record (Incremental.lists).
+// Each job slot's live records, and the live records of no slot, are a
+// list linked through the records (in no order: takeRecs marks them by
+// record), so that the lists allocate nothing per job and the collector
+// has no pointers to follow in them.
 type recLists struct {
 	ok bool
-	// of is by job slot: its live records, in index order.
-	of [][]int32
-	// none lists the live records of no job slot, in index order.
-	none []int32
+	// head is by job slot: 1 + the first of its live records, 0 when it
+	// has none; none is the same for the live records of no slot.
+	head []int32
+	none int32
+	// nextOf and prev are by record: 1 + the next (previous) record of
+	// its list, 0 at its end.
+	nextOf, prev []int32
 	// nodeRun is by node: the GPUs of the running live records of a job
 	// slot there (those of the jobs read left out are tail.outFree).
 	nodeRun []int32
@@ -21,6 +28,57 @@ type recLists struct {
 	// slot of its job (-1: none).
 	bits []uint64
 	slot []int32
+}
+
+// first is the first record of job slot s's list, -1 when empty.
+func (l *recLists) first(s int32) int32 {
+	if int(s) >= len(l.head) {
+		return -1
+	}
+	return l.head[s] - 1
+}
+
+// next is the record after record i in its list, -1 at the end.
+func (l *recLists) next(i int32) int32 { return l.nextOf[i] - 1 }
+
+// listOf is the head of job slot s's list (s >= 0) or of the records of no
+// slot (s < 0), grown to hold s.
+func (l *recLists) listOf(s int32) *int32 {
+	if s < 0 {
+		return &l.none
+	}
+	if k := len(l.head); int(s) >= k {
+		l.head = slices.Grow(l.head, int(s)+1-k)[:s+1]
+		clear(l.head[k:])
+	}
+	return &l.head[s]
+}
+
+// link puts record i at the front of the list whose head is h.
+func (l *recLists) link(h *int32, i int32) {
+	if n := int(i) + 1; n > len(l.nextOf) {
+		l.nextOf = slices.Grow(l.nextOf, n-len(l.nextOf))[:n]
+		l.prev = slices.Grow(l.prev, n-len(l.prev))[:n]
+	}
+	l.nextOf[i], l.prev[i] = *h, 0
+	if *h != 0 {
+		l.prev[*h-1] = i + 1
+	}
+	*h = i + 1
+}
+
+// unlink takes record i out of the list whose head is h.
+func (l *recLists) unlink(h *int32, i int32) {
+	p, n := l.prev[i], l.nextOf[i]
+	if p != 0 {
+		l.nextOf[p-1] = n
+	} else {
+		*h = n
+	}
+	if n != 0 {
+		l.prev[n-1] = p
+	}
+	l.nextOf[i], l.prev[i] = 0, 0
 }
 
 // track adds (d = 1) or takes away (d = -1) live record i in the lists,
@@ -33,22 +91,13 @@ func (x *Incremental) track(i int32, d int32) {
 	}
 	l := &x.lists
 	s := x.allocJobSlot(i)
-	if s < 0 {
-		l.none = editSorted(l.none, i, d)
-		return
+	if d > 0 {
+		l.link(l.listOf(s), i)
+	} else {
+		l.unlink(l.listOf(s), i)
 	}
-	l.grow(s)
-	l.of[s] = editSorted(l.of[s], i, d)
-	x.trackRun(i, d)
-}
-
-// grow makes of hold job slot s.
-func (l *recLists) grow(s int32) {
-	if k := len(l.of); int(s) >= k {
-		l.of = slices.Grow(l.of, int(s)+1-k)[:s+1]
-		for ; k <= int(s); k++ {
-			l.of[k] = l.of[k][:0] // a slot's list of an earlier listing, emptied
-		}
+	if s >= 0 {
+		x.trackRun(i, d)
 	}
 }
 
@@ -64,18 +113,6 @@ func (x *Incremental) trackRun(i int32, d int32) {
 	}
 }
 
-// editSorted inserts (d = 1) or deletes (d = -1) i in the sorted list l.
-func editSorted(l []int32, i int32, d int32) []int32 {
-	k, found := slices.BinarySearch(l, i)
-	switch {
-	case d > 0 && !found:
-		return slices.Insert(l, k, i)
-	case d < 0 && found:
-		return slices.Delete(l, k, k+1)
-	}
-	return l
-}
-
 // listed makes the lists again unless they are kept.
 func (x *Incremental) listed() {
 	if !x.lists.ok || len(x.lists.nodeRun) != len(x.nodes) {
@@ -86,11 +123,9 @@ func (x *Incremental) listed() {
 // relist makes the lists again from every live record.
 func (x *Incremental) relist() {
 	l := &x.lists
-	l.of = resize(l.of, len(x.jobs))
-	for s := range l.of {
-		l.of[s] = l.of[s][:0]
-	}
-	l.none = l.none[:0]
+	l.head = resize(l.head, len(x.jobs))
+	clear(l.head)
+	l.none = 0
 	l.nodeRun = resize(l.nodeRun, len(x.nodes))
 	clear(l.nodeRun)
 	l.ok = true
@@ -105,14 +140,14 @@ func (x *Incremental) relist() {
 // to the records of no slot (before the slot's generation moves on).
 func (x *Incremental) disown(s int32) {
 	l := &x.lists
-	if !l.ok || int(s) >= len(l.of) {
+	if !l.ok {
 		return
 	}
-	for _, i := range l.of[s] {
+	for i := l.first(s); i >= 0; i = l.first(s) {
 		x.trackRun(i, -1)
-		l.none = editSorted(l.none, i, 1)
+		l.unlink(&l.head[s], i)
+		l.link(&l.none, i)
 	}
-	l.of[s] = l.of[s][:0]
 }
 
 // adopt moves the records of no slot that name job slot s's job, put
@@ -123,17 +158,15 @@ func (x *Incremental) adopt(s int32) {
 		return
 	}
 	id := x.jobs[s].ID
-	none := l.none[:0]
-	for _, i := range l.none {
-		if x.recs[i].Job != id {
-			none = append(none, i)
-			continue
+	for i := l.none - 1; i >= 0; {
+		n := l.nextOf[i] - 1
+		if x.recs[i].Job == id {
+			l.unlink(&l.none, i)
+			l.link(l.listOf(s), i)
+			x.trackRun(i, 1)
 		}
-		l.grow(s)
-		l.of[s] = append(l.of[s], i) // in index order, as none is
-		x.trackRun(i, 1)
+		i = n
 	}
-	l.none = none
 }
 
 // takeRecs puts in tl the live records read takes, in index order: those
@@ -149,15 +182,12 @@ func (x *Incremental) takeRecs(inc []int32) {
 	clear(l.bits)
 	l.slot = resize(l.slot, len(x.allocs))
 	for _, s := range inc {
-		if int(s) >= len(l.of) {
-			continue
-		}
-		for _, i := range l.of[s] {
+		for i := l.first(s); i >= 0; i = l.nextOf[i] - 1 {
 			l.bits[i>>6] |= 1 << (i & 63)
 			l.slot[i] = s
 		}
 	}
-	for _, i := range l.none {
+	for i := l.none - 1; i >= 0; i = l.nextOf[i] - 1 {
 		l.bits[i>>6] |= 1 << (i & 63)
 		l.slot[i] = -1
 	}

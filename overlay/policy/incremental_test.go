@@ -157,27 +157,51 @@ func (w *incWorld) decide(t *testing.T, step int) {
 func (w *incWorld) checkLists(t *testing.T, step int) {
 	t.Helper()
 	x := &w.inc
-	kept := recLists{ok: true, none: slices.Clone(x.lists.none), nodeRun: slices.Clone(x.lists.nodeRun)}
-	for _, l := range x.lists.of {
-		kept.of = append(kept.of, slices.Clone(l))
-	}
+	keptOf, keptNone, keptRun := recSets(&x.lists), recSet(&x.lists, x.lists.none), slices.Clone(x.lists.nodeRun)
 	x.relist()
-	for s := range max(len(kept.of), len(x.lists.of)) {
+	freshOf, freshNone := recSets(&x.lists), recSet(&x.lists, x.lists.none)
+	for s := range max(len(keptOf), len(freshOf)) {
 		var k, f []int32
-		if s < len(kept.of) {
-			k = kept.of[s]
+		if s < len(keptOf) {
+			k = keptOf[s]
 		}
-		if s < len(x.lists.of) {
-			f = x.lists.of[s]
+		if s < len(freshOf) {
+			f = freshOf[s]
 		}
 		if !slices.Equal(k, f) {
 			t.Fatalf("step %d (%v): job slot %d: records kept %v, listed afresh %v", step, w.steps, s, k, f)
 		}
 	}
-	if !slices.Equal(kept.none, x.lists.none) || !slices.Equal(kept.nodeRun, x.lists.nodeRun) {
+	if !slices.Equal(keptNone, freshNone) || !slices.Equal(keptRun, x.lists.nodeRun) {
 		t.Fatalf("step %d (%v): records of no job kept %v, afresh %v; running GPUs by node kept %v, afresh %v",
-			step, w.steps, kept.none, x.lists.none, kept.nodeRun, x.lists.nodeRun)
+			step, w.steps, keptNone, freshNone, keptRun, x.lists.nodeRun)
 	}
+}
+
+// recSets lists each job slot's records, sorted, walking the links forward
+// and checking them backward.
+func recSets(l *recLists) [][]int32 {
+	var of [][]int32
+	for _, h := range l.head {
+		of = append(of, recSet(l, h))
+	}
+	return of
+}
+
+// recSet is the list whose head is h, sorted; nil when a backward link
+// does not match.
+func recSet(l *recLists, h int32) []int32 {
+	var out []int32
+	prev := int32(0)
+	for i := h - 1; i >= 0; i = l.nextOf[i] - 1 {
+		if l.prev[i] != prev {
+			return []int32{-1, i} // a broken link
+		}
+		out = append(out, i)
+		prev = i + 1
+	}
+	slices.Sort(out)
+	return out
 }
 
 func planDiff(got, want *Plan) string {
