@@ -200,6 +200,9 @@ type spanWrite struct {
 	// ls is the leaf's entry when WriteSpans checked the span, nil when it
 	// had none.
 	ls *leafSeries
+	// startSec and endSec are start and end in Unix seconds when the
+	// span is whole (split.whole): amount then needs no time arithmetic.
+	startSec, endSec int64
 }
 
 func (w *spanWrite) empty() bool { return w.nothing }
@@ -218,6 +221,13 @@ func (w *spanWrite) bucketStart(j int64) time.Time { return time.Unix(j*w.bucket
 
 // amount is what the span adds to bucket j.
 func (w *spanWrite) amount(j int64) int64 {
+	if w.split.whole {
+		// upTo(clip(bucketStart(j+1))) - upTo(clip(bucketStart(j))) in
+		// whole seconds: bucket starts are whole seconds too.
+		lo := min(max(j*w.bucketSec, w.startSec), w.endSec)
+		hi := min(max((j+1)*w.bucketSec, w.startSec), w.endSec)
+		return int64(w.split.gpus) * (hi - lo)
+	}
 	return w.split.upTo(w.clip(w.bucketStart(j+1))) - w.split.upTo(w.clip(w.bucketStart(j)))
 }
 
@@ -236,6 +246,9 @@ func (l *Ledger) planSpan(sp *Span) (spanWrite, error) {
 		first: l.bucketAt(sp.Start), last: l.bucketAt(sp.End.Add(-1)), bucketSec: l.bucketSec}
 	if l.tooFarAhead(w.last) {
 		return spanWrite{}, l.checkAhead(w.last, sp.what()+" span", sp.Leaf)
+	}
+	if w.split.whole {
+		w.startSec, w.endSec = sp.Start.Unix(), sp.End.Unix()
 	}
 	w.keepFrom = l.keepFrom(&w)
 	return w, nil

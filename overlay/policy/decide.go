@@ -148,7 +148,10 @@ func (d *Decider) Decide(snap *Snapshot, tree *budgets.Tree, fs *budgets.FairSha
 	}
 	d.plan.NextWake = d.wake
 	if d.tl != nil {
+		// An Incremental's plan is valid until its next decision (its
+		// lists are kept in bufs for the next one): the Decider's own.
 		d.plan.keep(&d.bufs)
+		return &d.plan
 	}
 	p := d.plan
 	return &p

@@ -70,8 +70,18 @@ type Incremental struct {
 	// runs is by job slot: its allocation records counted as pinFreeWork
 	// reads them, kept up to date by PutAlloc and RemoveAlloc while runsOK
 	// (else counted again from every record at the next decision).
-	runs     []jobRuns
-	runsOK   bool
+	runs   []jobRuns
+	runsOK bool
+	// runsDue lists the slots whose counts a removal left without their
+	// latest start (jobRuns.count): counted again from their own records
+	// at the next decision, while runsOK.
+	runsDue []int32
+	// lists, while lists.ok, holds the live allocation records by what
+	// read takes of them (incremental_recs.go): each job slot's own, the
+	// ones of no slot, and by node the GPUs of the running ones of a slot.
+	// Any change that moves a record between slots or nodes by other than
+	// its own PutAlloc or RemoveAlloc clears lists.ok; read lists them again.
+	lists    recLists
 	now      int64 // of the decision being read, in Unix nanoseconds
 	epoch    uint32
 	viewAt   []int32 // by job slot: its index in view, when marked this epoch
@@ -238,6 +248,7 @@ func (x *Incremental) PutNode(n Node) {
 	}
 	x.nodeAt[n.ID] = int32(len(x.nodes))
 	x.nodes = append(x.nodes, n)
+	x.lists.ok = false // a record on a node not known until now has one
 }
 
 // RemoveNode removes a node.
@@ -249,7 +260,7 @@ func (x *Incremental) RemoveNode(id string) {
 	x.nodes = slices.Delete(x.nodes, int(i), int(i)+1)
 	x.nodeEra++
 	x.tl.nodesGen++
-	x.runsOK = false
+	x.runsOK, x.lists.ok = false, false
 	delete(x.nodeAt, id)
 	for k := int(i); k < len(x.nodes); k++ {
 		x.nodeAt[x.nodes[k].ID] = int32(k)
@@ -277,6 +288,9 @@ func (x *Incremental) PutJob(j Job) {
 			}
 		}
 		x.jobs = append(x.jobs, incJob{Job: j, live: true, allocs: n})
+		if n != 0 {
+			x.adopt(s) // its records are of its slot now
+		}
 	}
 	x.classify(s)
 }
@@ -326,6 +340,7 @@ func (x *Incremental) RemoveJob(id string) {
 	x.unclassify(s)
 	if n := x.jobs[s].allocs; n != 0 {
 		x.orphan(id, n) // they stay until removed
+		x.disown(s)     // of no slot now
 	}
 	x.jobs[s] = incJob{}
 	if int(s) < len(x.runs) {
@@ -352,7 +367,10 @@ func (x *Incremental) PutAlloc(a Alloc) {
 		x.countRuns(i, -1)
 		moved := x.recs[i].Job != a.Job
 		if moved {
+			x.track(i, -1)
 			x.countAlloc(i, -1)
+		} else if x.lists.ok && x.allocJobSlot(i) >= 0 {
+			x.trackRun(i, -1)
 		}
 		if x.recs[i].Node != a.Node {
 			x.allocs[i].node = -1
@@ -364,6 +382,9 @@ func (x *Incremental) PutAlloc(a Alloc) {
 		if moved {
 			r.job = -1
 			x.countAlloc(i, 1)
+			x.track(i, 1)
+		} else if x.lists.ok && x.allocJobSlot(i) >= 0 {
+			x.trackRun(i, 1)
 		}
 		x.countRuns(i, 1)
 		return
@@ -376,6 +397,7 @@ func (x *Incremental) PutAlloc(a Alloc) {
 	x.recs = append(x.recs, a)
 	x.countAlloc(i, 1)
 	x.countRuns(i, 1)
+	x.track(i, 1)
 }
 
 // growRuns makes runs n long, the new slots with nothing counted.
@@ -411,7 +433,7 @@ func (x *Incremental) countRuns(i int32, d int32) {
 	// plain is as of the last decision: when a node put since changed
 	// it, pinFreeWork sees so and counts again.
 	if !x.runs[j].count(&x.allocs[i], n >= 0 && int(n) < len(x.plain) && x.plain[n], d) {
-		x.runsOK = false
+		x.runsDue = append(x.runsDue, j)
 	}
 }
 
@@ -423,6 +445,7 @@ func (x *Incremental) RemoveAlloc(id string) {
 		return
 	}
 	x.countRuns(i, -1)
+	x.track(i, -1)
 	x.countAlloc(i, -1)
 	x.allocs[i], x.recs[i] = incAlloc{}, Alloc{}
 	delete(x.allocAt, id)
@@ -439,6 +462,7 @@ func (x *Incremental) RemoveAlloc(id string) {
 		clear(x.allocs[k:])
 		clear(x.recs[k:])
 		x.allocs, x.recs, x.aHoles = x.allocs[:k], x.recs[:k], 0
+		x.lists.ok = false // renumbered
 	}
 }
 
@@ -492,12 +516,19 @@ func (x *Incremental) Snapshot() *Snapshot {
 // compact closes the holes left by removed jobs, renumbering the slots.
 func (x *Incremental) compact() {
 	k := 0
-	for _, j := range x.jobs {
-		if j.live {
-			x.jobAt[j.ID] = int32(k)
-			x.jobs[k] = j
+	head := x.lists.head
+	for old := range x.jobs {
+		if x.jobs[old].live {
+			x.jobAt[x.jobs[old].ID] = int32(k)
+			x.jobs[k] = x.jobs[old]
+			if x.lists.ok && old < len(head) && old != k {
+				head[k], head[old] = head[old], 0 // the record lists move with the jobs; a hole's is empty
+			}
 			k++
 		}
+	}
+	if x.lists.ok && k < len(head) {
+		x.lists.head = head[:k]
 	}
 	clear(x.jobs[k:])
 	x.jobs, x.holes = x.jobs[:k], 0

@@ -211,33 +211,8 @@ func (x *Incremental) read(h int) {
 	x.tl.queuedOrder = append(x.tl.queuedOrder, extra...)
 	x.tl.ap = x.tl.ap[:0]
 	x.tl.allocJob, x.tl.allocNode = x.tl.allocJob[:0], x.tl.allocNode[:0]
-	x.tl.outFree = resize(x.tl.outFree, len(x.nodes))
-	clear(x.tl.outFree)
-	for i := range x.allocs {
-		a := &x.allocs[i]
-		if !a.live {
-			continue
-		}
-		j := a.job // allocJobSlot's cached slot, checked here without a call
-		if j < 0 || a.jobEra != x.jobEra || a.jobGen != x.gen(j) {
-			j = x.allocJobSlot(int32(i))
-		}
-		n := x.allocNodeIndex(int32(i))
-		if j >= 0 && x.mark[j] != x.epoch {
-			// Running free work left out (pinFreeWork): its live
-			// allocations hold GPUs Nomad may preempt, on plain nodes.
-			if a.running {
-				x.tl.outFree[n] += a.gpus
-			}
-			continue
-		}
-		x.tl.ap = append(x.tl.ap, &x.recs[i])
-		if j >= 0 {
-			j = x.viewAt[j] // every job with allocations read is
-		}
-		x.tl.allocJob = append(x.tl.allocJob, j)
-		x.tl.allocNode = append(x.tl.allocNode, n)
-	}
+	x.takeRecs(inc) // the records of the jobs read and of none; tl.outFree
+
 	x.tl.before = x.queuedBefore
 	if x.tl.job == nil {
 		x.tl.job, x.tl.node = x.viewJob, x.viewNode
@@ -273,8 +248,16 @@ func (x *Incremental) pinFreeWork() {
 		x.growRuns(len(x.jobs)) // jobs put since: none has a record counted
 	}
 	if x.runsOK {
+		if len(x.runsDue) > 0 {
+			x.listed()
+			for _, s := range x.runsDue {
+				x.recountSlot(s)
+			}
+			x.runsDue = x.runsDue[:0]
+		}
 		return
 	}
+	x.runsDue = x.runsDue[:0]
 	for s := range x.runs {
 		x.runs[s].recount()
 	}
@@ -288,6 +271,17 @@ func (x *Incremental) pinFreeWork() {
 		}
 	}
 	x.runsOK = true
+}
+
+// recountSlot counts job slot s's runs again from its own records (the
+// record lists are kept: listed).
+func (x *Incremental) recountSlot(s int32) {
+	r := &x.runs[s]
+	r.recount()
+	for i := x.lists.first(s); i >= 0; i = x.lists.next(i) {
+		n := x.allocNodeIndex(i)
+		r.count(&x.allocs[i], n >= 0 && x.plain[n], 1)
+	}
 }
 
 // leftOutRunning reports whether job slot s, which has allocations, is

@@ -33,6 +33,13 @@ type incWorld struct {
 	runsKept int
 	// outKept counts leftOutRunning answers kept from an earlier decision.
 	outKept int
+	// listsKept counts decisions that began with the record lists kept
+	// through the deltas since the last (Incremental.lists).
+	listsKept int
+	// dueKept counts decisions that began with the run counts kept but
+	// for some jobs' (Incremental.runsDue), counted again from their
+	// records alone.
+	dueKept int
 	// nodesKept counts decisions that kept what they derive from the nodes
 	// alone from the decision before (Decider.capKept); drained those that
 	// had a node drain could act on (Decider.drainNodes).
@@ -67,6 +74,13 @@ func (w *incWorld) decide(t *testing.T, step int) {
 	want := Decide(snap, w.tree, w.fs, w.now, w.cfg)
 	if w.inc.runsOK {
 		w.runsKept++
+		if len(w.inc.runsDue) > 0 {
+			w.dueKept++
+		}
+	}
+	if w.inc.lists.ok && len(w.inc.lists.nodeRun) == len(w.inc.nodes) {
+		w.listsKept++
+		w.checkLists(t, step)
 	}
 	got := w.inc.Decide(w.tree, w.fs, w.now, w.cfg)
 	if !reflect.DeepEqual(got, want) {
@@ -136,6 +150,58 @@ func (w *incWorld) decide(t *testing.T, step int) {
 		}
 	}
 	w.apply(got)
+}
+
+// checkLists compares the record lists kept through the deltas with the
+// lists made afresh from every record.
+func (w *incWorld) checkLists(t *testing.T, step int) {
+	t.Helper()
+	x := &w.inc
+	keptOf, keptNone, keptRun := recSets(&x.lists), recSet(&x.lists, x.lists.none), slices.Clone(x.lists.nodeRun)
+	x.relist()
+	freshOf, freshNone := recSets(&x.lists), recSet(&x.lists, x.lists.none)
+	for s := range max(len(keptOf), len(freshOf)) {
+		var k, f []int32
+		if s < len(keptOf) {
+			k = keptOf[s]
+		}
+		if s < len(freshOf) {
+			f = freshOf[s]
+		}
+		if !slices.Equal(k, f) {
+			t.Fatalf("step %d (%v): job slot %d: records kept %v, listed afresh %v", step, w.steps, s, k, f)
+		}
+	}
+	if !slices.Equal(keptNone, freshNone) || !slices.Equal(keptRun, x.lists.nodeRun) {
+		t.Fatalf("step %d (%v): records of no job kept %v, afresh %v; running GPUs by node kept %v, afresh %v",
+			step, w.steps, keptNone, freshNone, keptRun, x.lists.nodeRun)
+	}
+}
+
+// recSets lists each job slot's records, sorted, walking the links forward
+// and checking them backward.
+func recSets(l *recLists) [][]int32 {
+	var of [][]int32
+	for _, h := range l.head {
+		of = append(of, recSet(l, h))
+	}
+	return of
+}
+
+// recSet is the list whose head is h, sorted; nil when a backward link
+// does not match.
+func recSet(l *recLists, h int32) []int32 {
+	var out []int32
+	prev := int32(0)
+	for i := h - 1; i >= 0; i = l.nextOf[i] - 1 {
+		if l.prev[i] != prev {
+			return []int32{-1, i} // a broken link
+		}
+		out = append(out, i)
+		prev = i + 1
+	}
+	slices.Sort(out)
+	return out
 }
 
 func planDiff(got, want *Plan) string {
@@ -260,13 +326,25 @@ func (w *incWorld) delta() {
 		}
 		w.seq++
 		n := snap.Nodes[r.Intn(len(snap.Nodes))]
-		w.inc.PutAlloc(Alloc{ID: fmt.Sprintf("a%d", w.seq), Job: j.ID, Node: n.ID, Group: "g", GPUs: j.Groups[0].GPUs,
-			StartedAt: w.now, ClientStatus: ClientRunning, DesiredStatus: DesiredRun})
-	case 3: // an allocation stops, fails or is collected
+		a := Alloc{ID: fmt.Sprintf("a%d", w.seq), Job: j.ID, Node: n.ID, Group: "g", GPUs: j.Groups[0].GPUs,
+			StartedAt: w.now, ClientStatus: ClientRunning, DesiredStatus: DesiredRun}
+		if r.Intn(4) == 0 {
+			a.StartedAt, a.ClientStatus = time.Time{}, ClientPending // placed, starts later (case 3)
+		}
+		w.inc.PutAlloc(a)
+	case 3: // an allocation starts, stops, fails or is collected
 		if len(snap.Allocs) == 0 {
 			return
 		}
 		a := snap.Allocs[r.Intn(len(snap.Allocs))]
+		if a.ClientStatus == ClientPending && r.Intn(2) == 0 {
+			a.StartedAt, a.ClientStatus = w.now, ClientRunning
+			if r.Intn(2) == 0 { // the record replaced by one on another node (PutAlloc keeps its place)
+				a.Node = snap.Nodes[r.Intn(len(snap.Nodes))].ID
+			}
+			w.inc.PutAlloc(a)
+			return
+		}
 		switch r.Intn(3) {
 		case 0:
 			w.inc.RemoveAlloc(a.ID)
@@ -359,7 +437,7 @@ func TestIncrementalMatchesDecide(t *testing.T) {
 	cfgs := map[string]Config{"default": DefaultConfig(), "narrow band, few evaluations": narrow}
 	for name, cfg := range cfgs {
 		t.Run(name, func(t *testing.T) {
-			leftOut, smaller, freeOut, pinned, kept, outKept, decisions := 0, 0, 0, 0, 0, 0, 0
+			leftOut, smaller, freeOut, pinned, kept, outKept, listsKept, dueKept, decisions := 0, 0, 0, 0, 0, 0, 0, 0, 0
 			nodesKept, drained := 0, 0
 			for seed := int64(1); seed <= 12; seed++ {
 				w := newIncWorld(seed, cfg, 150+int(seed)*20)
@@ -376,6 +454,8 @@ func TestIncrementalMatchesDecide(t *testing.T) {
 				pinned += w.pinned
 				kept += w.runsKept
 				outKept += w.outKept
+				listsKept += w.listsKept
+				dueKept += w.dueKept
 				nodesKept += w.nodesKept
 				drained += w.drained
 			}
@@ -386,6 +466,13 @@ func TestIncrementalMatchesDecide(t *testing.T) {
 			t.Logf("%d answers of leftOutRunning kept from an earlier decision", outKept)
 			if outKept < decisions {
 				t.Errorf("only %d answers of leftOutRunning kept in %d decisions: the test does not exercise them", outKept, decisions)
+			}
+			t.Logf("%d decisions kept the record lists through the deltas, %d counted some jobs' runs again from their records alone", listsKept, dueKept)
+			if dueKept == 0 {
+				t.Errorf("no decision counted a job's runs again from its records alone: the test does not exercise it")
+			}
+			if listsKept < decisions/4 {
+				t.Errorf("only %d of %d decisions kept the record lists through the deltas: the test does not exercise them", listsKept, decisions)
 			}
 			if kept < decisions/4 {
 				t.Errorf("only %d of %d decisions kept the run counts through the deltas: the test does not exercise them", kept, decisions)
@@ -408,7 +495,7 @@ func TestIncrementalMatchesDecide(t *testing.T) {
 // with Decide's.
 func TestIncrementalCompaction(t *testing.T) {
 	w := newIncWorld(7, DefaultConfig(), 300)
-	compactions := 0
+	compactions, listed := 0, 0
 	for step := 0; step < 40; step++ {
 		snap := w.inc.Snapshot()
 		before := w.inc.jobEra
@@ -421,6 +508,10 @@ func TestIncrementalCompaction(t *testing.T) {
 				}
 			}
 		}
+		if w.inc.jobEra != before && w.inc.lists.ok {
+			listed++ // the record lists moved with the slots: as listed afresh?
+			w.checkLists(t, step)
+		}
 		for k := 0; k < 30; k++ {
 			w.delta()
 		}
@@ -429,8 +520,8 @@ func TestIncrementalCompaction(t *testing.T) {
 		}
 		w.decide(t, step)
 	}
-	if compactions == 0 {
-		t.Fatal("no compaction happened: the test does not exercise stale slots")
+	if compactions == 0 || listed == 0 {
+		t.Fatalf("%d compactions, %d with the record lists kept: the test does not exercise stale slots", compactions, listed)
 	}
 	t.Logf("%d compactions in 40 decisions", compactions)
 }

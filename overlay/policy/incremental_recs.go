@@ -1,0 +1,218 @@
+package policy
+
+import (
+	bits64 "math/bits"
+	"slices"
+)
+
+// recLists is what read takes of the allocation records, kept through
+// PutAlloc and RemoveAlloc so that a decision reads the records of the
+// jobs it reads instead of scanning every record (Incremental.lists).
+// Each job slot's live records, and the live records of no slot, are a
+// list linked through the records (in no order: takeRecs marks them by
+// record), so that the lists allocate nothing per job and the collector
+// has no pointers to follow in them.
+type recLists struct {
+	ok bool
+	// head is by job slot: 1 + the first of its live records, 0 when it
+	// has none; none is the same for the live records of no slot.
+	head []int32
+	none int32
+	// nextOf and prev are by record: 1 + the next (previous) record of
+	// its list, 0 at its end.
+	nextOf, prev []int32
+	// nodeRun is by node: the GPUs of the running live records of a job
+	// slot there (those of the jobs read left out are tail.outFree).
+	nodeRun []int32
+	// bits and slot are takeRecs' scratch, by record: taken, and the
+	// slot of its job (-1: none).
+	bits []uint64
+	slot []int32
+}
+
+// first is the first record of job slot s's list, -1 when empty.
+func (l *recLists) first(s int32) int32 {
+	if int(s) >= len(l.head) {
+		return -1
+	}
+	return l.head[s] - 1
+}
+
+// next is the record after record i in its list, -1 at the end.
+func (l *recLists) next(i int32) int32 { return l.nextOf[i] - 1 }
+
+// listOf is the head of job slot s's list (s >= 0) or of the records of no
+// slot (s < 0), grown to hold s.
+func (l *recLists) listOf(s int32) *int32 {
+	if s < 0 {
+		return &l.none
+	}
+	if k := len(l.head); int(s) >= k {
+		l.head = slices.Grow(l.head, int(s)+1-k)[:s+1]
+		clear(l.head[k:])
+	}
+	return &l.head[s]
+}
+
+// link puts record i at the front of the list whose head is h.
+func (l *recLists) link(h *int32, i int32) {
+	if n := int(i) + 1; n > len(l.nextOf) {
+		l.nextOf = slices.Grow(l.nextOf, n-len(l.nextOf))[:n]
+		l.prev = slices.Grow(l.prev, n-len(l.prev))[:n]
+	}
+	l.nextOf[i], l.prev[i] = *h, 0
+	if *h != 0 {
+		l.prev[*h-1] = i + 1
+	}
+	*h = i + 1
+}
+
+// unlink takes record i out of the list whose head is h.
+func (l *recLists) unlink(h *int32, i int32) {
+	p, n := l.prev[i], l.nextOf[i]
+	if p != 0 {
+		l.nextOf[p-1] = n
+	} else {
+		*h = n
+	}
+	if n != 0 {
+		l.prev[n-1] = p
+	}
+	l.nextOf[i], l.prev[i] = 0, 0
+}
+
+// track adds (d = 1) or takes away (d = -1) live record i in the lists,
+// while they are kept. A record's slot and node are as allocJobSlot and
+// allocNodeIndex resolve them now; the callers keep them unchanged in
+// between (or clear lists.ok).
+func (x *Incremental) track(i int32, d int32) {
+	if !x.lists.ok {
+		return
+	}
+	l := &x.lists
+	s := x.allocJobSlot(i)
+	if d > 0 {
+		l.link(l.listOf(s), i)
+	} else {
+		l.unlink(l.listOf(s), i)
+	}
+	if s >= 0 {
+		x.trackRun(i, d)
+	}
+}
+
+// trackRun adds or takes away record i's GPUs in nodeRun, when it runs, has
+// a job slot and a known node.
+func (x *Incremental) trackRun(i int32, d int32) {
+	a := &x.allocs[i]
+	if !a.running {
+		return
+	}
+	if n := x.allocNodeIndex(i); n >= 0 {
+		x.lists.nodeRun[n] += d * a.gpus
+	}
+}
+
+// listed makes the lists again unless they are kept.
+func (x *Incremental) listed() {
+	if !x.lists.ok || len(x.lists.nodeRun) != len(x.nodes) {
+		x.relist()
+	}
+}
+
+// relist makes the lists again from every live record.
+func (x *Incremental) relist() {
+	l := &x.lists
+	l.head = resize(l.head, len(x.jobs))
+	clear(l.head)
+	l.none = 0
+	l.nodeRun = resize(l.nodeRun, len(x.nodes))
+	clear(l.nodeRun)
+	l.ok = true
+	for i := range x.allocs {
+		if x.allocs[i].live {
+			x.track(int32(i), 1)
+		}
+	}
+}
+
+// disown moves the records of job slot s, whose job is being removed,
+// to the records of no slot (before the slot's generation moves on).
+func (x *Incremental) disown(s int32) {
+	l := &x.lists
+	if !l.ok {
+		return
+	}
+	for i := l.first(s); i >= 0; i = l.first(s) {
+		x.trackRun(i, -1)
+		l.unlink(&l.head[s], i)
+		l.link(&l.none, i)
+	}
+}
+
+// adopt moves the records of no slot that name job slot s's job, put
+// after them, to the slot.
+func (x *Incremental) adopt(s int32) {
+	l := &x.lists
+	if !l.ok {
+		return
+	}
+	id := x.jobs[s].ID
+	for i := l.none - 1; i >= 0; {
+		n := l.nextOf[i] - 1
+		if x.recs[i].Job == id {
+			l.unlink(&l.none, i)
+			l.link(l.listOf(s), i)
+			x.trackRun(i, 1)
+		}
+		i = n
+	}
+}
+
+// takeRecs puts in tl the live records read takes, in index order: those
+// of the job slots in inc (the jobs read) and those of no slot, with their
+// jobs' indexes in the view (the slot's viewAt) and their nodes' indexes.
+// It fills tl.outFree, by node, with the GPUs of the running records of
+// the jobs left out: running free work (pinFreeWork), whose live
+// allocations hold GPUs Nomad may preempt, on plain nodes.
+func (x *Incremental) takeRecs(inc []int32) {
+	x.listed()
+	l := &x.lists
+	l.bits = resize(l.bits, (len(x.allocs)+63)/64)
+	clear(l.bits)
+	l.slot = resize(l.slot, len(x.allocs))
+	for _, s := range inc {
+		for i := l.first(s); i >= 0; i = l.nextOf[i] - 1 {
+			l.bits[i>>6] |= 1 << (i & 63)
+			l.slot[i] = s
+		}
+	}
+	for i := l.none - 1; i >= 0; i = l.nextOf[i] - 1 {
+		l.bits[i>>6] |= 1 << (i & 63)
+		l.slot[i] = -1
+	}
+	t := &x.tl
+	t.outFree = resize(t.outFree, len(x.nodes))
+	copy(t.outFree, l.nodeRun)
+	for w, bits := range l.bits {
+		for bits != 0 {
+			i := int32(w<<6 + bits64.TrailingZeros64(bits))
+			bits &= bits - 1
+			a := &x.allocs[i]
+			n := a.node // allocNodeIndex's cached index, checked here without a call
+			if n < 0 || a.nodeEra != x.nodeEra {
+				n = x.allocNodeIndex(i)
+			}
+			j := l.slot[i]
+			if j >= 0 {
+				if a.running && n >= 0 {
+					t.outFree[n] -= a.gpus // read: not left out
+				}
+				j = x.viewAt[j] // every job with records read is
+			}
+			t.ap = append(t.ap, &x.recs[i])
+			t.allocJob = append(t.allocJob, j)
+			t.allocNode = append(t.allocNode, n)
+		}
+	}
+}
