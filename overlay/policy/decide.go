@@ -141,6 +141,7 @@ func (d *Decider) Decide(snap *Snapshot, tree *budgets.Tree, fs *budgets.FairSha
 	d.evaluateHeld()      // memory.go: rule 6 when a victim's replacement took GPUs
 	d.evaluateRecovered() // explain.go: rule 6 after recoveries
 	d.tier()              // tier.go: bands and priorities (rules 1-4), hysteresis
+	d.orderStops()        // stoporder.go: stops lowest level first
 	d.recordVictims()     // memory.go: this plan's victims, held from now on
 	d.recordIssued()      // memory.go: this plan's stops and evaluations, settling
 	if d.tl == nil || d.tl.explain {

@@ -103,6 +103,11 @@ type StopJob struct {
 	Job, Namespace string
 	Allocs         []string
 	Reason         Reason
+	// Level is the priority the job is at when the stop lands (its write in
+	// this plan, else its priority now): the plan lists its stops lowest
+	// level first, and the adapter finishes the stops of one level before
+	// it starts the next (stoporder.go).
+	Level int
 }
 
 // NodeActionKind is what to do to a node.

@@ -263,7 +263,8 @@ func fillJob(pj *policy.Job, j *nomad.Job, id string, in SnapshotInput) {
 }
 
 // OpsFromPlan lists a plan's writes in the order the plan prescribes:
-// priorities (in their policy.WriteStep steps), stops, signals, node
+// priorities (in their policy.WriteStep steps), stops (a step per level,
+// lowest first), signals, node
 // actions, evaluations. The Applier skips the stops of a job whose
 // priority write failed.
 func OpsFromPlan(p *policy.Plan) []nomad.Op {
@@ -272,9 +273,13 @@ func OpsFromPlan(p *policy.Plan) []nomad.Op {
 		ops = append(ops, nomad.Op{Kind: nomad.OpSetPriority, Job: jobKeyOf(sp.Namespace, sp.Job), Priority: sp.To,
 			ModifyIndex: sp.ModifyIndex, Reason: sp.Reason.String(), Step: uint8(sp.Step)})
 	}
-	for _, st := range p.Stops {
+	var step uint8 // stops lowest level first, each level a step (policy stoporder.go)
+	for i, st := range p.Stops {
+		if i > 0 && st.Level != p.Stops[i-1].Level && step < 255 {
+			step++
+		}
 		ops = append(ops, nomad.Op{Kind: nomad.OpStop, Job: jobKeyOf(st.Namespace, st.Job), Allocs: st.Allocs,
-			Reason: st.Reason.String()})
+			Reason: st.Reason.String(), Step: step})
 	}
 	for _, sg := range p.Signals {
 		ops = append(ops, nomad.Op{Kind: nomad.OpSignal, Job: jobKeyOf(sg.Namespace, sg.Job), Allocs: sg.Allocs, Signal: sg.Signal,

@@ -145,6 +145,23 @@ func TestOpsFromPlan(t *testing.T) {
 	}
 }
 
+// The plan lists its stops lowest level first (policy stoporder.go); each
+// level is a step of its own, so the stops of victims lowered below a
+// replacement's reach land before any stop that makes that replacement.
+func TestOpsFromPlanStopsByLevel(t *testing.T) {
+	p := &policy.Plan{Stops: []policy.StopJob{
+		{Job: "a", Namespace: "research", Level: 69}, {Job: "b", Namespace: "research", Level: 69},
+		{Job: "c", Namespace: "research", Level: 79}, {Job: "d", Namespace: "research", Level: 90},
+	}}
+	var steps []uint8
+	for _, op := range OpsFromPlan(p) {
+		steps = append(steps, op.Step)
+	}
+	if want := []uint8{0, 0, 1, 2}; !cmp.Equal(steps, want) {
+		t.Errorf("stop steps %v, want %v", steps, want)
+	}
+}
+
 func TestJobKeyOf(t *testing.T) {
 	for _, tt := range []struct {
 		ns, id string
