@@ -109,17 +109,7 @@ func TestFidelity(t *testing.T) {
 		t.Skip("skip: the fidelity harness runs with make fidelity (ALLOT_FIDELITY=1), ~10 minutes against a real Nomad")
 	}
 	nomadBinary(t)
-	_, here, _, _ := runtime.Caller(0)
-	dir := filepath.Join(filepath.Dir(here), "..", "examples", "sim", "fidelity")
-	tree, err := hcl.LoadDir(filepath.Join(dir, "budgets"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := os.Getenv("ALLOT_FIDELITY_OUT")
-	if out == "" {
-		out = t.TempDir()
-	}
-	spec := fidelityCluster(t, filepath.Join(dir, "cluster.hcl"))
+	dir, tree, out, spec := fidelitySetup(t)
 	// The tasks' progress files: removed after the agents (and their tasks)
 	// are stopped, as cleanups run last registered first.
 	progress := t.TempDir()
@@ -259,17 +249,7 @@ func TestFidelityReplay(t *testing.T) {
 	if in == "" {
 		t.Skip("skip: replays a kept run of the fidelity harness through the model (ALLOT_FIDELITY_REPLAY=DIR)")
 	}
-	_, here, _, _ := runtime.Caller(0)
-	dir := filepath.Join(filepath.Dir(here), "..", "examples", "sim", "fidelity")
-	tree, err := hcl.LoadDir(filepath.Join(dir, "budgets"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := os.Getenv("ALLOT_FIDELITY_OUT")
-	if out == "" {
-		out = t.TempDir()
-	}
-	spec := fidelityCluster(t, filepath.Join(dir, "cluster.hcl"))
+	dir, tree, out, spec := fidelitySetup(t)
 	var summary strings.Builder
 	for _, ft := range fidelityTraces {
 		f, err := os.Open(filepath.Join(in, ft.name+".nomad.jsonl"))
@@ -498,6 +478,24 @@ func writeEvents(t *testing.T, path string, evs []sim.Event) {
 
 // fidelityCluster is the model's cluster, examples/sim/fidelity/cluster.hcl:
 // the harness's clients.
+// fidelitySetup returns the fidelity traces' directory, their budgets, the
+// directory the logs go to (ALLOT_FIDELITY_OUT, or a temp dir) and the
+// cluster the traces run on.
+func fidelitySetup(t *testing.T) (dir string, tree *budgets.Tree, out string, spec sim.ClusterSpec) {
+	t.Helper()
+	_, here, _, _ := runtime.Caller(0)
+	dir = filepath.Join(filepath.Dir(here), "..", "examples", "sim", "fidelity")
+	tree, err := hcl.LoadDir(filepath.Join(dir, "budgets"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out = os.Getenv("ALLOT_FIDELITY_OUT")
+	if out == "" {
+		out = t.TempDir()
+	}
+	return dir, tree, out, fidelityCluster(t, filepath.Join(dir, "cluster.hcl"))
+}
+
 func fidelityCluster(t *testing.T, path string) sim.ClusterSpec {
 	t.Helper()
 	f, err := hcl.LoadCluster(path)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/allot-sched/allot/budgets"
 )
 
 func TestKendallTauB(t *testing.T) {
@@ -305,33 +307,13 @@ func TestReadEventsErrors(t *testing.T) {
 // The model's event log of the example trace: it reads back, compares equal
 // to itself, and its GPU time is the run's.
 func TestSimEventLog(t *testing.T) {
-	f, err := os.Open("../../examples/sim/small.csv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	tr, err := ReadCSV(f, ReadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := readTraceFile(t, "../../examples/sim/small.csv")
 	tree := exampleTree(t)
 	for _, p := range []Policy{NewBaseline(DefaultBaselineConfig()), mustAllot(t)} {
 		var buf bytes.Buffer
-		w := NewEventWriter(&buf)
 		opts := DefaultOptions()
 		opts.Horizon = 24 * time.Hour
-		opts.Events = w.Write
-		r, err := Run(tr, UniformCluster(2, 8), tree, p, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Flush(); err != nil {
-			t.Fatal(err)
-		}
-		evs, err := ReadEvents(&buf)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r, evs := runLogged(t, tr, UniformCluster(2, 8), tree, p, opts, &buf)
 		kinds := map[EventKind]int{}
 		for _, e := range evs {
 			kinds[e.Kind]++
@@ -360,31 +342,11 @@ func TestSimEventLog(t *testing.T) {
 // stopped for owed after 2h and loses those 2h at 8 GPUs; summed, the
 // log's Lost is the run's lost GPU hours, by stop reason too.
 func TestSimEventLogLost(t *testing.T) {
-	f, err := os.Open("../../examples/sim/suite/squatter.csv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	tr, err := ReadCSV(f, ReadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := readTraceFile(t, "../../examples/sim/suite/squatter.csv")
 	var buf bytes.Buffer
-	w := NewEventWriter(&buf)
 	opts := DefaultOptions()
 	opts.Horizon, opts.Warmup = 12*time.Hour, 0
-	opts.Events = w.Write
-	r, err := Run(tr, UniformCluster(1, 8), exampleTree(t), mustAllot(t), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	evs, err := ReadEvents(&buf)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, evs := runLogged(t, tr, UniformCluster(1, 8), exampleTree(t), mustAllot(t), opts, &buf)
 	var lost float64
 	by := map[string]float64{}
 	var squat *Event
@@ -416,4 +378,39 @@ func TestSimEventLogLost(t *testing.T) {
 			t.Errorf("%s: the log's stops lose %.3f GPU hours, the run %.3f", p.Reason, by[p.Reason]/3600, p.LostGPUHours)
 		}
 	}
+}
+
+// readTraceFile reads the CSV trace at path.
+func readTraceFile(t *testing.T, path string) *Trace {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tr, err := ReadCSV(f, ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+// runLogged runs tr with opts, its event log written to buf, and returns
+// the result and the log read back.
+func runLogged(t *testing.T, tr *Trace, c ClusterSpec, tree *budgets.Tree, p Policy, opts Options, buf *bytes.Buffer) (*Result, []Event) {
+	t.Helper()
+	w := NewEventWriter(buf)
+	opts.Events = w.Write
+	r, err := Run(tr, c, tree, p, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := ReadEvents(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, evs
 }
