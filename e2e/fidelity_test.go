@@ -492,6 +492,8 @@ func fidelitySetup(t *testing.T) (dir string, tree *budgets.Tree, out string, sp
 	out = os.Getenv("ALLOT_FIDELITY_OUT")
 	if out == "" {
 		out = t.TempDir()
+	} else if err := os.MkdirAll(out, 0o755); err != nil {
+		t.Fatalf("ALLOT_FIDELITY_OUT=%s: %v", out, err)
 	}
 	return dir, tree, out, fidelityCluster(t, filepath.Join(dir, "cluster.hcl"))
 }
