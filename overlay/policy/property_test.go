@@ -246,7 +246,7 @@ func checkPlan(t *testing.T, seed int64, snap *Snapshot, p *Plan, now time.Time,
 	victims := map[string]bool{}
 	for _, s := range p.Stops {
 		if s.Reason.Code == ReasonVictim || s.Reason.Code == ReasonVictimOwn || s.Reason.Code == ReasonVictimPartial || s.Reason.Code == ReasonReservationStop ||
-			s.Reason.Code == ReasonPartialRelease { // released (rule 5c): a preemption gap below its standing (releasedLevel)
+			s.Reason.Code == ReasonPartialRelease { // released (rule 5c): below the pending band (releasedLevel)
 			victims[s.Job] = true
 		}
 	}

@@ -81,13 +81,13 @@ func (d *Decider) target(j int32) {
 		case info.givenBack:
 			// Released (rule 5c): it waits below the jobs of its
 			// standing, so Nomad places the jobs before it first.
-			info.target = d.releasedLevel(j)
+			info.target = d.cfg.releasedLevel()
 			info.reason = d.plan.Stops[slices.IndexFunc(d.plan.Stops, func(s StopJob) bool { return s.Job == d.jp[j].ID })].Reason
 		case info.keptBack:
 			// Released earlier and placed in part again (its
 			// replacements took GPUs no job before it could): it stays
 			// there until the hold ends, within reach of those jobs.
-			info.target, info.reason = d.releasedLevel(j), d.releaseReason(j)
+			info.target, info.reason = d.cfg.releasedLevel(), d.releaseReason(j)
 		}
 		if info.wait == WaitNone {
 			info.wait = WaitPartial

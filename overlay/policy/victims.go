@@ -274,8 +274,7 @@ func (d *Decider) releaseReason(j int32) Reason {
 // large-gangs of the suite (seed 1) stalled GPU hours came 2,111 from such
 // release and re-place cycles and 1,552 from gangs taking each other's
 // allocations through Nomad, out of 4,756.
-func (d *Decider) releasedLevel(int32) int {
-	c := &d.cfg
+func (c *Config) releasedLevel() int {
 	return c.Pending.Low - c.PreemptionGap + 1
 }
 

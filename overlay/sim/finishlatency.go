@@ -34,10 +34,7 @@ func (s *State) withhold(a int32) {
 		return
 	}
 	al := &s.allocs[a]
-	nd := &s.nodes[al.node]
-	s.index(al.node, -1)
-	nd.held |= al.mask
-	s.index(al.node, 1)
+	s.setHeld(al.node, s.nodes[al.node].held|al.mask)
 	r := report{at: s.now + d, node: al.node, mask: al.mask, alloc: a}
 	if n := len(s.ended); n > 0 && s.ended[n-1] == a { // stopAlloc's entry
 		s.ended, r.ended = s.ended[:n-1], true
@@ -52,10 +49,7 @@ func (s *State) reported() {
 	k := 0
 	for ; k < len(s.reports) && s.reports[k].at <= s.now; k++ {
 		r := s.reports[k]
-		nd := &s.nodes[r.node]
-		s.index(r.node, -1)
-		nd.held &^= r.mask
-		s.index(r.node, 1)
+		s.setHeld(r.node, s.nodes[r.node].held&^r.mask)
 		if r.ended {
 			s.ended = append(s.ended, r.alloc)
 		}

@@ -368,6 +368,13 @@ func itoa(i int) string {
 	return string(b[n:])
 }
 
+// setHeld sets node i's held GPUs to held, keeping the free-GPU indexes.
+func (s *State) setHeld(i int32, held uint64) {
+	s.index(i, -1)
+	s.nodes[i].held = held
+	s.index(i, 1)
+}
+
 // index adds (d=1) or removes (d=-1) node i from the capacity histograms,
 // and sets its freeOn entry to what the node has now.
 func (s *State) index(i int32, d int32) {
@@ -809,9 +816,7 @@ func (s *State) startAlloc(i int32, slot int, n int32, mask uint64) {
 	exit := s.onExiting(n, mask)
 	s.allocs = append(s.allocs, alloc{job: i, node: n, slot: int32(slot), gpus: int16(g), mask: mask,
 		start: s.now, end: -1, preemptAt: pa, preemptedBy: -1, exitAt: exit, runsAt: s.startsAt(exit)})
-	s.index(n, -1)
-	nd.held |= mask
-	s.index(n, 1)
+	s.setHeld(n, nd.held|mask)
 	nd.allocs = append(nd.allocs, a)
 	s.emitPlace(j, a)
 	s.lowOn[n] = min(s.lowOn[n], int32(j.prio))
@@ -847,9 +852,7 @@ func (s *State) stopAlloc(a int32, why StopReason, by int32) {
 		s.ended = append(s.ended, a)
 	}
 	s.emitStop(a, ran, lost)
-	s.index(al.node, -1)
-	nd.held &^= al.mask
-	s.index(al.node, 1)
+	s.setHeld(al.node, nd.held&^al.mask)
 	if k := slices.Index(nd.allocs, a); k >= 0 {
 		nd.allocs = slices.Delete(nd.allocs, k, k+1)
 	}
