@@ -34,9 +34,15 @@ type metrics struct {
 	leafShare []float64
 	leafLast  []int64
 	leafRun   []int64 // GPUs held by the leaf's allocated jobs
-	leafDem   []int64 // GPUs of the leaf's running + pending allocated jobs
+	leafDem   []int64 // GPUs of the leaf's running + pending allocated jobs that some node may hold
 	delivered [][]int64
 	demand    [][]int64
+	// leafNever is the GPUs of the leaf's pending allocated jobs that no
+	// node of their pool and model can hold (job.feas 0), and neverSec
+	// their GPU-seconds: demand no scheduler can serve, left out of owed
+	// (unservable).
+	leafNever []int64
+	neverSec  []int64
 
 	drain  drainMetrics
 	notice noticeMetrics
@@ -69,6 +75,8 @@ func newMetrics(capacity, nLeaves int, shares []float64, from int64) *metrics {
 	m.leafLast = make([]int64, nLeaves)
 	m.leafRun = make([]int64, nLeaves)
 	m.leafDem = make([]int64, nLeaves)
+	m.leafNever = make([]int64, nLeaves)
+	m.neverSec = make([]int64, nLeaves)
 	m.delivered = make([][]int64, nLeaves)
 	m.demand = make([][]int64, nLeaves)
 	return m
@@ -113,6 +121,7 @@ func (m *metrics) flushLeaf(l int32, now int64) {
 	from := m.leafLast[l]
 	addHours(&m.delivered[l], from, now, m.leafRun[l])
 	addHours(&m.demand[l], from, now, m.leafDem[l])
+	m.neverSec[l] += m.leafNever[l] * max(now-from, 0)
 	m.leafLast[l] = now
 }
 
@@ -130,8 +139,23 @@ func (m *metrics) submittedJob(j *job, now int64) {
 	m.submitted++
 	if j.leaf >= 0 {
 		m.flushLeaf(j.leaf, now)
-		m.leafDem[j.leaf] += int64(j.spec.TotalGPUs())
+		*m.demandOf(j) += int64(j.spec.TotalGPUs())
 	}
+}
+
+// demandOf is the count job j's GPUs add to while it waits or runs: its
+// leaf's demand, or, when no node of its pool and model exists (Nomad
+// keeps it blocked for ever, Result.NeverPlaceable), its leaf's unservable
+// demand. Owed time is the leaf's fair share of what it asked for; a job
+// no scheduler could place asks nothing it could be given, and fair share
+// rightly gives its share to the others meanwhile, so counted as demand it
+// read as the leaf's shortfall under every policy (its leaf 0% of owed
+// for as long as the job waited).
+func (m *metrics) demandOf(j *job) *int64 {
+	if j.feas == 0 {
+		return &m.leafNever[j.leaf]
+	}
+	return &m.leafDem[j.leaf]
 }
 
 func (m *metrics) jobEnded(j *job, st JobStatus) {
@@ -142,7 +166,7 @@ func (m *metrics) jobEnded(j *job, st JobStatus) {
 	}
 	if j.leaf >= 0 {
 		m.flushLeaf(j.leaf, j.doneAt)
-		m.leafDem[j.leaf] -= int64(j.spec.TotalGPUs())
+		*m.demandOf(j) -= int64(j.spec.TotalGPUs())
 	}
 }
 

@@ -168,7 +168,7 @@ func WriteSummary(w io.Writer, rs []*Result) error {
 			row(b, func(r *Result) string {
 				for _, x := range r.Budgets {
 					if x.Budget == b {
-						return fmt.Sprintf("%.0f / %.0f (%.0f%%)", x.Delivered, x.Owed, 100*x.Ratio)
+						return budgetCell(x)
 					}
 				}
 				return "-"
@@ -176,4 +176,15 @@ func WriteSummary(w io.Writer, rs []*Result) error {
 		}
 	}
 	return tw.Flush()
+}
+
+// budgetCell is a leaf's "delivered / owed (ratio)", and the GPU hours of
+// demand left out of owed because no node of its jobs' pool and model can
+// hold them (BudgetResult.Unservable), when there were any.
+func budgetCell(x BudgetResult) string {
+	c := fmt.Sprintf("%.0f / %.0f (%.0f%%)", x.Delivered, x.Owed, 100*x.Ratio)
+	if x.Unservable > 0 {
+		c += fmt.Sprintf(", %.0f unplaceable not owed", x.Unservable)
+	}
+	return c
 }

@@ -139,7 +139,11 @@ type BudgetResult struct {
 	Delivered float64 `json:"delivered_gpu_hours"`
 	Owed      float64 `json:"owed_gpu_hours"`
 	Demand    float64 `json:"demand_gpu_hours"`
-	Ratio     float64 `json:"delivered_over_owed"`
+	// Unservable is the GPU time of the leaf's jobs that no node of their
+	// pool and model can hold, over the time they waited: left out of
+	// Demand and Owed (metrics.demandOf), for every policy alike.
+	Unservable float64 `json:"unservable_demand_gpu_hours,omitempty"`
+	Ratio      float64 `json:"delivered_over_owed"`
 }
 
 // DrainResult follows each unhealthy episode of a node (its first GPU
@@ -282,7 +286,7 @@ func (r *Result) budgets(m *metrics, tree *budgets.Tree) {
 			owed += min(capH, float64(v))
 		}
 		b := BudgetResult{Budget: leaf.Path, Share: leaf.Effective, Delivered: del / 3600, Owed: owed / 3600,
-			Demand: dem / 3600, Ratio: 1}
+			Demand: dem / 3600, Unservable: float64(m.neverSec[l]) / 3600, Ratio: 1}
 		if owed > 0 {
 			b.Ratio = del / owed
 		}
