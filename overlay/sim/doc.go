@@ -20,7 +20,10 @@
 // job without node_pool is), and with a model column only on nodes of that
 // GPU model (a device constraint). A job whose pool and model no node has
 // is registered and never placed, as in Nomad; Trace.Check warns of it,
-// counted, before the run, and Result.NeverPlaceable counts it. Nomad's
+// counted, before the run, and Result.NeverPlaceable counts it; its GPUs
+// are not its leaf's demand (no scheduler could give them), so they are
+// left out of owed time for every policy and the report names them
+// (BudgetResult.Unservable). Nomad's
 // built-in pool "all" is refused. A cluster pool's NodePool puts several
 // groups of nodes (H100 and B200, say) in one Nomad pool.
 //
