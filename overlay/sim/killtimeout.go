@@ -38,10 +38,15 @@ func killSec(j *job) int64 {
 	return int64(DefaultKillTimeout / time.Second)
 }
 
-// exiting records that the task of allocation a, stopped now, holds its
-// GPUs until it exits: Options.StopLatency and its kill_timeout from now.
-func (s *State) exiting(a int32) {
+// exiting records that the task of allocation a, stopped now for why,
+// holds its GPUs until it exits: Options.StopLatency and its kill_timeout
+// from now, or, preempted before its task started, until its client
+// reports it done (pendingStop).
+func (s *State) exiting(a int32, why StopReason) {
 	if !s.opts.KillTimeout {
+		return
+	}
+	if s.pendingStop(a, why) {
 		return
 	}
 	al := &s.allocs[a]
@@ -57,10 +62,14 @@ func (s *State) exiting(a int32) {
 // of node n exit; 0 when none does.
 func (s *State) onExiting(n int32, mask uint64) int64 {
 	nd := &s.nodes[n]
+	var at int64
 	if nd.exitBy > s.now && nd.exitMask&mask != 0 {
-		return nd.exitBy
+		at = nd.exitBy
 	}
-	return 0
+	if nd.pendBy > s.now && nd.pendMask&mask != 0 {
+		at = max(at, nd.pendBy)
+	}
+	return at
 }
 
 // killSaved is the work (seconds) job j saves of lost at a stop by
