@@ -136,7 +136,7 @@ func TestFidelity(t *testing.T) {
 			writeEvents(t, filepath.Join(out, ft.name+".nomad.jsonl"), real)
 			writeEvents(t, filepath.Join(out, ft.name+".sim.jsonl"), model)
 			writeLatencies(t, filepath.Join(out, ft.name+".latency.json"), lat)
-			line := compareLogs(t, out, ft.name, tr, ft.horizon, real, model,
+			line, _ := compareLogs(t, out, ft.name, tr, ft.horizon, real, model,
 				fmt.Sprintf("%d jobs, %s wall on Nomad (K=%d), start latency %s, start spacing %s, stop latency %s (of %d stopped tasks' exits; %s from placements), finish latency %s, pending stop latency %s (of %d victims preempted before they ran), allot's reaction %s (trace time; the model's)",
 					len(tr.Jobs), wall.Round(time.Second), fidelityScale, lat.Start, lat.Spacing, lat.Stop, len(exits), placedStop, lat.Finish, lat.Pending, len(pending), lat.Reaction))
 			fmt.Fprintf(&summary, "%s\twall %s\n", line, wall.Round(time.Second))
@@ -147,16 +147,14 @@ func TestFidelity(t *testing.T) {
 
 // compareLogs compares the real side's log of a trace with the model's,
 // logs the comparison (after head) and writes it to DIR/NAME.compare.txt,
-// and returns its summary line. It fails the test below floors far below
+// and returns its summary line and figures. It fails the test below floors far below
 // the targets: the harness works (every job submitted, most started, the
 // start orders positively related). The targets are measured and
 // reported, not asserted: on this loaded machine slicing's tau ranged
 // 0.33-0.74 between runs.
-func compareLogs(t *testing.T, dir, name string, tr *sim.Trace, horizon time.Duration, real, model []sim.Event, head string) string {
+func compareLogs(t *testing.T, dir, name string, tr *sim.Trace, horizon time.Duration, real, model []sim.Event, head string) (string, *sim.Fidelity) {
 	t.Helper()
-	// Jobs the same but for the name are interchangeable (which of them
-	// Nomad stops or starts first is a coin toss): matched.
-	fd := sim.Compare(real, model, sim.CompareOptions{Horizon: horizon, Tie: fidelityTie, Alike: sim.AlikeJobs(tr)})
+	fd := compareAlike(tr, horizon, real, model)
 	raw := sim.Compare(real, model, sim.CompareOptions{Horizon: horizon, Tie: fidelityTie})
 	var b bytes.Buffer
 	if err := sim.WriteFidelity(&b, fd, "nomad", "sim"); err != nil {
@@ -172,7 +170,52 @@ func compareLogs(t *testing.T, dir, name string, tr *sim.Trace, horizon time.Dur
 	return fmt.Sprintf("%s\t%d jobs\ttau %.3f (unmatched %.3f)\tstops same %.0f%% (%d/%d/%d; unmatched %.0f%%)\twait p50 %s/%s p90 %s/%s\tworst budget %+.1f%%\t%s",
 		name, len(tr.Jobs), fd.Tau, raw.Tau, 100*fd.StopMatch, len(fd.StoppedBoth), len(fd.StoppedOnlyA), len(fd.StoppedOnlyB), 100*raw.StopMatch,
 		fmtTrace(fd.WaitA.P50), fmtTrace(fd.WaitB.P50), fmtTrace(fd.WaitA.P90), fmtTrace(fd.WaitB.P90),
-		100*worstBudget(fd), budgetDiffs(fd))
+		100*worstBudget(fd), budgetDiffs(fd)), fd
+}
+
+// compareAlike is the harness's comparison of two logs of trace tr: jobs
+// the same but for the name are interchangeable (which of them Nomad stops
+// or starts first is a coin toss) and matched.
+func compareAlike(tr *sim.Trace, horizon time.Duration, a, b []sim.Event) *sim.Fidelity {
+	return sim.Compare(a, b, sim.CompareOptions{Horizon: horizon, Tie: fidelityTie, Alike: sim.AlikeJobs(tr)})
+}
+
+// spread is the harness's figures over several comparisons of one trace:
+// the mean and range of tau, the mean share of stopped jobs stopped on
+// both sides, the mean distance of the wait p50 and p90 (trace seconds)
+// and of the worst budget's GPU time (a share).
+type spread struct {
+	n                   int
+	tau, tauMin, tauMax float64
+	stops               float64
+	p50, p90            float64
+	budget              float64
+}
+
+func spreadOf(fds []*sim.Fidelity) spread {
+	sp := spread{n: len(fds), tauMin: 1, tauMax: -1}
+	if sp.n == 0 {
+		return sp
+	}
+	for _, fd := range fds {
+		sp.tau += fd.Tau
+		sp.tauMin, sp.tauMax = min(sp.tauMin, fd.Tau), max(sp.tauMax, fd.Tau)
+		sp.stops += fd.StopMatch
+		sp.p50 += abs(fd.WaitA.P50 - fd.WaitB.P50)
+		sp.p90 += abs(fd.WaitA.P90 - fd.WaitB.P90)
+		sp.budget += abs(worstBudget(fd))
+	}
+	n := float64(sp.n)
+	sp.tau, sp.stops, sp.p50, sp.p90, sp.budget = sp.tau/n, sp.stops/n, sp.p50/n, sp.p90/n, sp.budget/n
+	return sp
+}
+
+func (sp spread) String() string {
+	if sp.n == 0 {
+		return "no comparisons"
+	}
+	return fmt.Sprintf("tau %.3f (%.2f-%.2f)\tstops same %.0f%%\twait p50 apart %s, p90 %s\tworst budget %.1f%%\t(%d)",
+		sp.tau, sp.tauMin, sp.tauMax, 100*sp.stops, fmtTrace(sp.p50), fmtTrace(sp.p90), 100*sp.budget, sp.n)
 }
 
 // budgetDiffs is each budget's GPU time on the model against Nomad.
@@ -244,40 +287,75 @@ func readLatencies(path string) (fidelityLatencies, error) {
 // harness's model options as they are now, and compares: what a change to
 // the model is worth on runs already made, without Nomad. The model's logs
 // and comparisons go to ALLOT_FIDELITY_OUT (a temp dir without it).
+//
+// ALLOT_FIDELITY_REPLAY may list several runs' directories (separated as
+// PATH is, all made at one K): each is replayed, and for each trace the
+// model's figures against Nomad (the mean and range over the runs) are
+// logged beside Nomad's against itself (over every pair of the runs'
+// real logs): the noise floor the model cannot be measured below.
 func TestFidelityReplay(t *testing.T) {
-	in := os.Getenv("ALLOT_FIDELITY_REPLAY")
-	if in == "" {
-		t.Skip("skip: replays a kept run of the fidelity harness through the model (ALLOT_FIDELITY_REPLAY=DIR)")
+	ins := filepath.SplitList(os.Getenv("ALLOT_FIDELITY_REPLAY"))
+	if len(ins) == 0 {
+		t.Skip("skip: replays a kept run of the fidelity harness through the model (ALLOT_FIDELITY_REPLAY=DIR, or several)")
 	}
 	dir, tree, out, spec := fidelitySetup(t)
 	var summary strings.Builder
 	for _, ft := range fidelityTraces {
-		f, err := os.Open(filepath.Join(in, ft.name+".nomad.jsonl"))
-		if os.IsNotExist(err) {
-			continue
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		real, err := sim.ReadEvents(f)
-		f.Close()
-		if err != nil {
-			t.Fatalf("%s: %v", f.Name(), err)
-		}
-		lat, err := readLatencies(filepath.Join(in, ft.name+".latency.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		lat.Finish = finishLatency(real) // from the log, as the harness measures it
 		tr := readFidelityTrace(t, filepath.Join(dir, ft.name+".csv"))
-		model := runOnModel(t, spec, tree, asArrived(tr, real), ft.horizon, lat)
-		writeEvents(t, filepath.Join(out, ft.name+".sim.jsonl"), model)
-		line := compareLogs(t, out, ft.name, tr, ft.horizon, real, model, fmt.Sprintf("replay of %s, latencies %+v", in, lat))
-		fmt.Fprintln(&summary, line)
+		var reals [][]sim.Event
+		var models []*sim.Fidelity
+		for k, in := range ins {
+			real, ok := readRealLog(t, filepath.Join(in, ft.name+".nomad.jsonl"))
+			if !ok {
+				continue
+			}
+			lat, err := readLatencies(filepath.Join(in, ft.name+".latency.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			lat.Finish = finishLatency(real) // from the log, as the harness measures it
+			model := runOnModel(t, spec, tree, asArrived(tr, real), ft.horizon, lat)
+			name := ft.name
+			if len(ins) > 1 {
+				name = fmt.Sprintf("%s.%d", ft.name, k+1)
+			}
+			writeEvents(t, filepath.Join(out, name+".sim.jsonl"), model)
+			line, fd := compareLogs(t, out, name, tr, ft.horizon, real, model, fmt.Sprintf("replay of %s, latencies %+v", in, lat))
+			fmt.Fprintln(&summary, line)
+			reals, models = append(reals, real), append(models, fd)
+		}
+		if len(reals) < 2 {
+			continue
+		}
+		var pairs []*sim.Fidelity
+		for a := range reals {
+			for b := a + 1; b < len(reals); b++ {
+				pairs = append(pairs, compareAlike(tr, ft.horizon, reals[a], reals[b]))
+			}
+		}
+		fmt.Fprintf(&summary, "%s\tmodel vs Nomad\t%s\n%s\tNomad vs Nomad\t%s\n", ft.name, spreadOf(models), ft.name, spreadOf(pairs))
 	}
 	if summary.Len() == 0 {
-		t.Fatalf("%s: no NAME.nomad.jsonl of the traces %v", in, fidelityTraces)
+		t.Fatalf("%v: no NAME.nomad.jsonl of the traces %v", ins, fidelityTraces)
 	}
-	t.Logf("replay (nomad/sim) of %s, model's logs in %s:\n%s", in, out, summary.String())
+	t.Logf("replay (nomad/sim) of %v, model's logs in %s:\n%s", ins, out, summary.String())
+}
+
+// readRealLog reads a kept run's real-side log; false when it has none.
+func readRealLog(t *testing.T, path string) ([]sim.Event, bool) {
+	t.Helper()
+	f, err := os.Open(path)
+	if os.IsNotExist(err) {
+		return nil, false
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	evs, err := sim.ReadEvents(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return evs, true
 }
 
 // latencies are the real side's client latencies in trace time, the
@@ -700,7 +778,14 @@ func fidelityJob(sp *sim.JobSpec, progressDir string, prefer []string) map[strin
 			"ReschedulePolicy": map[string]any{"Attempts": 0, "Unlimited": false},
 			"Tasks": []any{map[string]any{
 				"Name": "work", "Driver": "raw_exec", "KillTimeout": int64(wallOf(killTimeout(sp))),
-				"Config": map[string]any{"command": "/bin/sh", "args": []string{"-c", fidelityTask}},
+				// No log collection: a task killed before it ran waited for
+				// its log collector (logmon) to time out on its output pipes,
+				// about 4 s of wall time (8-10 trace minutes at K = 120, a
+				// delay a real cluster's trace time does not compress), before
+				// its client reported it done, and the logmon plugin's start
+				// was about a second of each task's start.
+				"LogConfig": map[string]any{"Disabled": true},
+				"Config":    map[string]any{"command": "/bin/sh", "args": []string{"-c", fidelityTask}},
 				"Env": map[string]string{"PROGRESS": filepath.Join(progressDir, sp.ID), "RESUMABLE": strconv.FormatBool(sp.Resumable),
 					"WORK_MS": strconv.FormatInt(wallOf(sp.Work).Milliseconds(), 10)},
 				"Resources": map[string]any{"CPU": fidelityCPUPerGPU * sp.GPUs, "MemoryMB": fidelityMemPerGPU * sp.GPUs,
