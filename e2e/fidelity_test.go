@@ -1078,10 +1078,8 @@ func (a *fidelityAlloc) times() (started, ended time.Time) {
 // preemption, whose decision is the preemptor's creation), the trace
 // seconds from the decision to the task's exit less its kill_timeout
 // (exitLatency), and, for each allocation Nomad preempted whose task never
-// ran (placed a trace second or more before the preemption: one placed
-// with it never reached its client), the trace seconds from the
-// preemption to its client reporting it terminal, its last modification
-// (pendingStopLatency). A victim whose client started its task after the
+// ran, the trace seconds from the preemption to its client reporting it
+// terminal, its last modification (pendingStopLatency). A victim whose client started its task after the
 // preemption (it had not heard yet) is left out: it exits as a running
 // task does.
 func allocEvents(t *testing.T, c *nomadCluster, al *allot, tr *sim.Trace, traceAt func(time.Time) float64, cut float64, add func(sim.Event)) (exits, pending []float64) {
@@ -1147,8 +1145,7 @@ func allocEvents(t *testing.T, c *nomadCluster, al *allot, tr *sim.Trace, traceA
 		if ts := a.TaskStates["work"]; known && !ended.IsZero() && !started.IsZero() && !ts.FinishedAt.IsZero() {
 			exits = append(exits, ts.FinishedAt.Sub(decided).Seconds()*float64(fidelityScale)-killTimeout(specOf[a.JobID]).Seconds())
 		}
-		if p := traceAt(decided) - traceAt(time.Unix(0, a.CreateTime)); a.PreemptedByAllocation != "" && known && p >= 1 &&
-			started.IsZero() && (a.ClientStatus == "complete" || a.ClientStatus == "failed") {
+		if a.PreemptedByAllocation != "" && known && started.IsZero() && (a.ClientStatus == "complete" || a.ClientStatus == "failed") {
 			pending = append(pending, traceAt(time.Unix(0, a.ModifyTime))-traceAt(decided))
 		}
 		if known && !ended.IsZero() && decided.Before(ended) {

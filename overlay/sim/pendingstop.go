@@ -17,14 +17,17 @@ import "time"
 // most policy.Config.Settle from the placement; the write then replaces it
 // (a job update), and the replacement, placed on the same GPUs, starts
 // once the victims are reported. So, with PendingStopLatency:
-//   - a victim preempted before its task ran, placed before this instant
-//     (one placed in the same instant never reached its client), whose
-//     client hears of the stop (Options.StopLatency) before it would start
-//     the task, holds its GPUs for what is placed on them until
-//     PendingStopLatency after the preemption (node.pendMask, pendBy;
-//     onExiting). One its client starts first (it had not heard of the
-//     stop: free work preempted just before it ran, on the real side too)
-//     exits as a running task does;
+//   - a victim preempted before its task ran, whose client hears of the
+//     stop (Options.StopLatency) before it would start the task, holds its
+//     GPUs for what is placed on them until PendingStopLatency after the
+//     preemption (node.pendMask, pendBy; onExiting). That includes a victim
+//     placed in the instant of its preemption: the model processes a
+//     time-slice victim's replacement and the evaluate that preempts it in
+//     one instant, where Nomad's one scheduler worker placed them 16-110
+//     trace seconds apart (reserve's b-large-0), and the replacement had
+//     reached its client. One its client starts first (it had not heard of
+//     the stop: free work preempted just before it ran, on the real side
+//     too) exits as a running task does;
 //   - the preemptor waits for its victims until the last of them exits
 //     (alloc.preempting, exitAt), pending in allot's view.
 // A victim that had started exits as any stopped task (StopLatency plus
@@ -39,7 +42,7 @@ func (s *State) pendingStop(a int32, why StopReason) bool {
 	d := int64(s.opts.PendingStopLatency / time.Second)
 	al := &s.allocs[a]
 	hears := s.now + int64(s.opts.StopLatency/time.Second)
-	if d <= 0 || why != StopPreempted || hears >= al.runsAt || al.start >= s.now {
+	if d <= 0 || why != StopPreempted || hears >= al.runsAt {
 		return false
 	}
 	nd := &s.nodes[al.node]
