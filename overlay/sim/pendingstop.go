@@ -9,7 +9,7 @@ import "time"
 // nomad-facts i). The fidelity harness found that a victim whose task had
 // not started yet (an allocation placed a moment before, its client still
 // setting it up) was reported done long after its task was marked dead:
-// 323-344 trace seconds later in run 8 (K = 80) and 489-548 in run 9 (K =
+// 323-344 trace seconds later in run 8 (K = 80) and 488-548 in run 9 (K =
 // 120), 4.0-4.6 s of wall time in both, a delay on the client that the
 // harness's time compression does not scale. The preemptor waits all that
 // time, and allot, which reads it as waiting for its victims
@@ -23,9 +23,9 @@ import "time"
 //     preemption (node.pendMask, pendBy; onExiting). That includes a victim
 //     placed in the instant of its preemption: the model processes a
 //     time-slice victim's replacement and the evaluate that preempts it in
-//     one instant, where Nomad's one scheduler worker placed them 16-110
-//     trace seconds apart (reserve's b-large-0), and the replacement had
-//     reached its client. One its client starts first (it had not heard of
+//     one instant, where Nomad's one scheduler worker placed them 32 s-3.3
+//     trace minutes apart (reserve's b-large-0 in runs 8, 9 and 11), and
+//     the replacement had reached its client. One its client starts first (it had not heard of
 //     the stop: free work preempted just before it ran, on the real side
 //     too) exits as a running task does;
 //   - the preemptor waits for its victims until the last of them exits
