@@ -88,9 +88,9 @@ func TestStartSpacing(t *testing.T) {
 
 // A task placed on GPUs a stopped task still holds starts after that
 // task's exit, neither queueing behind the starts before it nor holding
-// the queue for the starts after it (drain, run 10 replayed: a preemptor
-// whose victim was reported minutes later kept every later start behind
-// it).
+// the queue for the starts after it (drain, run 10 replayed with
+// -pending-stop-latency: a preemptor whose victim was reported minutes
+// later kept every later start behind it).
 func TestStartSpacing_ExitWaitHoldsNoQueue(t *testing.T) {
 	h := nomadHarness(t, 4, 2)
 	h.s.opts.StartLatency = time.Minute
