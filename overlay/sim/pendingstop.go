@@ -11,7 +11,10 @@ import "time"
 // setting it up) was reported done long after its task was marked dead:
 // 323-344 trace seconds later in run 8 (K = 80) and 488-548 in run 9 (K =
 // 120), 4.0-4.6 s of wall time in both, a delay on the client that the
-// harness's time compression does not scale. The preemptor waits all that
+// harness's time compression does not scale (Nomad's log collector timing
+// out on the output pipes of a task killed before it ran, a client's log
+// showed; the harness now runs its tasks without log collection, and the
+// delay is 51 s-2 min of trace time). The preemptor waits all that
 // time, and allot, which reads it as waiting for its victims
 // (policy.Alloc.WaitsForVictims), holds a priority write to its job at
 // most policy.Config.Settle from the placement; the write then replaces it
@@ -25,9 +28,9 @@ import "time"
 //     time-slice victim's replacement and the evaluate that preempts it in
 //     one instant, where Nomad's one scheduler worker placed them 32 s-3.3
 //     trace minutes apart (reserve's b-large-0 in runs 8, 9 and 11), and
-//     the replacement had reached its client. One its client starts first (it had not heard of
-//     the stop: free work preempted just before it ran, on the real side
-//     too) exits as a running task does;
+//     the replacement had reached its client. One its client starts first
+//     (it had not heard of the stop: free work preempted just before it
+//     ran, on the real side too) exits as a running task does;
 //   - the preemptor waits for its victims until the last of them exits
 //     (alloc.preempting, exitAt), pending in allot's view.
 // A victim that had started exits as any stopped task (StopLatency plus
