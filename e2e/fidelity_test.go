@@ -1381,3 +1381,48 @@ func TestFidelityAsArrived(t *testing.T) {
 		t.Errorf("as arrived %+v %+v (the trace's %+v)", got.Jobs, got.Health, tr.Jobs)
 	}
 }
+
+// The noise floor's figures: means over the comparisons, tau's range, and
+// distances (of the waits' quantiles and the worst budget) whatever their
+// sign; and a latency file with the pending-stop latency, or without it
+// (a run made before it was measured).
+func TestFidelitySpreadAndLatencies(t *testing.T) {
+	fds := []*sim.Fidelity{
+		{Tau: 0.9, StopMatch: 0.5, WaitA: sim.Quantiles{P50: 100, P90: 600}, WaitB: sim.Quantiles{P50: 160, P90: 500},
+			Budgets: []sim.BudgetTime{{Budget: "lab/a", Diff: -0.1}, {Budget: "lab/b", Diff: 0.02}}},
+		{Tau: 0.7, StopMatch: 1, WaitA: sim.Quantiles{P50: 100, P90: 600}, WaitB: sim.Quantiles{P50: 80, P90: 600},
+			Budgets: []sim.BudgetTime{{Budget: "lab/a", Diff: 0.04}, {Budget: "lab/b", Diff: 0.03}}},
+	}
+	sp := spreadOf(fds)
+	want := spread{n: 2, tau: 0.8, tauMin: 0.7, tauMax: 0.9, stops: 0.75, p50: 40, p90: 50, budget: 0.07}
+	near := func(a, b float64) bool { return abs(a-b) < 1e-9 }
+	if sp.n != want.n || !near(sp.tau, want.tau) || sp.tauMin != want.tauMin || sp.tauMax != want.tauMax || !near(sp.stops, want.stops) ||
+		!near(sp.p50, want.p50) || !near(sp.p90, want.p90) || !near(sp.budget, want.budget) {
+		t.Errorf("spreadOf: %+v, want %+v", sp, want)
+	}
+	if got := spreadOf(nil).String(); got != "no comparisons" {
+		t.Errorf("spreadOf(nil): %q", got)
+	}
+	dir := t.TempDir()
+	lat := fidelityLatencies{Start: time.Minute, Spacing: 5 * time.Second, Stop: 30 * time.Second, Finish: 25 * time.Second,
+		Pending: 52 * time.Second, Reaction: 4 * time.Second}
+	path := filepath.Join(dir, "x.latency.json")
+	writeLatencies(t, path, lat)
+	if got, err := readLatencies(path); err != nil || got != lat {
+		t.Errorf("read back %+v, %v; want %+v", got, err, lat)
+	}
+	old := filepath.Join(dir, "old.latency.json")
+	if err := os.WriteFile(old, []byte(`{"start":"1m","spacing":"5s","stop":"30s","reaction":"4s"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := readLatencies(old); err != nil || got.Pending != 0 || got.Finish != 0 || got.Start != time.Minute {
+		t.Errorf("a file without finish and pending: %+v, %v", got, err)
+	}
+	bad := filepath.Join(dir, "bad.latency.json")
+	if err := os.WriteFile(bad, []byte(`{"start":"1m","spacing":"5s","stop":"30s","reaction":"4s","pending":"soon"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readLatencies(bad); err == nil || !strings.Contains(err.Error(), `"pending"`) {
+		t.Errorf("a bad pending latency: %v, want an error naming it", err)
+	}
+}
