@@ -127,18 +127,18 @@ func TestFidelity(t *testing.T) {
 		t.Run(ft.name, func(t *testing.T) {
 			tr := readFidelityTrace(t, filepath.Join(dir, ft.name+".csv"))
 			start := time.Now()
-			real, exits, reaction := runOnNomad(t, c, tree, tr, ft.horizon, filepath.Join(progress, ft.name))
+			real, exits, pending, reaction := runOnNomad(t, c, tree, tr, ft.horizon, filepath.Join(progress, ft.name))
 			wall := time.Since(start)
 			latency, spacing, placedStop := latencies(real)
 			lat := fidelityLatencies{Start: latency, Spacing: spacing, Stop: exitLatency(exits, placedStop), Reaction: reaction,
-				Finish: finishLatency(real)}
+				Finish: finishLatency(real), Pending: pendingStopLatency(pending)}
 			model := runOnModel(t, spec, tree, asArrived(tr, real), ft.horizon, lat)
 			writeEvents(t, filepath.Join(out, ft.name+".nomad.jsonl"), real)
 			writeEvents(t, filepath.Join(out, ft.name+".sim.jsonl"), model)
 			writeLatencies(t, filepath.Join(out, ft.name+".latency.json"), lat)
-			line := compareLogs(t, out, ft.name, tr, ft.horizon, real, model,
-				fmt.Sprintf("%d jobs, %s wall on Nomad (K=%d), start latency %s, start spacing %s, stop latency %s (of %d stopped tasks' exits; %s from placements), finish latency %s, allot's reaction %s (trace time; the model's)",
-					len(tr.Jobs), wall.Round(time.Second), fidelityScale, lat.Start, lat.Spacing, lat.Stop, len(exits), placedStop, lat.Finish, lat.Reaction))
+			line, _ := compareLogs(t, out, ft.name, tr, ft.horizon, real, model,
+				fmt.Sprintf("%d jobs, %s wall on Nomad (K=%d), start latency %s, start spacing %s, stop latency %s (of %d stopped tasks' exits; %s from placements), finish latency %s, pending stop latency %s (of %d victims preempted before they ran), allot's reaction %s (trace time; the model's)",
+					len(tr.Jobs), wall.Round(time.Second), fidelityScale, lat.Start, lat.Spacing, lat.Stop, len(exits), placedStop, lat.Finish, lat.Pending, len(pending), lat.Reaction))
 			fmt.Fprintf(&summary, "%s\twall %s\n", line, wall.Round(time.Second))
 		})
 	}
@@ -147,16 +147,14 @@ func TestFidelity(t *testing.T) {
 
 // compareLogs compares the real side's log of a trace with the model's,
 // logs the comparison (after head) and writes it to DIR/NAME.compare.txt,
-// and returns its summary line. It fails the test below floors far below
+// and returns its summary line and figures. It fails the test below floors far below
 // the targets: the harness works (every job submitted, most started, the
 // start orders positively related). The targets are measured and
 // reported, not asserted: on this loaded machine slicing's tau ranged
 // 0.33-0.74 between runs.
-func compareLogs(t *testing.T, dir, name string, tr *sim.Trace, horizon time.Duration, real, model []sim.Event, head string) string {
+func compareLogs(t *testing.T, dir, name string, tr *sim.Trace, horizon time.Duration, real, model []sim.Event, head string) (string, *sim.Fidelity) {
 	t.Helper()
-	// Jobs the same but for the name are interchangeable (which of them
-	// Nomad stops or starts first is a coin toss): matched.
-	fd := sim.Compare(real, model, sim.CompareOptions{Horizon: horizon, Tie: fidelityTie, Alike: sim.AlikeJobs(tr)})
+	fd := compareAlike(tr, horizon, real, model)
 	raw := sim.Compare(real, model, sim.CompareOptions{Horizon: horizon, Tie: fidelityTie})
 	var b bytes.Buffer
 	if err := sim.WriteFidelity(&b, fd, "nomad", "sim"); err != nil {
@@ -172,7 +170,52 @@ func compareLogs(t *testing.T, dir, name string, tr *sim.Trace, horizon time.Dur
 	return fmt.Sprintf("%s\t%d jobs\ttau %.3f (unmatched %.3f)\tstops same %.0f%% (%d/%d/%d; unmatched %.0f%%)\twait p50 %s/%s p90 %s/%s\tworst budget %+.1f%%\t%s",
 		name, len(tr.Jobs), fd.Tau, raw.Tau, 100*fd.StopMatch, len(fd.StoppedBoth), len(fd.StoppedOnlyA), len(fd.StoppedOnlyB), 100*raw.StopMatch,
 		fmtTrace(fd.WaitA.P50), fmtTrace(fd.WaitB.P50), fmtTrace(fd.WaitA.P90), fmtTrace(fd.WaitB.P90),
-		100*worstBudget(fd), budgetDiffs(fd))
+		100*worstBudget(fd), budgetDiffs(fd)), fd
+}
+
+// compareAlike is the harness's comparison of two logs of trace tr: jobs
+// the same but for the name are interchangeable (which of them Nomad stops
+// or starts first is a coin toss) and matched.
+func compareAlike(tr *sim.Trace, horizon time.Duration, a, b []sim.Event) *sim.Fidelity {
+	return sim.Compare(a, b, sim.CompareOptions{Horizon: horizon, Tie: fidelityTie, Alike: sim.AlikeJobs(tr)})
+}
+
+// spread is the harness's figures over several comparisons of one trace:
+// the mean and range of tau, the mean share of stopped jobs stopped on
+// both sides, the mean distance of the wait p50 and p90 (trace seconds)
+// and of the worst budget's GPU time (a share).
+type spread struct {
+	n                   int
+	tau, tauMin, tauMax float64
+	stops               float64
+	p50, p90            float64
+	budget              float64
+}
+
+func spreadOf(fds []*sim.Fidelity) spread {
+	sp := spread{n: len(fds), tauMin: 1, tauMax: -1}
+	if sp.n == 0 {
+		return sp
+	}
+	for _, fd := range fds {
+		sp.tau += fd.Tau
+		sp.tauMin, sp.tauMax = min(sp.tauMin, fd.Tau), max(sp.tauMax, fd.Tau)
+		sp.stops += fd.StopMatch
+		sp.p50 += abs(fd.WaitA.P50 - fd.WaitB.P50)
+		sp.p90 += abs(fd.WaitA.P90 - fd.WaitB.P90)
+		sp.budget += abs(worstBudget(fd))
+	}
+	n := float64(sp.n)
+	sp.tau, sp.stops, sp.p50, sp.p90, sp.budget = sp.tau/n, sp.stops/n, sp.p50/n, sp.p90/n, sp.budget/n
+	return sp
+}
+
+func (sp spread) String() string {
+	if sp.n == 0 {
+		return "no comparisons"
+	}
+	return fmt.Sprintf("tau %.3f (%.2f-%.2f)\tstops same %.0f%%\twait p50 apart %s, p90 %s\tworst budget %.1f%%\t(%d)",
+		sp.tau, sp.tauMin, sp.tauMax, 100*sp.stops, fmtTrace(sp.p50), fmtTrace(sp.p90), 100*sp.budget, sp.n)
 }
 
 // budgetDiffs is each budget's GPU time on the model against Nomad.
@@ -192,13 +235,13 @@ func budgetDiffs(fd *sim.Fidelity) string {
 // DIR/NAME.latency.json beside the logs, so TestFidelityReplay can run the
 // model again on a run's log.
 type fidelityLatencies struct {
-	Start, Spacing, Stop, Finish, Reaction time.Duration
+	Start, Spacing, Stop, Finish, Pending, Reaction time.Duration
 }
 
 func writeLatencies(t *testing.T, path string, lat fidelityLatencies) {
 	t.Helper()
 	b, err := json.Marshal(map[string]string{"start": lat.Start.String(), "spacing": lat.Spacing.String(),
-		"stop": lat.Stop.String(), "finish": lat.Finish.String(), "reaction": lat.Reaction.String()})
+		"stop": lat.Stop.String(), "finish": lat.Finish.String(), "pending": lat.Pending.String(), "reaction": lat.Reaction.String()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,8 +251,8 @@ func writeLatencies(t *testing.T, path string, lat fidelityLatencies) {
 }
 
 // readLatencies reads writeLatencies's file: each key a duration such as
-// "1m54s", every one required but finish (0 without it: the files of runs
-// made before it was measured).
+// "1m54s", every one required but finish and pending (0 without them: the
+// files of runs made before they were measured).
 func readLatencies(path string) (fidelityLatencies, error) {
 	var lat fidelityLatencies
 	b, err := os.ReadFile(path)
@@ -223,13 +266,13 @@ func readLatencies(path string) (fidelityLatencies, error) {
 	for _, f := range []struct {
 		key string
 		d   *time.Duration
-	}{{"start", &lat.Start}, {"spacing", &lat.Spacing}, {"stop", &lat.Stop}, {"finish", &lat.Finish}, {"reaction", &lat.Reaction}} {
+	}{{"start", &lat.Start}, {"spacing", &lat.Spacing}, {"stop", &lat.Stop}, {"finish", &lat.Finish}, {"pending", &lat.Pending}, {"reaction", &lat.Reaction}} {
 		v, ok := m[f.key]
-		if !ok && f.key == "finish" {
+		if !ok && (f.key == "finish" || f.key == "pending") {
 			continue
 		}
 		if !ok {
-			return lat, fmt.Errorf("%s: no %q (want start, spacing, stop and reaction, and optionally finish, each a duration such as \"1m54s\")", path, f.key)
+			return lat, fmt.Errorf("%s: no %q (want start, spacing, stop and reaction, and optionally finish and pending, each a duration such as \"1m54s\")", path, f.key)
 		}
 		if *f.d, err = time.ParseDuration(v); err != nil || *f.d < 0 {
 			return lat, fmt.Errorf("%s: %q is %q, want a duration of 0 or more such as \"1m54s\"", path, f.key, v)
@@ -244,40 +287,75 @@ func readLatencies(path string) (fidelityLatencies, error) {
 // harness's model options as they are now, and compares: what a change to
 // the model is worth on runs already made, without Nomad. The model's logs
 // and comparisons go to ALLOT_FIDELITY_OUT (a temp dir without it).
+//
+// ALLOT_FIDELITY_REPLAY may list several runs' directories (separated as
+// PATH is, all made at one K): each is replayed, and for each trace the
+// model's figures against Nomad (the mean and range over the runs) are
+// logged beside Nomad's against itself (over every pair of the runs'
+// real logs): the noise floor the model cannot be measured below.
 func TestFidelityReplay(t *testing.T) {
-	in := os.Getenv("ALLOT_FIDELITY_REPLAY")
-	if in == "" {
-		t.Skip("skip: replays a kept run of the fidelity harness through the model (ALLOT_FIDELITY_REPLAY=DIR)")
+	ins := filepath.SplitList(os.Getenv("ALLOT_FIDELITY_REPLAY"))
+	if len(ins) == 0 {
+		t.Skip("skip: replays a kept run of the fidelity harness through the model (ALLOT_FIDELITY_REPLAY=DIR, or several)")
 	}
 	dir, tree, out, spec := fidelitySetup(t)
 	var summary strings.Builder
 	for _, ft := range fidelityTraces {
-		f, err := os.Open(filepath.Join(in, ft.name+".nomad.jsonl"))
-		if os.IsNotExist(err) {
-			continue
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		real, err := sim.ReadEvents(f)
-		f.Close()
-		if err != nil {
-			t.Fatalf("%s: %v", f.Name(), err)
-		}
-		lat, err := readLatencies(filepath.Join(in, ft.name+".latency.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		lat.Finish = finishLatency(real) // from the log, as the harness measures it
 		tr := readFidelityTrace(t, filepath.Join(dir, ft.name+".csv"))
-		model := runOnModel(t, spec, tree, asArrived(tr, real), ft.horizon, lat)
-		writeEvents(t, filepath.Join(out, ft.name+".sim.jsonl"), model)
-		line := compareLogs(t, out, ft.name, tr, ft.horizon, real, model, fmt.Sprintf("replay of %s, latencies %+v", in, lat))
-		fmt.Fprintln(&summary, line)
+		var reals [][]sim.Event
+		var models []*sim.Fidelity
+		for k, in := range ins {
+			real, ok := readRealLog(t, filepath.Join(in, ft.name+".nomad.jsonl"))
+			if !ok {
+				continue
+			}
+			lat, err := readLatencies(filepath.Join(in, ft.name+".latency.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			lat.Finish = finishLatency(real) // from the log, as the harness measures it
+			model := runOnModel(t, spec, tree, asArrived(tr, real), ft.horizon, lat)
+			name := ft.name
+			if len(ins) > 1 {
+				name = fmt.Sprintf("%s.%d", ft.name, k+1)
+			}
+			writeEvents(t, filepath.Join(out, name+".sim.jsonl"), model)
+			line, fd := compareLogs(t, out, name, tr, ft.horizon, real, model, fmt.Sprintf("replay of %s, latencies %+v", in, lat))
+			fmt.Fprintln(&summary, line)
+			reals, models = append(reals, real), append(models, fd)
+		}
+		if len(reals) < 2 {
+			continue
+		}
+		var pairs []*sim.Fidelity
+		for a := range reals {
+			for b := a + 1; b < len(reals); b++ {
+				pairs = append(pairs, compareAlike(tr, ft.horizon, reals[a], reals[b]))
+			}
+		}
+		fmt.Fprintf(&summary, "%s\tmodel vs Nomad\t%s\n%s\tNomad vs Nomad\t%s\n", ft.name, spreadOf(models), ft.name, spreadOf(pairs))
 	}
 	if summary.Len() == 0 {
-		t.Fatalf("%s: no NAME.nomad.jsonl of the traces %v", in, fidelityTraces)
+		t.Fatalf("%v: no NAME.nomad.jsonl of the traces %v", ins, fidelityTraces)
 	}
-	t.Logf("replay (nomad/sim) of %s, model's logs in %s:\n%s", in, out, summary.String())
+	t.Logf("replay (nomad/sim) of %v, model's logs in %s:\n%s", ins, out, summary.String())
+}
+
+// readRealLog reads a kept run's real-side log; false when it has none.
+func readRealLog(t *testing.T, path string) ([]sim.Event, bool) {
+	t.Helper()
+	f, err := os.Open(path)
+	if os.IsNotExist(err) {
+		return nil, false
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	evs, err := sim.ReadEvents(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return evs, true
 }
 
 // latencies are the real side's client latencies in trace time, the
@@ -391,6 +469,20 @@ func finishLatency(evs []sim.Event) time.Duration {
 		}
 	}
 	return time.Duration(medianOf(ds) * float64(time.Second)).Round(time.Second)
+}
+
+// pendingStopLatency is the model's PendingStopLatency from the real side's
+// victims preempted before their task ran, whose task never ran
+// (allocEvents): the median of the trace time from the preemption to the
+// client reporting the victim terminal. The preemptor starts only then
+// (nomad-facts i). In runs 8 (K = 80) and 9 (K = 120), with log
+// collection on, 64 of 71 such victims were reported 323-344 and 488-548
+// trace seconds after their task was marked dead (4.0-4.6 s of wall time
+// in both: the log collector's timeout, which the harness's time
+// compression does not scale), 7 within 34-84 s of the preemption. 0
+// without such victims.
+func pendingStopLatency(pending []float64) time.Duration {
+	return time.Duration(medianOf(pending) * float64(time.Second)).Round(time.Second)
 }
 
 // afterFinishWithin (trace seconds): a placement this long after a finish
@@ -574,6 +666,7 @@ func runOnModel(t *testing.T, spec sim.ClusterSpec, tree *budgets.Tree, tr *sim.
 	opts.EvalOrder, opts.KillTimeout = true, true
 	opts.StopLatency = lat.Stop
 	opts.FinishLatency = lat.Finish
+	opts.PendingStopLatency = lat.Pending
 	// The harness's task records its progress when stopped: a resumable job
 	// loses nothing, a job that is not resumable restarts from zero.
 	opts.CheckpointLoss = 0
@@ -686,7 +779,14 @@ func fidelityJob(sp *sim.JobSpec, progressDir string, prefer []string) map[strin
 			"ReschedulePolicy": map[string]any{"Attempts": 0, "Unlimited": false},
 			"Tasks": []any{map[string]any{
 				"Name": "work", "Driver": "raw_exec", "KillTimeout": int64(wallOf(killTimeout(sp))),
-				"Config": map[string]any{"command": "/bin/sh", "args": []string{"-c", fidelityTask}},
+				// No log collection: a task killed before it ran waited for
+				// its log collector (logmon) to time out on its output pipes,
+				// about 4 s of wall time (8-10 trace minutes at K = 120, a
+				// delay a real cluster's trace time does not compress), before
+				// its client reported it done, and the logmon plugin's start
+				// was about a second of each task's start.
+				"LogConfig": map[string]any{"Disabled": true},
+				"Config":    map[string]any{"command": "/bin/sh", "args": []string{"-c", fidelityTask}},
 				"Env": map[string]string{"PROGRESS": filepath.Join(progressDir, sp.ID), "RESUMABLE": strconv.FormatBool(sp.Resumable),
 					"WORK_MS": strconv.FormatInt(wallOf(sp.Work).Milliseconds(), 10)},
 				"Resources": map[string]any{"CPU": fidelityCPUPerGPU * sp.GPUs, "MemoryMB": fidelityMemPerGPU * sp.GPUs,
@@ -698,8 +798,9 @@ func fidelityJob(sp *sim.JobSpec, progressDir string, prefer []string) map[strin
 
 // runOnNomad replays the trace on the cluster with a fresh allot server and
 // returns the event log, in trace time, cut at horizon, the stopped
-// tasks' exit delays (allocEvents) and allot's reaction (allotReaction).
-func runOnNomad(t *testing.T, c *nomadCluster, tree *budgets.Tree, tr *sim.Trace, horizon time.Duration, progress string) ([]sim.Event, []float64, time.Duration) {
+// tasks' exit delays and the unstarted victims' report delays
+// (allocEvents), and allot's reaction (allotReaction).
+func runOnNomad(t *testing.T, c *nomadCluster, tree *budgets.Tree, tr *sim.Trace, horizon time.Duration, progress string) ([]sim.Event, []float64, []float64, time.Duration) {
 	t.Helper()
 	if err := os.MkdirAll(progress, 0o755); err != nil {
 		t.Fatal(err)
@@ -783,7 +884,7 @@ func runOnNomad(t *testing.T, c *nomadCluster, tree *budgets.Tree, tr *sim.Trace
 	}
 	stopWatch()
 	cut := time.Now()
-	exits := allocEvents(t, c, al, tr, traceAt, min(traceAt(cut), horizon.Seconds()), add)
+	exits, pending := allocEvents(t, c, al, tr, traceAt, min(traceAt(cut), horizon.Seconds()), add)
 	reaction := allotReaction(t, c, al, tr)
 	al.Stop()
 	purgeJobs(t, c, tr)
@@ -794,7 +895,7 @@ func runOnNomad(t *testing.T, c *nomadCluster, tree *budgets.Tree, tr *sim.Trace
 			kept = append(kept, e)
 		}
 	}
-	return kept, exits, reaction
+	return kept, exits, pending, reaction
 }
 
 // allotReaction is allot's reaction in trace time, the model's
@@ -977,8 +1078,12 @@ func (a *fidelityAlloc) times() (started, ended time.Time) {
 // each task stopped while it ran (by allot's decision or Nomad's
 // preemption, whose decision is the preemptor's creation), the trace
 // seconds from the decision to the task's exit less its kill_timeout
-// (exitLatency).
-func allocEvents(t *testing.T, c *nomadCluster, al *allot, tr *sim.Trace, traceAt func(time.Time) float64, cut float64, add func(sim.Event)) []float64 {
+// (exitLatency), and, for each allocation Nomad preempted whose task never
+// ran, the trace seconds from the preemption to its client reporting it
+// terminal, its last modification (pendingStopLatency). A victim whose client started its task after the
+// preemption (it had not heard yet) is left out: it exits as a running
+// task does.
+func allocEvents(t *testing.T, c *nomadCluster, al *allot, tr *sim.Trace, traceAt func(time.Time) float64, cut float64, add func(sim.Event)) (exits, pending []float64) {
 	t.Helper()
 	names := map[string]string{}
 	for k, cl := range c.Clients {
@@ -1020,7 +1125,6 @@ func allocEvents(t *testing.T, c *nomadCluster, al *allot, tr *sim.Trace, traceA
 		count[sp.ID] = sp.Count
 		specOf[sp.ID] = &tr.Jobs[i]
 	}
-	var exits []float64
 	type edge struct {
 		t float64
 		d int
@@ -1041,6 +1145,9 @@ func allocEvents(t *testing.T, c *nomadCluster, al *allot, tr *sim.Trace, traceA
 		}
 		if ts := a.TaskStates["work"]; known && !ended.IsZero() && !started.IsZero() && !ts.FinishedAt.IsZero() {
 			exits = append(exits, ts.FinishedAt.Sub(decided).Seconds()*float64(fidelityScale)-killTimeout(specOf[a.JobID]).Seconds())
+		}
+		if a.PreemptedByAllocation != "" && known && started.IsZero() && (a.ClientStatus == "complete" || a.ClientStatus == "failed") {
+			pending = append(pending, traceAt(time.Unix(0, a.ModifyTime))-traceAt(decided))
 		}
 		if known && !ended.IsZero() && decided.Before(ended) {
 			// A stop by allot or by Nomad's preemption is its decision, as in
@@ -1103,7 +1210,7 @@ func allocEvents(t *testing.T, c *nomadCluster, al *allot, tr *sim.Trace, traceA
 		}
 	}
 	logPreemptions(t, all, traceAt)
-	return exits
+	return exits, pending
 }
 
 // logPreemptions logs, for each allocation Nomad placed by preemption, when
@@ -1272,5 +1379,50 @@ func TestFidelityAsArrived(t *testing.T) {
 	if got.Jobs[0].Submit != 500*time.Millisecond || got.Jobs[1].Submit != 21250*time.Millisecond || got.Jobs[2].Submit != 3640*time.Second ||
 		got.Health[0].At != 1830*time.Second || got.Jobs[1].GPUs != 4 || tr.Jobs[1].Submit != 0 {
 		t.Errorf("as arrived %+v %+v (the trace's %+v)", got.Jobs, got.Health, tr.Jobs)
+	}
+}
+
+// The noise floor's figures: means over the comparisons, tau's range, and
+// distances (of the waits' quantiles and the worst budget) whatever their
+// sign; and a latency file with the pending-stop latency, or without it
+// (a run made before it was measured).
+func TestFidelitySpreadAndLatencies(t *testing.T) {
+	fds := []*sim.Fidelity{
+		{Tau: 0.9, StopMatch: 0.5, WaitA: sim.Quantiles{P50: 100, P90: 600}, WaitB: sim.Quantiles{P50: 160, P90: 500},
+			Budgets: []sim.BudgetTime{{Budget: "lab/a", Diff: -0.1}, {Budget: "lab/b", Diff: 0.02}}},
+		{Tau: 0.7, StopMatch: 1, WaitA: sim.Quantiles{P50: 100, P90: 600}, WaitB: sim.Quantiles{P50: 80, P90: 600},
+			Budgets: []sim.BudgetTime{{Budget: "lab/a", Diff: 0.04}, {Budget: "lab/b", Diff: 0.03}}},
+	}
+	sp := spreadOf(fds)
+	want := spread{n: 2, tau: 0.8, tauMin: 0.7, tauMax: 0.9, stops: 0.75, p50: 40, p90: 50, budget: 0.07}
+	near := func(a, b float64) bool { return abs(a-b) < 1e-9 }
+	if sp.n != want.n || !near(sp.tau, want.tau) || sp.tauMin != want.tauMin || sp.tauMax != want.tauMax || !near(sp.stops, want.stops) ||
+		!near(sp.p50, want.p50) || !near(sp.p90, want.p90) || !near(sp.budget, want.budget) {
+		t.Errorf("spreadOf: %+v, want %+v", sp, want)
+	}
+	if got := spreadOf(nil).String(); got != "no comparisons" {
+		t.Errorf("spreadOf(nil): %q", got)
+	}
+	dir := t.TempDir()
+	lat := fidelityLatencies{Start: time.Minute, Spacing: 5 * time.Second, Stop: 30 * time.Second, Finish: 25 * time.Second,
+		Pending: 52 * time.Second, Reaction: 4 * time.Second}
+	path := filepath.Join(dir, "x.latency.json")
+	writeLatencies(t, path, lat)
+	if got, err := readLatencies(path); err != nil || got != lat {
+		t.Errorf("read back %+v, %v; want %+v", got, err, lat)
+	}
+	old := filepath.Join(dir, "old.latency.json")
+	if err := os.WriteFile(old, []byte(`{"start":"1m","spacing":"5s","stop":"30s","reaction":"4s"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := readLatencies(old); err != nil || got.Pending != 0 || got.Finish != 0 || got.Start != time.Minute {
+		t.Errorf("a file without finish and pending: %+v, %v", got, err)
+	}
+	bad := filepath.Join(dir, "bad.latency.json")
+	if err := os.WriteFile(bad, []byte(`{"start":"1m","spacing":"5s","stop":"30s","reaction":"4s","pending":"soon"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readLatencies(bad); err == nil || !strings.Contains(err.Error(), `"pending"`) {
+		t.Errorf("a bad pending latency: %v, want an error naming it", err)
 	}
 }

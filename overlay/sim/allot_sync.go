@@ -83,11 +83,12 @@ func (a *Allot) putAlloc(s *State, al int32) bool {
 	r := &s.allocs[al]
 	runs := r.runsAt
 	pa := policy.Alloc{ID: a.allocID(al), Job: s.jobs[r.job].spec.ID, Node: s.nodes[r.node].id,
-		Group: "main", GPUs: int(r.gpus), StartedAt: at(runs), ClientStatus: policy.ClientRunning,
+		Group: "main", GPUs: int(r.gpus), StartedAt: at(runs), PlacedAt: at(r.start), ClientStatus: policy.ClientRunning,
 		DesiredStatus: policy.DesiredRun}
 	pending := s.now < runs
 	if pending {
 		pa.StartedAt, pa.ClientStatus = time.Time{}, policy.ClientPending
+		pa.WaitsForVictims = s.waitsForVictims(al)
 	}
 	a.inc.PutAlloc(pa)
 	return pending

@@ -107,6 +107,11 @@ type node struct {
 	// exitBy when the last of them exits (killtimeout.go).
 	exitMask uint64
 	exitBy   int64
+	// pendMask are the GPUs of preempted allocations whose task had not
+	// started, until their client reports them done at pendBy
+	// (Options.PendingStopLatency, pendingstop.go).
+	pendMask uint64
+	pendBy   int64
 }
 
 // noAllocPrio is State.lowOn of a node without allocations: above every

@@ -85,3 +85,25 @@ func TestStartSpacing(t *testing.T) {
 		t.Errorf("tasks run at %v, want %v", at, want)
 	}
 }
+
+// A task placed on GPUs a stopped task still holds starts after that
+// task's exit, neither queueing behind the starts before it nor holding
+// the queue for the starts after it (drain, run 10 replayed with
+// -pending-stop-latency: a preemptor whose victim was reported minutes
+// later kept every later start behind it).
+func TestStartSpacing_ExitWaitHoldsNoQueue(t *testing.T) {
+	h := nomadHarness(t, 4, 2)
+	h.s.opts.StartLatency = time.Minute
+	h.s.opts.StartSpacing = 20 * time.Second
+	h.s.opts.StopLatency = 10 * time.Minute
+	h.submit("low", 20, 1, 4)
+	h.s.now = 600
+	high := h.submit("high", 60, 1, 4) // preempts low: its task exits at 600 + 605
+	free := h.submit("free", 50, 1, 1) // the other node's free GPUs
+	again := h.submit("again", 50, 1, 1)
+	got := []int64{h.s.allocs[h.s.jobs[high].slots[0]].runsAt, h.s.allocs[h.s.jobs[free].slots[0]].runsAt,
+		h.s.allocs[h.s.jobs[again].slots[0]].runsAt}
+	if want := []int64{600 + 605 + 60, 660, 680}; !slices.Equal(got, want) {
+		t.Errorf("high, free and again run at %v, want %v", got, want)
+	}
+}

@@ -195,6 +195,7 @@ func (s *State) place(i int32) bool {
 			s.requeue(s.allocs[v].job)
 		}
 		s.startAlloc(i, slot, n, lowBits(s.nodes[n].freeMask(), g))
+		s.preempting(int32(len(s.allocs) - 1))
 	}
 	if j.placed == len(j.slots) {
 		s.dequeue(i)

@@ -128,6 +128,10 @@ type alloc struct {
 	// 0: placed on free GPUs). killtimeout.go.
 	runsAt int64
 	exitAt int64
+	// preempting: Nomad placed it by preempting the allocations on its
+	// GPUs; until their tasks exit (exitAt) it waits for its victims
+	// (policy.Alloc.WaitsForVictims, pendingstop.go).
+	preempting bool
 }
 
 // Options are the engine's knobs (the policy has its own).
@@ -200,6 +204,13 @@ type Options struct {
 	// the scheduler sees its GPUs free, and places on them, only then
 	// (finishlatency.go). Zero: at once.
 	FinishLatency time.Duration
+	// PendingStopLatency (with KillTimeout) is how long after Nomad
+	// preempts an allocation whose task has not started its client reports
+	// it done: the preemptor (and anything placed on its GPUs) starts only
+	// then, and allot sees the preemptor waiting for its victims until
+	// then (pendingstop.go). Zero: such a victim exits as a running one
+	// does.
+	PendingStopLatency time.Duration
 	// Events, when set, receives every event of the run's event log (see
 	// Event); the event is the model's until the call returns.
 	Events func(*Event)
@@ -845,7 +856,7 @@ func (s *State) stopAlloc(a int32, why StopReason, by int32) {
 		j.lastRun = 0 // placed in part: this stop ends no run (as the reconcile pass reads Job.LastRun)
 	}
 	if why != StopFinished && why != StopEnd {
-		s.exiting(a) // with Options.KillTimeout
+		s.exiting(a, why) // with Options.KillTimeout
 	}
 	al.end, al.endReason, al.preemptedBy = s.now, why, by
 	if s.keepEnded {
