@@ -87,7 +87,8 @@ type Decider struct {
 	asks        []ask
 	restartAsks []ask // a waiting job's asks (restart.go)
 	scratch     victimScratch
-	evals       int // evaluations planned so far
+	quickFailed []quickFailure // rule 5b's failures in this decision (quick.go)
+	evals       int            // evaluations planned so far
 	wake        time.Time
 	// Memory (memory.go) and pending levels (tier.go).
 	stopping   map[string]int32 // allocation ID -> Issued stop taking it

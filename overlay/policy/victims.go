@@ -110,13 +110,16 @@ func (d *Decider) place() {
 // rules. A small ask with a window of minutes fits more places than a
 // large one, and its wait can often be bought in seconds from the
 // cheapest past-window victim; left in the queue behind large jobs that
-// cannot place, it would wait for hours. An Incremental reads every
+// cannot place, it would wait for hours. A quick job that an earlier one
+// of its leaf's failure implies fails too is skipped (quickImplied). An
+// Incremental reads every
 // queued quick job (incremental.go), so its plans equal Decide's.
 func (d *Decider) placeQuick() {
 	if d.cfg.QuickWindow <= 0 {
 		return
 	}
 	examined, evals := 0, d.evals
+	d.quickFailed = d.quickFailed[:0]
 	for _, k := range d.order {
 		if examined >= d.cfg.MaxEvaluations || d.evals-evals >= d.cfg.MaxEvaluations {
 			return
@@ -126,9 +129,14 @@ func (d *Decider) placeQuick() {
 		if info.wait != WaitQueue || info.state != jsPending || !quickJob(d.jp[j], d.cfg) {
 			continue
 		}
-		examined++
 		d.asks = d.jobAsks(j, d.asks)
-		d.sliceFor(j, d.asks)
+		if d.quickImplied(j, d.asks) { // quick.go: an earlier sibling's failure holds for it
+			continue
+		}
+		examined++
+		if !d.sliceFor(j, d.asks) {
+			d.noteQuickFailure(j, d.asks)
+		}
 	}
 }
 

@@ -25,7 +25,8 @@ import (
 // dominant one per job, its leaf's standing (served, position) halfway
 // and at the end, and the leaves they belong to. With ALLOT_DIAG_LEAF it
 // also logs the GPU-hours that leaf's jobs spent in each band and wait,
-// and its standing every 12 hours.
+// and its standing every 12 hours. ALLOT_DIAG_TOP=0.02 looks at the
+// slowest 2% instead of 10%.
 func TestDiagWaits(t *testing.T) {
 	spec := os.Getenv("ALLOT_DIAG")
 	if spec == "" {
@@ -139,7 +140,15 @@ func TestDiagWaits(t *testing.T) {
 		wa, wb := end(debug[ids[a]])-debug[ids[a]].submit, end(debug[ids[b]])-debug[ids[b]].submit
 		return wa > wb || wa == wb && ids[a] < ids[b]
 	})
-	slow := ids[:len(ids)/10]
+	frac := 0.1
+	if v := os.Getenv("ALLOT_DIAG_TOP"); v != "" {
+		if f, err := strconv.ParseFloat(v, 64); err == nil && f > 0 && f <= 1 {
+			frac = f
+		} else {
+			t.Fatalf("ALLOT_DIAG_TOP=%q: want a fraction in (0, 1], e.g. 0.02", v)
+		}
+	}
+	slow := ids[:int(float64(len(ids))*frac)]
 	cause, dominant := map[string]float64{}, map[string]int{}
 	byLeaf, bySize := map[string]int{}, map[int]int{}
 	var total float64
