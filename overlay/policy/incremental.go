@@ -278,6 +278,11 @@ func (x *Incremental) PutJob(j Job) {
 		x.unclassify(s)
 		x.jobs[s].Job = j
 	} else {
+		if len(x.jobs) == cap(x.jobs) && x.holes > 64 && x.holes > len(x.jobs)/4 {
+			// Close the holes rather than grow: the slots' memory is the
+			// largest the Incremental holds, and the collector scans it.
+			x.compact()
+		}
 		s = int32(len(x.jobs))
 		x.jobAt[j.ID] = s
 		n := int32(0)

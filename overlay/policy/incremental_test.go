@@ -525,3 +525,41 @@ func TestIncrementalCompaction(t *testing.T) {
 	}
 	t.Logf("%d compactions in 40 decisions", compactions)
 }
+
+// TestIncrementalCompactBeforeGrow checks that a job put when the slots are
+// full and more than a quarter of them are holes closes the holes instead
+// of growing the slots, and that the decisions after it are Decide's.
+func TestIncrementalCompactBeforeGrow(t *testing.T) {
+	w := newIncWorld(11, DefaultConfig(), 300)
+	w.decide(t, 0)
+	snap := w.inc.Snapshot()
+	n := len(w.inc.jobs)
+	for k := 0; k < n/2; k++ { // at most half: RemoveJob does not compact
+		w.inc.RemoveJob(snap.Jobs[k].ID)
+	}
+	if w.inc.holes <= 64 || w.inc.holes > len(w.inc.jobs)/2 || w.inc.holes <= cap(w.inc.jobs)/4 {
+		t.Fatalf("%d holes in %d slots of %d: the test wants more than 64, at most half, more than a quarter of the capacity",
+			w.inc.holes, len(w.inc.jobs), cap(w.inc.jobs))
+	}
+	w.decide(t, 1)
+	c, era := cap(w.inc.jobs), w.inc.jobEra
+	for k := 0; w.inc.jobEra == era; k++ {
+		if k > c {
+			t.Fatalf("no compaction after %d jobs put into %d slots of %d", k, len(w.inc.jobs), c)
+		}
+		j := snap.Jobs[len(snap.Jobs)-1-k%(len(snap.Jobs)/2)]
+		j.ID = fmt.Sprintf("grow%d", k)
+		w.inc.PutJob(j)
+		if k%16 == 0 {
+			w.decide(t, 2+k)
+		}
+	}
+	if cap(w.inc.jobs) != c || w.inc.holes != 0 {
+		t.Fatalf("slots grew from %d to %d (%d holes): want the holes closed first", c, cap(w.inc.jobs), w.inc.holes)
+	}
+	w.decide(t, 1000)
+	for k := 0; k < 20; k++ {
+		w.delta()
+		w.decide(t, 1001+k)
+	}
+}
