@@ -81,7 +81,11 @@ type Incremental struct {
 	// ones of no slot, and by node the GPUs of the running ones of a slot.
 	// Any change that moves a record between slots or nodes by other than
 	// its own PutAlloc or RemoveAlloc clears lists.ok; read lists them again.
-	lists    recLists
+	lists recLists
+	// sums is by job slot: the runSum of its records, kept while nothing
+	// of them or the job changed (staleSum; every one forgotten when slots
+	// or records are renumbered).
+	sums     []keptSum
 	now      int64 // of the decision being read, in Unix nanoseconds
 	epoch    uint32
 	viewAt   []int32 // by job slot: its index in view, when marked this epoch
@@ -277,6 +281,7 @@ func (x *Incremental) PutJob(j Job) {
 	if ok {
 		x.unclassify(s)
 		x.jobs[s].Job = j
+		x.staleSum(s)
 	} else {
 		if len(x.jobs) == cap(x.jobs) && x.holes > 64 && x.holes > len(x.jobs)/4 {
 			// Close the holes rather than grow: the slots' memory is the
@@ -293,6 +298,7 @@ func (x *Incremental) PutJob(j Job) {
 			}
 		}
 		x.jobs = append(x.jobs, incJob{Job: j, live: true, allocs: n})
+		x.staleSum(s)
 		if n != 0 {
 			x.adopt(s) // its records are of its slot now
 		}
@@ -343,6 +349,7 @@ func (x *Incremental) RemoveJob(id string) {
 		return
 	}
 	x.unclassify(s)
+	x.staleSum(s)
 	if n := x.jobs[s].allocs; n != 0 {
 		x.orphan(id, n) // they stay until removed
 		x.disown(s)     // of no slot now
@@ -369,6 +376,7 @@ func (x *Incremental) PutAlloc(a Alloc) {
 		x.allocAt = make(map[string]int32)
 	}
 	if i, ok := x.allocAt[a.ID]; ok {
+		x.staleSum(x.allocJobSlot(i))
 		x.countRuns(i, -1)
 		moved := x.recs[i].Job != a.Job
 		if moved {
@@ -392,6 +400,7 @@ func (x *Incremental) PutAlloc(a Alloc) {
 			x.trackRun(i, 1)
 		}
 		x.countRuns(i, 1)
+		x.staleSum(x.allocJobSlot(i))
 		return
 	}
 	i := int32(len(x.allocs))
@@ -403,6 +412,7 @@ func (x *Incremental) PutAlloc(a Alloc) {
 	x.countAlloc(i, 1)
 	x.countRuns(i, 1)
 	x.track(i, 1)
+	x.staleSum(x.allocJobSlot(i))
 }
 
 // growRuns makes runs n long, the new slots with nothing counted.
@@ -449,6 +459,7 @@ func (x *Incremental) RemoveAlloc(id string) {
 	if !ok {
 		return
 	}
+	x.staleSum(x.allocJobSlot(i))
 	x.countRuns(i, -1)
 	x.track(i, -1)
 	x.countAlloc(i, -1)
@@ -468,6 +479,7 @@ func (x *Incremental) RemoveAlloc(id string) {
 		clear(x.recs[k:])
 		x.allocs, x.recs, x.aHoles = x.allocs[:k], x.recs[:k], 0
 		x.lists.ok = false // renumbered
+		clear(x.sums)      // their first latest start is by record index
 	}
 }
 
@@ -537,7 +549,8 @@ func (x *Incremental) compact() {
 	}
 	clear(x.jobs[k:])
 	x.jobs, x.holes = x.jobs[:k], 0
-	x.jobEra++   // every cached slot is stale
+	x.jobEra++ // every cached slot is stale
+	clear(x.sums)
 	x.tree = nil // slots moved: classify again at the next decision
 	x.runsOK = false
 }

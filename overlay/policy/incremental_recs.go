@@ -3,6 +3,7 @@ package policy
 import (
 	bits64 "math/bits"
 	"slices"
+	"time"
 )
 
 // recLists is what read takes of the allocation records, kept through
@@ -192,6 +193,17 @@ func (x *Incremental) takeRecs(inc []int32) {
 		l.slot[i] = -1
 	}
 	t := &x.tl
+	if len(x.sums) < len(x.jobs) {
+		x.sums = slices.Grow(x.sums, len(x.jobs)-len(x.sums))[:len(x.jobs)] // new slots: not kept
+	}
+	t.sums = t.sums[:0]
+	for _, s := range inc {
+		k := &x.sums[s] // x.sums does not grow in a decision: the pointers hold
+		if !k.ok {
+			x.countSum(s)
+		}
+		t.sums = append(t.sums, &k.runSum)
+	}
 	t.outFree = resize(t.outFree, len(x.nodes))
 	copy(t.outFree, l.nodeRun)
 	for w, bits := range l.bits {
@@ -214,5 +226,55 @@ func (x *Incremental) takeRecs(inc []int32) {
 			t.allocJob = append(t.allocJob, j)
 			t.allocNode = append(t.allocNode, n)
 		}
+	}
+}
+
+// runSum is what Decider.jobState reads of a job's allocation records, as
+// it would count them from its rows (settle aside): its live allocations
+// (Alloc.live) and their GPUs, whether one of them has not started, the
+// latest start of the started ones, and its records done (Alloc.done).
+type runSum struct {
+	live, done, held int32
+	notStarted       bool
+	lastStart        time.Time
+}
+
+// keptSum is a job slot's runSum, kept from one decision to the next
+// while none of its records and nothing of the job changed (ok).
+type keptSum struct {
+	runSum
+	ok bool
+}
+
+// countSum counts job slot s's runSum afresh from its record list and
+// keeps it. Of the records started at the latest start, the first in
+// index order gives lastStart, as jobState's walk in index order keeps
+// the first.
+func (x *Incremental) countSum(s int32) {
+	var sum runSum
+	at := int32(-1)
+	for i := x.lists.first(s); i >= 0; i = x.lists.next(i) {
+		a := &x.recs[i]
+		switch {
+		case a.live():
+			sum.live++
+			sum.held += int32(a.GPUs)
+			if a.StartedAt.IsZero() || a.ClientStatus != ClientRunning {
+				sum.notStarted = true
+			} else if a.StartedAt.After(sum.lastStart) || at >= 0 && i < at && a.StartedAt.Equal(sum.lastStart) {
+				sum.lastStart, at = a.StartedAt, i
+			}
+		case a.done():
+			sum.done++
+		}
+	}
+	x.sums[s] = keptSum{runSum: sum, ok: true}
+}
+
+// staleSum forgets job slot s's kept runSum (a record of it or the job
+// changed).
+func (x *Incremental) staleSum(s int32) {
+	if s >= 0 && int(s) < len(x.sums) {
+		x.sums[s].ok = false
 	}
 }

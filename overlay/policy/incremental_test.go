@@ -44,7 +44,11 @@ type incWorld struct {
 	// alone from the decision before (Decider.capKept); drained those that
 	// had a node drain could act on (Decider.drainNodes).
 	nodesKept, drained int
-	gone               []Node // removed nodes, to come back
+	// sumsKept counts job run sums kept from an earlier decision (checked
+	// against sums counted afresh); settled the decisions in which settle
+	// took allocations as stopping (their jobs' sums are not read).
+	sumsKept, settled int
+	gone              []Node // removed nodes, to come back
 }
 
 func newIncWorld(seed int64, cfg Config, pending int) *incWorld {
@@ -67,6 +71,41 @@ func newIncWorld(seed int64, cfg Config, pending int) *incWorld {
 	return w
 }
 
+// checkSums checks every job run sum the Incremental kept against the sum
+// jobState counts from the job's allocations in snapshot order.
+func (w *incWorld) checkSums(t *testing.T, step int, snap *Snapshot) {
+	t.Helper()
+	x := &w.inc
+	for s := range x.sums {
+		if !x.sums[s].ok || !x.jobs[s].live {
+			continue
+		}
+		w.sumsKept++
+		var want runSum
+		for i := range snap.Allocs {
+			a := &snap.Allocs[i]
+			if a.Job != x.jobs[s].ID {
+				continue
+			}
+			switch {
+			case a.live():
+				want.live++
+				want.held += int32(a.GPUs)
+				if a.StartedAt.IsZero() || a.ClientStatus != ClientRunning {
+					want.notStarted = true
+				} else if a.StartedAt.After(want.lastStart) {
+					want.lastStart = a.StartedAt
+				}
+			case a.done():
+				want.done++
+			}
+		}
+		if x.sums[s].runSum != want {
+			t.Fatalf("step %d: job %s: kept run sum %+v, counted afresh %+v", step, x.jobs[s].ID, x.sums[s].runSum, want)
+		}
+	}
+}
+
 // decide compares the Incremental's plan with Decide's, then applies it.
 func (w *incWorld) decide(t *testing.T, step int) {
 	t.Helper()
@@ -82,7 +121,11 @@ func (w *incWorld) decide(t *testing.T, step int) {
 		w.listsKept++
 		w.checkLists(t, step)
 	}
+	w.checkSums(t, step, snap)
 	got := w.inc.Decide(w.tree, w.fs, w.now, w.cfg)
+	if len(w.inc.d.taken) > 0 {
+		w.settled++
+	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("step %d (%v): incremental plan differs from Decide:\n%s", step, w.steps, planDiff(got, want))
 	}
@@ -438,7 +481,7 @@ func TestIncrementalMatchesDecide(t *testing.T) {
 	for name, cfg := range cfgs {
 		t.Run(name, func(t *testing.T) {
 			leftOut, smaller, freeOut, pinned, kept, outKept, listsKept, dueKept, decisions := 0, 0, 0, 0, 0, 0, 0, 0, 0
-			nodesKept, drained := 0, 0
+			nodesKept, drained, sumsKept, settled := 0, 0, 0, 0
 			for seed := int64(1); seed <= 12; seed++ {
 				w := newIncWorld(seed, cfg, 150+int(seed)*20)
 				for step := 0; step < 60; step++ {
@@ -458,6 +501,12 @@ func TestIncrementalMatchesDecide(t *testing.T) {
 				dueKept += w.dueKept
 				nodesKept += w.nodesKept
 				drained += w.drained
+				sumsKept += w.sumsKept
+				settled += w.settled
+			}
+			t.Logf("%d job run sums kept from an earlier decision; %d decisions took allocations as stopping (settle)", sumsKept, settled)
+			if sumsKept < decisions || settled == 0 {
+				t.Errorf("%d run sums kept in %d decisions, %d with allocations taken by settle: the test does not exercise both", sumsKept, decisions, settled)
 			}
 			t.Logf("%d decisions kept what they derive from the nodes alone, %d had nodes drain may act on", nodesKept, drained)
 			if nodesKept < decisions/4 || nodesKept > decisions*9/10 || drained < decisions/4 {

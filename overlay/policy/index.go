@@ -298,19 +298,24 @@ func (d *Decider) jobState(j int32, info *jobInfo) {
 	for _, g := range job.Groups {
 		wanted += int32(max(g.Count, 0))
 	}
-	for _, ai := range d.jobAllocs.row(j) {
-		a := d.ap[ai]
-		switch {
-		case d.alive[ai]:
-			live++
-			info.held += int32(a.GPUs)
-			if a.StartedAt.IsZero() || a.ClientStatus != ClientRunning {
-				notStarted = true
-			} else if a.StartedAt.After(lastStart) {
-				lastStart = a.StartedAt
+	if d.tl != nil && !d.settled(j) {
+		sm := d.tl.sums[j] // the same counts, kept by the Incremental
+		live, done, info.held, notStarted, lastStart = sm.live, sm.done, sm.held, sm.notStarted, sm.lastStart
+	} else {
+		for _, ai := range d.jobAllocs.row(j) {
+			a := d.ap[ai]
+			switch {
+			case d.alive[ai]:
+				live++
+				info.held += int32(a.GPUs)
+				if a.StartedAt.IsZero() || a.ClientStatus != ClientRunning {
+					notStarted = true
+				} else if a.StartedAt.After(lastStart) {
+					lastStart = a.StartedAt
+				}
+			case a.done():
+				done++
 			}
-		case a.done():
-			done++
 		}
 	}
 	info.missing = max(wanted-live-done, 0)
@@ -349,6 +354,17 @@ func (d *Decider) jobState(j int32, info *jobInfo) {
 			info.state = jsRunning
 		}
 	}
+}
+
+// settled reports whether settle took an allocation of job j as stopping
+// in this decision (its copy is read, not the record).
+func (d *Decider) settled(j int32) bool {
+	for _, ai := range d.taken {
+		if d.allocJob[ai] == j {
+			return true
+		}
+	}
+	return false
 }
 
 // buildCapacity fills the placement model from usable nodes.

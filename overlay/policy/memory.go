@@ -20,6 +20,7 @@ import (
 // they settle.
 func (d *Decider) settle() {
 	snap := d.snap
+	d.taken = d.taken[:0]
 	if d.cfg.Settle <= 0 || len(snap.Issued) == 0 {
 		return
 	}

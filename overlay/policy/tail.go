@@ -36,6 +36,10 @@ type tail struct {
 	// them (pointers into the Incremental's records).
 	jp []*Job
 	ap []*Alloc
+	// sums is by job of the snapshot read: what jobState counts of its
+	// allocations (the Incremental keeps them across decisions), valid
+	// for the decision.
+	sums []*runSum
 	// outFree is by node: the GPUs held by the live allocations of the
 	// running free work left out (Incremental.leftOutRunning), which the
 	// decision counts as held and as preemptible by Nomad.
