@@ -565,6 +565,7 @@ func (x *Incremental) configure(tree *budgets.Tree, cfg *Config) {
 		return
 	}
 	x.tree = nil
+	clear(x.sums) // their windows read RuntimeCap
 	x.leaves = x.leaves[:0]
 	x.asks = askCounts{}
 	x.active.reset()

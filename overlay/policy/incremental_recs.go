@@ -232,11 +232,13 @@ func (x *Incremental) takeRecs(inc []int32) {
 // runSum is what Decider.jobState reads of a job's allocation records, as
 // it would count them from its rows (settle aside): its live allocations
 // (Alloc.live) and their GPUs, whether one of them has not started, the
-// latest start of the started ones, and its records done (Alloc.done).
+// latest start of the started ones, and its records done (Alloc.done);
+// and the end of its protected window were it running from lastStart.
 type runSum struct {
 	live, done, held int32
 	notStarted       bool
 	lastStart        time.Time
+	windowEnd        time.Time
 }
 
 // keptSum is a job slot's runSum, kept from one decision to the next
@@ -268,6 +270,7 @@ func (x *Incremental) countSum(s int32) {
 			sum.done++
 		}
 	}
+	sum.windowEnd = sum.lastStart.Add(min(x.jobs[s].Contract.Protected, x.cfg.RuntimeCap))
 	x.sums[s] = keptSum{runSum: sum, ok: true}
 }
 

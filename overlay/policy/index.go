@@ -293,14 +293,14 @@ func (d *Decider) jobState(j int32, info *jobInfo) {
 		return
 	}
 	var wanted, live, done int32
-	var lastStart time.Time
-	notStarted := false
+	var lastStart, windowEnd time.Time
+	notStarted, kept := false, false
 	for _, g := range job.Groups {
 		wanted += int32(max(g.Count, 0))
 	}
 	if d.tl != nil && !d.settled(j) {
 		sm := d.tl.sums[j] // the same counts, kept by the Incremental
-		live, done, info.held, notStarted, lastStart = sm.live, sm.done, sm.held, sm.notStarted, sm.lastStart
+		live, done, info.held, notStarted, windowEnd, kept = sm.live, sm.done, sm.held, sm.notStarted, sm.windowEnd, true
 	} else {
 		for _, ai := range d.jobAllocs.row(j) {
 			a := d.ap[ai]
@@ -347,7 +347,10 @@ func (d *Decider) jobState(j int32, info *jobInfo) {
 	case notStarted:
 		info.state = jsStarting
 	default:
-		info.windowEnd = lastStart.Add(min(job.Contract.Protected, d.cfg.RuntimeCap))
+		if !kept {
+			windowEnd = lastStart.Add(min(job.Contract.Protected, d.cfg.RuntimeCap))
+		}
+		info.windowEnd = windowEnd
 		if d.now.Before(info.windowEnd) {
 			info.state = jsProtected
 		} else {
