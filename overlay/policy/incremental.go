@@ -84,7 +84,7 @@ type Incremental struct {
 	lists recLists
 	// sums is by job slot: the runSum of its records, kept while nothing
 	// of them or the job changed (staleSum; every one forgotten when slots
-	// or records are renumbered).
+	// are renumbered or the settings classified again).
 	sums     []keptSum
 	now      int64 // of the decision being read, in Unix nanoseconds
 	epoch    uint32
@@ -478,8 +478,7 @@ func (x *Incremental) RemoveAlloc(id string) {
 		clear(x.allocs[k:])
 		clear(x.recs[k:])
 		x.allocs, x.recs, x.aHoles = x.allocs[:k], x.recs[:k], 0
-		x.lists.ok = false // renumbered
-		clear(x.sums)      // their first latest start is by record index
+		x.lists.ok = false // renumbered (in order: the run sums hold)
 	}
 }
 

@@ -241,6 +241,25 @@ type runSum struct {
 	windowEnd        time.Time
 }
 
+// add counts allocation a, at index i, in the sum: at is the index of the
+// allocation lastStart is from (-1: none). Of the allocations started at
+// the latest start, the one at the lowest index gives lastStart, whatever
+// the order they are added in.
+func (sum *runSum) add(a *Alloc, i int32, at *int32) {
+	switch {
+	case a.live():
+		sum.live++
+		sum.held += int32(a.GPUs)
+		if a.StartedAt.IsZero() || a.ClientStatus != ClientRunning {
+			sum.notStarted = true
+		} else if a.StartedAt.After(sum.lastStart) || *at >= 0 && i < *at && a.StartedAt.Equal(sum.lastStart) {
+			sum.lastStart, *at = a.StartedAt, i
+		}
+	case a.done():
+		sum.done++
+	}
+}
+
 // keptSum is a job slot's runSum, kept from one decision to the next
 // while none of its records and nothing of the job changed (ok).
 type keptSum struct {
@@ -248,27 +267,14 @@ type keptSum struct {
 	ok bool
 }
 
-// countSum counts job slot s's runSum afresh from its record list and
-// keeps it. Of the records started at the latest start, the first in
-// index order gives lastStart, as jobState's walk in index order keeps
-// the first.
+// countSum counts job slot s's runSum afresh from its record list (in no
+// order; runSum.add keeps the first latest start in index order, as
+// jobState's walk over the job's allocations does) and keeps it.
 func (x *Incremental) countSum(s int32) {
 	var sum runSum
 	at := int32(-1)
 	for i := x.lists.first(s); i >= 0; i = x.lists.next(i) {
-		a := &x.recs[i]
-		switch {
-		case a.live():
-			sum.live++
-			sum.held += int32(a.GPUs)
-			if a.StartedAt.IsZero() || a.ClientStatus != ClientRunning {
-				sum.notStarted = true
-			} else if a.StartedAt.After(sum.lastStart) || at >= 0 && i < at && a.StartedAt.Equal(sum.lastStart) {
-				sum.lastStart, at = a.StartedAt, i
-			}
-		case a.done():
-			sum.done++
-		}
+		sum.add(&x.recs[i], i, &at)
 	}
 	sum.windowEnd = sum.lastStart.Add(min(x.jobs[s].Contract.Protected, x.cfg.RuntimeCap))
 	x.sums[s] = keptSum{runSum: sum, ok: true}

@@ -82,22 +82,10 @@ func (w *incWorld) checkSums(t *testing.T, step int, snap *Snapshot) {
 		}
 		w.sumsKept++
 		var want runSum
-		for i := range snap.Allocs {
-			a := &snap.Allocs[i]
-			if a.Job != x.jobs[s].ID {
-				continue
-			}
-			switch {
-			case a.live():
-				want.live++
-				want.held += int32(a.GPUs)
-				if a.StartedAt.IsZero() || a.ClientStatus != ClientRunning {
-					want.notStarted = true
-				} else if a.StartedAt.After(want.lastStart) {
-					want.lastStart = a.StartedAt
-				}
-			case a.done():
-				want.done++
+		at := int32(-1)
+		for i := range snap.Allocs { // in snapshot order, as jobState walks them
+			if snap.Allocs[i].Job == x.jobs[s].ID {
+				want.add(&snap.Allocs[i], int32(i), &at)
 			}
 		}
 		want.windowEnd = want.lastStart.Add(min(x.jobs[s].Contract.Protected, w.cfg.RuntimeCap))
@@ -611,5 +599,47 @@ func TestIncrementalCompactBeforeGrow(t *testing.T) {
 	for k := 0; k < 20; k++ {
 		w.delta()
 		w.decide(t, 1001+k)
+	}
+}
+
+// TestIncrementalRecordCompaction checks that the run sums kept for jobs
+// hold when removals renumber the allocation records (in order), and that
+// the decision after is Decide's.
+func TestIncrementalRecordCompaction(t *testing.T) {
+	w := newIncWorld(5, DefaultConfig(), 200)
+	w.decide(t, 0)
+	snap := w.inc.Snapshot()
+	var ids []string
+	for k := 0; k < 160; k++ {
+		j := snap.Jobs[w.r.Intn(len(snap.Jobs))]
+		n := snap.Nodes[w.r.Intn(len(snap.Nodes))]
+		w.seq++
+		id := fmt.Sprintf("rc%d", w.seq)
+		ids = append(ids, id)
+		start := w.now.Add(-time.Duration(w.r.Intn(7200)) * time.Second)
+		w.inc.PutAlloc(Alloc{ID: id, Job: j.ID, Node: n.ID, Group: "g", GPUs: 1 + w.r.Intn(4),
+			StartedAt: start, ClientStatus: ClientRunning, DesiredStatus: DesiredRun})
+	}
+	w.decide(t, 1) // counts the sums with the new records
+	records := len(w.inc.allocs)
+	for _, id := range ids[:130] {
+		w.inc.RemoveAlloc(id)
+	}
+	if len(w.inc.allocs) >= records {
+		t.Fatalf("%d records, %d holes after removing 130 of %d: no compaction", len(w.inc.allocs), w.inc.aHoles, records)
+	}
+	kept := 0
+	for s := range w.inc.sums {
+		if w.inc.sums[s].ok && w.inc.jobs[s].live && w.inc.jobs[s].allocs > 0 {
+			kept++
+		}
+	}
+	if kept == 0 {
+		t.Fatal("no run sum of a job with records kept through the compaction: the test does not exercise it")
+	}
+	w.decide(t, 2) // checks the kept sums against sums counted afresh
+	for k := 0; k < 20; k++ {
+		w.delta()
+		w.decide(t, 3+k)
 	}
 }

@@ -292,32 +292,13 @@ func (d *Decider) jobState(j int32, info *jobInfo) {
 	if d.tl != nil && !d.tl.managed[j] || d.tl == nil && !d.managed(job) {
 		return
 	}
-	var wanted, live, done int32
-	var lastStart, windowEnd time.Time
-	notStarted, kept := false, false
+	var wanted int32
 	for _, g := range job.Groups {
 		wanted += int32(max(g.Count, 0))
 	}
-	if d.tl != nil && !d.settled(j) {
-		sm := d.tl.sums[j] // the same counts, kept by the Incremental
-		live, done, info.held, notStarted, windowEnd, kept = sm.live, sm.done, sm.held, sm.notStarted, sm.windowEnd, true
-	} else {
-		for _, ai := range d.jobAllocs.row(j) {
-			a := d.ap[ai]
-			switch {
-			case d.alive[ai]:
-				live++
-				info.held += int32(a.GPUs)
-				if a.StartedAt.IsZero() || a.ClientStatus != ClientRunning {
-					notStarted = true
-				} else if a.StartedAt.After(lastStart) {
-					lastStart = a.StartedAt
-				}
-			case a.done():
-				done++
-			}
-		}
-	}
+	sm, kept := d.runSum(j)
+	live, done, notStarted := sm.live, sm.done, sm.notStarted
+	info.held = sm.held
 	info.missing = max(wanted-live-done, 0)
 	if live == 0 && info.missing == 0 {
 		return // finished: Nomad will mark it dead
@@ -347,16 +328,31 @@ func (d *Decider) jobState(j int32, info *jobInfo) {
 	case notStarted:
 		info.state = jsStarting
 	default:
+		info.windowEnd = sm.windowEnd
 		if !kept {
-			windowEnd = lastStart.Add(min(job.Contract.Protected, d.cfg.RuntimeCap))
+			info.windowEnd = sm.lastStart.Add(min(job.Contract.Protected, d.cfg.RuntimeCap))
 		}
-		info.windowEnd = windowEnd
 		if d.now.Before(info.windowEnd) {
 			info.state = jsProtected
 		} else {
 			info.state = jsRunning
 		}
 	}
+}
+
+// runSum is what jobState counts of job j's allocations (live ones as
+// settle left them): kept by an Incremental unless settle took some of
+// them (kept true, windowEnd filled), else counted here.
+func (d *Decider) runSum(j int32) (sum *runSum, kept bool) {
+	if d.tl != nil && !d.settled(j) {
+		return d.tl.sums[j], true
+	}
+	d.sum = runSum{}
+	at := int32(-1)
+	for _, ai := range d.jobAllocs.row(j) {
+		d.sum.add(d.ap[ai], ai, &at)
+	}
+	return &d.sum, false
 }
 
 // settled reports whether settle took an allocation of job j as stopping
