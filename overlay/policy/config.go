@@ -54,6 +54,13 @@ type Config struct {
 	// example 10m to 1h let the bound lapse so often that the work redone
 	// rose from 95k to 130k-205k GPU hours.
 	SliceLossMaxWait time.Duration
+	// SliceLossDoubling paces the bound when no cheaper stop is in sight:
+	// it doubles every SliceLossDoubling the job has waited, so a stop
+	// throwing away 2^k times the GPU-time the job is promised waits k ×
+	// SliceLossDoubling for room that comes without a stop (bound.go,
+	// lapseAt), never longer than SliceLossMaxWait. 0: the bound lapses at
+	// once when nothing cheaper is in sight.
+	SliceLossDoubling time.Duration
 	// VictimHold bounds how long a victim is held a preemption gap below
 	// the job it made room for when that job never places (0: no hold).
 	VictimHold time.Duration
@@ -178,6 +185,7 @@ func ConfigForMaxPriority(max int) Config {
 		DrainConfig:       DrainConfig{DrainLead: time.Minute, DrainReturnAfter: 30 * time.Minute},
 		ResumeLoss:        15 * time.Minute,
 		SliceLossMaxWait:  contract.DefaultRuntimeCap,
+		SliceLossDoubling: time.Minute,
 		VictimHold:        10 * time.Minute,
 		Settle:            30 * time.Second,
 		QuickWindow:       30 * time.Minute,
@@ -267,6 +275,9 @@ func (c Config) Problems() []FieldError {
 	}
 	if c.DrainReturnAfter < 0 {
 		bad(f("DrainReturnAfter"), "return = %v: want a duration >= 0 (0: \"manual\")", c.DrainReturnAfter)
+	}
+	if c.SliceLossDoubling < 0 {
+		bad(f("SliceLossDoubling"), "SliceLossDoubling (%v) must be >= 0", c.SliceLossDoubling)
 	}
 	if c.ResumeLoss < 0 || c.SliceLossMaxWait < 0 {
 		bad(f("ResumeLoss", "SliceLossMaxWait"), "ResumeLoss (%v) and SliceLossMaxWait (%v) must be >= 0", c.ResumeLoss, c.SliceLossMaxWait)

@@ -405,10 +405,16 @@ func (d *Decider) sliceFor(j int32, asks []ask) bool {
 			d.cap.change(n, -a.gpus)
 			continue
 		}
+		sc.lossyJob, sc.lossyLost = -1, math.MaxInt64 // this ask's cheapest refused set
 		n, margin, lossy := d.chooseVictims(j, a)
 		var sight time.Time
 		if n < 0 && lossy {
 			sight = d.cheaperAt(j, a)
+		}
+		if n < 0 && lossy && sight.IsZero() {
+			if at := d.lapseAt(j, sc.lossyLost); d.now.Before(at) {
+				sight = at // no cheaper stop in sight: the bound lapses in time (bound.go)
+			}
 		}
 		if n < 0 && lossy && sight.IsZero() {
 			// Waiting would not buy a cheaper stop: take the cheapest now.
