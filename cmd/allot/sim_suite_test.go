@@ -52,8 +52,10 @@ func TestSimSuiteFigures(t *testing.T) {
 
 	// The contract past the window. squatter (non-resumable, past its
 	// window) is stopped for owed: nothing cheaper is in sight, so the
-	// loss bound does not wait (measured: 30s, the reaction delay; target
-	// 5 minutes). The baseline never starts owed.
+	// loss bound lapses in time, doubling each minute owed waits (a stop
+	// just over twice owed's bound: measured 2.0m; 30s, the reaction
+	// delay, when it lapsed at once; target 5 minutes). The baseline
+	// never starts owed.
 	sq := fig("squatter", "allot")
 	check("squatter", sq.LargestP90 <= secs(5*time.Minute), "owed waited %.0fs, want <= 5m", sq.LargestP90)
 	check("squatter baseline", fig("squatter", "baseline").LargestP90 >= secs(10*time.Hour), "the baseline starts owed: the case no longer tests squatting")
