@@ -82,6 +82,10 @@ type Decider struct {
 	recovered   int32      // a node that recovered or returned to service, -1
 	leafPos     []int32    // by leaf index: position in the fair-share order
 	served      []float64  // by leaf index: usage share / effective share
+	// starved: the missing allocations of jobs placed in part that found
+	// no victims in this plan (place, rule 5); Nomad places their rest
+	// before any pending job (starvedBy).
+	starved     []starvedAsk
 	cap         capacity
 	order       []pendingKey // pending allocated jobs, best first
 	merge       []pendingKey // scratch of mergePending

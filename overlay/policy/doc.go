@@ -335,6 +335,20 @@
 // priority (their budgets were served 1.04-1.94 of their shares; the
 // time so spent alone has a p90 of 65 minutes and a p99 of 49 hours).
 //
+// Nor do they go to a job placed in part (rule 5g, starvedBy in
+// victims.go): Nomad places the rest of a job placed in part before any
+// pending job, so when one examined earlier in the plan found no victims
+// it may take (its loss bound, fair share, windows) and was kept placed in
+// part, victims stopped for a later job on a node of a class its rest
+// fits would feed that rest, stopped by proxy for a job whose own claim
+// could not stop them, and the job they were stopped for would not start.
+// Such a job stops nothing there and waits (WaitRestFirst, WaitsFor the
+// job placed in part, ETA unknown; rule 5e counts it as waiting, as one
+// that waits for windows). On two-pools of the suite (main b635bf7) an 8-GPU debug
+// job of ai2/nlp/safety stopped victims twice and saw both nodes go to a
+// 16-node gang of ai2/prior/olmo/pretrain filling up; three of its debug
+// jobs then waited 5-6 hours, and the budget fell to 88% of owed.
+//
 // Restarts held back (rule 5e, restart.go): a requeued job (Job.QueuedSince:
 // stopped by time slicing, a reservation or a drain) does not take GPUs
 // while its budget stands where it would be stopped again: (a) it is not

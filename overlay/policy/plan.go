@@ -192,6 +192,7 @@ const (
 	WaitPool                  // no node at all is in its node pool with its GPU model: it never places until one joins (or its node_pool changes)
 	WaitNotice                // the jobs stopped for it were sent their checkpoint notice; they stop at FreeAt (or when they exit)
 	WaitRestart               // stopped before: its budget stands where it would be stopped again and lose the run (restart.go)
+	WaitRestFirst             // the only victims it may take free GPUs that the rest of a job placed in part (WaitsFor) would take first (rule 5g)
 )
 
 var waitNames = [...]string{"nothing", "placement", "queue", "victims", "protected windows",
@@ -200,7 +201,8 @@ var waitNames = [...]string{"nothing", "placement", "queue", "victims", "protect
 	"its own budget's jobs of the same or a higher meta priority",
 	"a node of its node pool and GPU model, and there is none: no node of the job's node pool (\"default\" when the job names none) has GPUs of the model it asks; check the job's node_pool and device constraint",
 	"the checkpoint notice of the jobs stopped for it",
-	"its budget's standing: restarted now, it would be stopped again and lose the run"}
+	"its budget's standing: restarted now, it would be stopped again and lose the run",
+	"the rest of a job placed in part, which Nomad places first on the GPUs its victims would free"}
 
 // Timed reports whether the wait ends when GPUs free up at a time the
 // policy may know (Explanation.FreeAt): protected windows, a reservation,

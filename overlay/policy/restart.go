@@ -229,7 +229,7 @@ func (d *Decider) waitsUnserved(w int32) bool {
 		return false
 	}
 	switch wi.wait {
-	case WaitQueue, WaitWindows, WaitWork, WaitFairShare, WaitOrder, WaitReserved:
+	case WaitQueue, WaitWindows, WaitWork, WaitFairShare, WaitOrder, WaitReserved, WaitRestFirst:
 		return true
 	}
 	return false
@@ -274,7 +274,7 @@ func (d *Decider) stopsAgain(j int32) int32 {
 		w := ref.job
 		wi := &d.jobs[w]
 		switch wi.wait {
-		case WaitWindows, WaitWork, WaitFairShare, WaitOrder:
+		case WaitWindows, WaitWork, WaitFairShare, WaitOrder, WaitRestFirst:
 		default:
 			continue
 		}

@@ -16,6 +16,7 @@ import (
 func (d *Decider) place() {
 	examined := 0
 	d.reserveFor = d.reserveFor[:0]
+	d.starved = d.starved[:0]
 	d.active = 0
 	for _, r := range d.plan.Reservations {
 		if !r.Expired {
@@ -88,6 +89,11 @@ func (d *Decider) place() {
 		if info.state == jsPartial && (info.wait == WaitFairShare || info.wait == WaitOrder || d.restFarOff(j)) {
 			d.giveBack(j)
 			continue
+		}
+		if info.state == jsPartial {
+			for _, a := range d.asks {
+				d.starved = append(d.starved, starvedAsk{job: j, gpus: a.gpus, model: a.model})
+			}
 		}
 		d.reserveFor = append(d.reserveFor, orderRef{job: j, at: oi})
 		if oi+1 < len(d.order) && d.minAskBelow[oi+1] < d.asks[0].gpus {
@@ -384,6 +390,9 @@ type victimScratch struct {
 	// loss bound refused; -1 when none: what the job waits for.
 	orderJob, marginJob, lossyJob int32
 	lossyLost                     int64
+	// starvedJob is the first job placed in part whose rest would take
+	// what the victims free (starvedBy); -1 when none.
+	starvedJob int32
 }
 
 // sliceFor looks for victims so that every ask of pending job j fits (rule
@@ -397,6 +406,7 @@ func (d *Decider) sliceFor(j int32, asks []ask) bool {
 	sc.added = sc.added[:0]
 	sc.order = false
 	sc.orderJob, sc.marginJob, sc.lossyJob, sc.lossyLost = -1, -1, -1, math.MaxInt64
+	sc.starvedJob = -1
 	blockedByMargin := false
 	for i := range asks {
 		a := &asks[i]
@@ -440,6 +450,9 @@ func (d *Decider) sliceFor(j int32, asks []ask) bool {
 				}
 			case sc.order:
 				info.wait, info.waitFor = WaitOrder, sc.orderJob
+			case sc.starvedJob >= 0:
+				// Behind the rest of a job placed in part (starvedBy).
+				info.wait, info.waitFor = WaitRestFirst, sc.starvedJob
 			default:
 				info.wait = WaitWindows
 			}
@@ -617,6 +630,12 @@ func (d *Decider) chooseVictims(j int32, a *ask) (node int32, margin, lossy bool
 	}
 	for c := range d.classes {
 		if !d.classFits(int32(c), job, a) {
+			continue
+		}
+		if s := d.starvedBy(int32(c), a); s >= 0 {
+			if sc.starvedJob < 0 {
+				sc.starvedJob = s
+			}
 			continue
 		}
 		for _, n := range d.classNode.row(int32(c)) {
@@ -927,4 +946,29 @@ func (d *Decider) marginEnds(j int32, gap float64) time.Time {
 		return time.Time{}
 	}
 	return at
+}
+
+// starvedAsk is a missing allocation of a job placed in part that found no
+// victims in this plan (Decider.starved).
+type starvedAsk struct {
+	job   int32
+	gpus  int32
+	model string
+}
+
+// starvedBy (rule 5g, doc.go) is the job placed in part, examined before
+// and left without victims, whose rest would take what victims stopped
+// for ask a free on a node of class c (-1 when none): Nomad places the
+// rest of a job placed in part before any pending job, so the GPUs of
+// stops made for a would go to a job whose own claim (fair share, its
+// budget's order, its loss bound) could not stop them, and a waits on.
+func (d *Decider) starvedBy(c int32, a *ask) int32 {
+	for i := range d.starved {
+		s := &d.starved[i]
+		sa := ask{gpus: s.gpus, model: s.model}
+		if s.gpus <= a.gpus && d.classFits(c, d.jp[s.job], &sa) {
+			return s.job
+		}
+	}
+	return -1
 }
