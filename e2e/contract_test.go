@@ -28,9 +28,11 @@ func TestContractSquatterStoppedForOwed(t *testing.T) {
 		q := al.Srv.FSM().Read().QueueEntry("default/squatter")
 		return q != nil && strings.Contains(q.Explanation, "not resumable") && strings.Contains(q.Explanation, "restarts from zero"), nil
 	})
-	// Past its window by twice the window: stopping it throws away more
-	// work than owed is promised (8 GPUs x 30 s against 8 x 10 s), and no
-	// cheaper stop is in sight, so the loss bound does not wait.
+	// Past its window by twice the window: stopping it throws away 8 GPUs
+	// x 30 s, within owed's loss bound, which is never below ResumeLoss
+	// (15m here, not compressed) of its GPUs, so it is stopped at once (a
+	// stop over the bound with nothing cheaper in sight waits while the
+	// bound doubles, every SliceLossDoubling: testdata/past-window.txt).
 	time.Sleep(time.Until(windowEnd.Add(2 * window)))
 	if rs := c.running(t, "squatter"); len(rs) != 1 || rs[0].ID != sq.ID {
 		t.Fatalf("squatter was moved with nothing waiting: %+v", rs)

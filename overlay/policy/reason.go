@@ -191,7 +191,7 @@ func (r Reason) Format(at func(time.Time) string) string {
 			by = " (" + r.Job + ")"
 		}
 		why := "which its own stall does not change"
-		if r.Detail == WaitWindows.String() || r.Detail == WaitWork.String() {
+		if r.Detail == WaitWindows.String() || r.Detail == WaitWork.String() || r.Detail == WaitRestFirst.String() {
 			why = "which free up at no known time, or later than a reservation may hold nodes (reservation max_age)"
 			if !r.At.IsZero() {
 				why = "which free up at " + at(r.At) + ", later than a reservation may hold nodes (reservation max_age)"

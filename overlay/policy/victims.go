@@ -200,7 +200,8 @@ func (d *Decider) releasePartial(j int32) {
 // restFarOff reports whether the missing allocations of job j, placed in
 // part and examined without victims, wait for protected windows or the
 // loss bound that end more than ReservationMaxAge from now, or at no known
-// time; it sets the job's FreeAt to that time (zero: unknown). A placement
+// time (as behind another job's rest, rule 5g); it sets the job's FreeAt
+// to that time (zero: unknown). A placement
 // in part is a reservation that Nomad made: its GPUs sit idle (stalled)
 // until the rest comes. allot reserves nodes only when they all free up
 // within ReservationMaxAge (rule 7), and keeps Nomad's on the same terms:
@@ -215,6 +216,8 @@ func (d *Decider) restFarOff(j int32) bool {
 		d.asks = d.jobAsks(j, d.asks)
 		info.freeAt = d.honestFreeAt(d.freeAt(j, d.usableNodes()), false)
 	case WaitWork: // freeAt: when the bound lapses (cheaperAt)
+	case WaitRestFirst: // behind another job's rest (rule 5g): no known time
+		info.freeAt = time.Time{}
 	default:
 		return false
 	}
