@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/allot-sched/allot/budgets"
+	"github.com/allot-sched/allot/overlay/policy"
 )
 
 func TestKendallTauB(t *testing.T) {
@@ -339,8 +340,9 @@ func TestSimEventLog(t *testing.T) {
 
 // The stop that interrupts a run carries the run's length and the work it
 // threw away: on one node, the squatter (not resumable, 1h window) is
-// stopped for owed after 2h and loses those 2h at 8 GPUs; summed, the
-// log's Lost is the run's lost GPU hours, by stop reason too.
+// stopped for owed after 2h (and the loss bound's lapse) and loses that run
+// at 8 GPUs; summed, the log's Lost is the run's lost GPU hours, by stop
+// reason too.
 func TestSimEventLogLost(t *testing.T) {
 	tr := readTraceFile(t, "../../examples/sim/suite/squatter.csv")
 	var buf bytes.Buffer
@@ -366,9 +368,13 @@ func TestSimEventLogLost(t *testing.T) {
 	if squat == nil {
 		t.Fatalf("the squatter is never stopped: %v", evs)
 	}
-	// owed is submitted at 2h; the model's reaction delay (30s) passes before the stop.
-	if squat.Reason != "time-slice" || squat.By != "owed" || squat.Ran < 7200 || squat.Ran > 7200+60 || squat.Lost != 8*squat.Ran {
-		t.Errorf("the squatter's stop: %+v, want a time-slice stop for owed after 2h (+ the reaction delay), losing the run at 8 GPUs", *squat)
+	// owed is submitted at 2h; the stop throws away just over twice owed's
+	// loss bound and nothing cheaper is in sight, so the bound lapses after
+	// two doublings (policy lapseAt), and the model's reaction delay (30s)
+	// passes before the stop.
+	lapse := 2 * policy.DefaultConfig().SliceLossDoubling.Seconds()
+	if squat.Reason != "time-slice" || squat.By != "owed" || squat.Ran < 7200 || squat.Ran > 7200+lapse+60 || squat.Lost != 8*squat.Ran {
+		t.Errorf("the squatter's stop: %+v, want a time-slice stop for owed after 2h (+ %vs of the loss bound and the reaction delay), losing the run at 8 GPUs", *squat, lapse)
 	}
 	if math.Abs(lost/3600-r.LostGPUHours) > 1e-9 || lost == 0 {
 		t.Errorf("the log's stops lose %.3f GPU hours, the run %.3f", lost/3600, r.LostGPUHours)
