@@ -233,7 +233,8 @@ func (x *Incremental) takeRecs(inc []int32) {
 // it would count them from its rows (settle aside): its live allocations
 // (Alloc.live) and their GPUs, whether one of them has not started, the
 // latest start of the started ones, and its records done (Alloc.done);
-// and the end of its protected window were it running from lastStart.
+// and the end of its protected window were it running from lastStart
+// (setWindow).
 type runSum struct {
 	live, done, held int32
 	notStarted       bool
@@ -260,6 +261,12 @@ func (sum *runSum) add(a *Alloc, i int32, at *int32) {
 	}
 }
 
+// setWindow sets windowEnd: lastStart plus the job's protected window
+// (protected, bounded by runtimeCap).
+func (sum *runSum) setWindow(protected, runtimeCap time.Duration) {
+	sum.windowEnd = sum.lastStart.Add(min(protected, runtimeCap))
+}
+
 // keptSum is a job slot's runSum, kept from one decision to the next
 // while none of its records and nothing of the job changed (ok).
 type keptSum struct {
@@ -276,7 +283,7 @@ func (x *Incremental) countSum(s int32) {
 	for i := x.lists.first(s); i >= 0; i = x.lists.next(i) {
 		sum.add(&x.recs[i], i, &at)
 	}
-	sum.windowEnd = sum.lastStart.Add(min(x.jobs[s].Contract.Protected, x.cfg.RuntimeCap))
+	sum.setWindow(x.jobs[s].Contract.Protected, x.cfg.RuntimeCap)
 	x.sums[s] = keptSum{runSum: sum, ok: true}
 }
 

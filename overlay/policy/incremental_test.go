@@ -88,7 +88,7 @@ func (w *incWorld) checkSums(t *testing.T, step int, snap *Snapshot) {
 				want.add(&snap.Allocs[i], int32(i), &at)
 			}
 		}
-		want.windowEnd = want.lastStart.Add(min(x.jobs[s].Contract.Protected, w.cfg.RuntimeCap))
+		want.setWindow(x.jobs[s].Contract.Protected, w.cfg.RuntimeCap)
 		if x.sums[s].runSum != want {
 			t.Fatalf("step %d: job %s: kept run sum %+v, counted afresh %+v", step, x.jobs[s].ID, x.sums[s].runSum, want)
 		}

@@ -296,7 +296,7 @@ func (d *Decider) jobState(j int32, info *jobInfo) {
 	for _, g := range job.Groups {
 		wanted += int32(max(g.Count, 0))
 	}
-	sm, kept := d.runSum(j)
+	sm := d.runSum(j)
 	live, done, notStarted := sm.live, sm.done, sm.notStarted
 	info.held = sm.held
 	info.missing = max(wanted-live-done, 0)
@@ -329,9 +329,6 @@ func (d *Decider) jobState(j int32, info *jobInfo) {
 		info.state = jsStarting
 	default:
 		info.windowEnd = sm.windowEnd
-		if !kept {
-			info.windowEnd = sm.lastStart.Add(min(job.Contract.Protected, d.cfg.RuntimeCap))
-		}
 		if d.now.Before(info.windowEnd) {
 			info.state = jsProtected
 		} else {
@@ -342,17 +339,18 @@ func (d *Decider) jobState(j int32, info *jobInfo) {
 
 // runSum is what jobState counts of job j's allocations (live ones as
 // settle left them): kept by an Incremental unless settle took some of
-// them (kept true, windowEnd filled), else counted here.
-func (d *Decider) runSum(j int32) (sum *runSum, kept bool) {
+// them, else counted here.
+func (d *Decider) runSum(j int32) *runSum {
 	if d.tl != nil && !d.settled(j) {
-		return d.tl.sums[j], true
+		return d.tl.sums[j]
 	}
 	d.sum = runSum{}
 	at := int32(-1)
 	for _, ai := range d.jobAllocs.row(j) {
 		d.sum.add(d.ap[ai], ai, &at)
 	}
-	return &d.sum, false
+	d.sum.setWindow(d.jp[j].Contract.Protected, d.cfg.RuntimeCap)
+	return &d.sum
 }
 
 // settled reports whether settle took an allocation of job j as stopping

@@ -92,7 +92,7 @@ func (d *Decider) place() {
 		}
 		if info.state == jsPartial {
 			for _, a := range d.asks {
-				d.starved = append(d.starved, starvedAsk{job: j, gpus: a.gpus, model: a.model})
+				d.starved = append(d.starved, starvedAsk{job: j, ask: a})
 			}
 		}
 		d.reserveFor = append(d.reserveFor, orderRef{job: j, at: oi})
@@ -422,11 +422,10 @@ func (d *Decider) sliceFor(j int32, asks []ask) bool {
 		n, margin, lossy := d.chooseVictims(j, a)
 		var sight time.Time
 		if n < 0 && lossy {
-			sight = d.cheaperAt(j, a)
-		}
-		if n < 0 && lossy && sight.IsZero() {
-			if at := d.lapseAt(j, sc.lossyLost); d.now.Before(at) {
-				sight = at // no cheaper stop in sight: the bound lapses in time (bound.go)
+			if sight = d.cheaperAt(j, a); sight.IsZero() {
+				if at := d.lapseAt(j, sc.lossyLost); d.now.Before(at) {
+					sight = at // no cheaper stop in sight: the bound lapses in time (bound.go)
+				}
 			}
 		}
 		if n < 0 && lossy && sight.IsZero() {
@@ -954,9 +953,8 @@ func (d *Decider) marginEnds(j int32, gap float64) time.Time {
 // starvedAsk is a missing allocation of a job placed in part that found no
 // victims in this plan (Decider.starved).
 type starvedAsk struct {
-	job   int32
-	gpus  int32
-	model string
+	job int32
+	ask ask
 }
 
 // starvedBy (rule 5g, doc.go) is the job placed in part, examined before
@@ -968,8 +966,7 @@ type starvedAsk struct {
 func (d *Decider) starvedBy(c int32, a *ask) int32 {
 	for i := range d.starved {
 		s := &d.starved[i]
-		sa := ask{gpus: s.gpus, model: s.model}
-		if s.gpus <= a.gpus && d.classFits(c, d.jp[s.job], &sa) {
+		if s.ask.gpus <= a.gpus && d.classFits(c, d.jp[s.job], &s.ask) {
 			return s.job
 		}
 	}

@@ -103,15 +103,37 @@ type node struct {
 	// drainedAt records the first time it was then empty and ineligible.
 	sickSince int64
 	drained   bool
-	// exitMask are the GPUs whose stopped tasks have not exited yet, and
-	// exitBy when the last of them exits (killtimeout.go).
-	exitMask uint64
-	exitBy   int64
-	// pendMask are the GPUs of preempted allocations whose task had not
-	// started, until their client reports them done at pendBy
-	// (Options.PendingStopLatency, pendingstop.go).
-	pendMask uint64
-	pendBy   int64
+	// exit holds the GPUs whose stopped tasks have not exited yet, until
+	// the last of them exits (killtimeout.go); pend those of preempted
+	// allocations whose task had not started, until their client reports
+	// them done (Options.PendingStopLatency, pendingstop.go).
+	exit, pend heldGPUs
+}
+
+// heldGPUs are GPUs of a node that no task placed on them may use until
+// by (for a task placed there, onExiting).
+type heldGPUs struct {
+	mask uint64
+	by   int64
+}
+
+// hold adds GPUs mask, held until until at the least; what was held no
+// later than now was let go.
+func (h *heldGPUs) hold(now int64, mask uint64, until int64) {
+	if h.by <= now {
+		h.mask = 0
+	}
+	h.mask |= mask
+	h.by = max(h.by, until)
+}
+
+// until is when the held GPUs among mask are let go; 0 when none is held
+// past now.
+func (h *heldGPUs) until(now int64, mask uint64) int64 {
+	if h.by > now && h.mask&mask != 0 {
+		return h.by
+	}
+	return 0
 }
 
 // noAllocPrio is State.lowOn of a node without allocations: above every

@@ -50,26 +50,14 @@ func (s *State) exiting(a int32, why StopReason) {
 		return
 	}
 	al := &s.allocs[a]
-	nd := &s.nodes[al.node]
-	if nd.exitBy <= s.now {
-		nd.exitMask = 0
-	}
-	nd.exitMask |= al.mask
-	nd.exitBy = max(nd.exitBy, s.now+int64(s.opts.StopLatency/time.Second)+killSec(&s.jobs[al.job]))
+	s.nodes[al.node].exit.hold(s.now, al.mask, s.now+int64(s.opts.StopLatency/time.Second)+killSec(&s.jobs[al.job]))
 }
 
 // onExiting reports when the stopped tasks still holding any of GPUs mask
 // of node n exit; 0 when none does.
 func (s *State) onExiting(n int32, mask uint64) int64 {
 	nd := &s.nodes[n]
-	var at int64
-	if nd.exitBy > s.now && nd.exitMask&mask != 0 {
-		at = nd.exitBy
-	}
-	if nd.pendBy > s.now && nd.pendMask&mask != 0 {
-		at = max(at, nd.pendBy)
-	}
-	return at
+	return max(nd.exit.until(s.now, mask), nd.pend.until(s.now, mask))
 }
 
 // killSaved is the work (seconds) job j saves of lost at a stop by

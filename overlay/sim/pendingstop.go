@@ -23,7 +23,7 @@ import "time"
 //   - a victim preempted before its task ran, whose client hears of the
 //     stop (Options.StopLatency) before it would start the task, holds its
 //     GPUs for what is placed on them until PendingStopLatency after the
-//     preemption (node.pendMask, pendBy; onExiting). That includes a victim
+//     preemption (node.pend; onExiting). That includes a victim
 //     placed in the instant of its preemption: the model processes a
 //     time-slice victim's replacement and the evaluate that preempts it in
 //     one instant, where Nomad's one scheduler worker placed them 32 s-3.3
@@ -48,12 +48,7 @@ func (s *State) pendingStop(a int32, why StopReason) bool {
 	if d <= 0 || why != StopPreempted || hears >= al.runsAt {
 		return false
 	}
-	nd := &s.nodes[al.node]
-	if nd.pendBy <= s.now {
-		nd.pendMask = 0
-	}
-	nd.pendMask |= al.mask
-	nd.pendBy = max(nd.pendBy, s.now+d)
+	s.nodes[al.node].pend.hold(s.now, al.mask, s.now+d)
 	return true
 }
 
