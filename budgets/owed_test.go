@@ -34,18 +34,24 @@ func TestOwedReportPublishedExample(t *testing.T) {
 
 	got := OwedReport(tr, l, 100, h1, end)
 	want := []Delivery{
-		{Path: "ai2", Owed: 324000, Delivered: 315000 + 36000, Credited: 261000, Ratio: 261000.0 / 324000},
-		{Path: "ai2/prior", Owed: 324000, Delivered: 243000 + 72000, Credited: 261000, Ratio: 261000.0 / 324000},
-		{Path: "ai2/prior/olmo", Owed: 2 * 126000, Delivered: 180000 + 63000, Credited: 126000 + 63000, Ratio: 0.75},
-		{Path: "ai2/prior/vision", Owed: 72000, Delivered: 72000, Credited: 72000, Ratio: 1},
-		{Path: "ai2/robotics", Owed: 0, Delivered: 36000, Credited: 0, Ratio: 1},
+		{Path: "ai2", Owed: 324000, Delivered: 315000 + 36000, Credited: 261000,
+			Ratio: 351000.0 / 324000, CreditedRatio: 261000.0 / 324000},
+		{Path: "ai2/prior", Owed: 324000, Delivered: 243000 + 72000, Credited: 261000,
+			Ratio: 315000.0 / 324000, CreditedRatio: 261000.0 / 324000},
+		// Over the two hours olmo got 243,000 of 252,000 owed (96%); hour by
+		// hour, its first hour's surplus does not pay for the second's
+		// shortfall (75%).
+		{Path: "ai2/prior/olmo", Owed: 2 * 126000, Delivered: 180000 + 63000, Credited: 126000 + 63000,
+			Ratio: 243000.0 / 252000, CreditedRatio: 0.75},
+		{Path: "ai2/prior/vision", Owed: 72000, Delivered: 72000, Credited: 72000, Ratio: 1, CreditedRatio: 1},
+		{Path: "ai2/robotics", Owed: 0, Delivered: 36000, Credited: 0, Ratio: 1, CreditedRatio: 1},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %d rows, want %d", len(got), len(want))
 	}
 	for i := range want {
 		if g, w := got[i], want[i]; g.Path != w.Path || g.Owed != w.Owed || g.Delivered != w.Delivered ||
-			g.Credited != w.Credited || math.Abs(g.Ratio-w.Ratio) > 1e-15 {
+			g.Credited != w.Credited || math.Abs(g.Ratio-w.Ratio) > 1e-15 || math.Abs(g.CreditedRatio-w.CreditedRatio) > 1e-15 {
 			t.Errorf("row %d = %+v\n          want %+v", i, g, w)
 		}
 	}
@@ -60,13 +66,14 @@ func TestOwedReportPartialHoursAndEdges(t *testing.T) {
 	// is owed min(50, 40) GPUs × 1800 s in each and gets 60 then 0 GPUs.
 	got := OwedReport(tr, l, 100, t0.Add(30*time.Minute), t0.Add(90*time.Minute))
 	r := got[4]
-	if r.Path != "ai2/robotics" || r.Owed != 2*40*1800 || r.Delivered != 60*1800 || r.Credited != 40*1800 || r.Ratio != 0.5 {
+	if r.Path != "ai2/robotics" || r.Owed != 2*40*1800 || r.Delivered != 60*1800 || r.Credited != 40*1800 ||
+		r.Ratio != 0.75 || r.CreditedRatio != 0.5 {
 		t.Errorf("robotics = %+v", r)
 	}
 	// Capacity prorates: a 15-minute window owes 50 × 900 at most.
 	l2 := NewLedger(LedgerConfig{})
 	perMinute(t, l2.addDemand, "ai2/robotics", t0, t0.Add(time.Hour), 1000)
-	if r := OwedReport(tr, l2, 100, t0.Add(45*time.Minute), t0.Add(time.Hour))[4]; r.Owed != 50*900 || r.Ratio != 0 {
+	if r := OwedReport(tr, l2, 100, t0.Add(45*time.Minute), t0.Add(time.Hour))[4]; r.Owed != 50*900 || r.Ratio != 0 || r.CreditedRatio != 0 {
 		t.Errorf("quarter hour = %+v, want owed %d ratio 0", r, 50*900)
 	}
 	for _, rows := range [][]Delivery{
@@ -74,7 +81,7 @@ func TestOwedReportPartialHoursAndEdges(t *testing.T) {
 		OwedReport(tr, l, 0, t0, t0.Add(time.Hour)),   // no capacity
 	} {
 		for _, d := range rows {
-			if d.Owed != 0 || d.Ratio != 1 {
+			if d.Owed != 0 || d.Ratio != 1 || d.CreditedRatio != 1 {
 				t.Errorf("empty report row %+v", d)
 			}
 		}

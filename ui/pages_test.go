@@ -169,6 +169,13 @@ func TestPagesInBrowser(t *testing.T) {
 				if w := fmt.Sprintf("%.0f%%", 100*float64(r.Ratio)); cell != w {
 					t.Errorf("pretrain delivered/owed %s: page %q, API %s", since, cell, w)
 				}
+				if since != "7d" {
+					continue
+				}
+				same := eval[string](t, b, `document.querySelector('tr[data-path="ai2/prior/olmo/pretrain"]').cells[7].innerText`)
+				if w := fmt.Sprintf("%.0f%%", 100*float64(r.CreditedRatio)); same != w {
+					t.Errorf("pretrain same hour 7d: page %q, API %s", same, w)
+				}
 			}
 		}
 		// Charts: a used line and a dashed share per program (5), 7 days

@@ -19,7 +19,7 @@ func init() { extraCommands = append(extraCommands, usageCommand) }
 func usageCommand() *cli.Command {
 	return &cli.Command{
 		Name:     "usage",
-		Usage:    "GPU time per budget over a window: charged, demand, owed and delivered/owed",
+		Usage:    "GPU time per budget over a window: charged, demand, owed, delivered/owed and its same-hour reading",
 		Commands: []*cli.Command{usageSeriesCommand()},
 		Flags:    append(apiFlags(true), &cli.StringFlag{Name: "since", Value: "7d", Usage: "window length, e.g. 7d, 36h, 90m"}),
 		Action: func(ctx context.Context, c *cli.Command) error {
@@ -44,10 +44,11 @@ func printUsage(w io.Writer, u *client.Usage) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "BUDGET\tCHARGED GPU-H\tDEMAND GPU-H\tOWED GPU-H\tDELIVERED/OWED")
+	fmt.Fprintln(tw, "BUDGET\tCHARGED GPU-H\tDEMAND GPU-H\tOWED GPU-H\tDELIVERED/OWED\tSAME HOUR")
 	for _, r := range u.Budgets {
 		indent := strings.Repeat("  ", strings.Count(r.Path, "/"))
-		fmt.Fprintf(tw, "%s%s\t%.1f\t%.1f\t%.1f\t%.0f%%\n", indent, r.Path, r.Charged, r.Demand, r.Owed, 100*r.Ratio)
+		fmt.Fprintf(tw, "%s%s\t%.1f\t%.1f\t%.1f\t%.0f%%\t%.0f%%\n", indent, r.Path, r.Charged, r.Demand, r.Owed,
+			100*r.Ratio, 100*r.CreditedRatio)
 	}
 	return tw.Flush()
 }

@@ -121,15 +121,23 @@ type Explain struct {
 	Decisions   []Decision    `json:"decisions"`
 }
 
-// UsageRow is one budget's use over the report window, in GPU-hours.
+// UsageRow is one budget's use over the report window, in GPU-hours
+// (budgets.Delivery, the same figures `allot sim` reports).
 type UsageRow struct {
-	Path      string  `json:"path"`
-	Leaf      bool    `json:"leaf"`
-	Charged   float64 `json:"charged_gpu_hours"`
-	Demand    float64 `json:"demand_gpu_hours"`
-	Owed      float64 `json:"owed_gpu_hours"`
-	Delivered float64 `json:"delivered_gpu_hours"`
-	Ratio     Ratio   `json:"delivered_over_owed"`
+	Path string `json:"path"`
+	Leaf bool   `json:"leaf"`
+	// Charged is the GPU time delivered over the window, uncapped.
+	Charged float64 `json:"charged_gpu_hours"`
+	Demand  float64 `json:"demand_gpu_hours"`
+	Owed    float64 `json:"owed_gpu_hours"`
+	// Ratio is Charged / Owed, DESIGN.md's headline figure (1 when nothing
+	// was owed; above 1 for a budget served more than it was owed).
+	Ratio Ratio `json:"delivered_over_owed"`
+	// Credited is Σ over hours of min(charged that hour, owed that hour),
+	// and CreditedRatio Credited / Owed (at most 1): the same-hour reading,
+	// where an hour's surplus does not pay for another hour's shortfall.
+	Credited      float64 `json:"credited_gpu_hours"`
+	CreditedRatio Ratio   `json:"credited_over_owed"`
 }
 
 // Usage is the answer of GET /v1/usage?since=7d.

@@ -194,7 +194,8 @@ func TestReconcileLoopRecordsAndCharges(t *testing.T) {
 			nlp = &u.Budgets[i]
 		}
 	}
-	if u.CapacityGPUs != 8 || nlp == nil || nlp.Charged != 12 || nlp.Demand != 12 || nlp.Owed != 3 || nlp.Ratio != 1 {
+	if u.CapacityGPUs != 8 || nlp == nil || nlp.Charged != 12 || nlp.Demand != 12 || nlp.Owed != 3 || nlp.Ratio != 4 ||
+		nlp.Credited != 3 || nlp.CreditedRatio != 1 {
 		t.Fatalf("usage %+v nlp %+v", u, nlp)
 	}
 	q, err := cl.Queue(ctx, true)

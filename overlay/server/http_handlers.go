@@ -189,7 +189,8 @@ func (s *Server) getUsage(r *http.Request, v *state.View) (any, error) {
 	hours := func(gs int64) float64 { return float64(gs) / 3600 }
 	for i, d := range report {
 		out.Budgets = append(out.Budgets, client.UsageRow{Path: d.Path, Leaf: nodes[i].IsLeaf(), Charged: hours(d.Delivered),
-			Demand: hours(demand[i]), Owed: hours(d.Owed), Delivered: hours(d.Credited), Ratio: client.Ratio(d.Ratio)})
+			Demand: hours(demand[i]), Owed: hours(d.Owed), Ratio: client.Ratio(d.Ratio),
+			Credited: hours(d.Credited), CreditedRatio: client.Ratio(d.CreditedRatio)})
 	}
 	return out, nil
 }

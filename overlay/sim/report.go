@@ -162,7 +162,7 @@ func WriteSummary(w io.Writer, rs []*Result) error {
 	})
 	if len(rs[0].Budgets) > 0 {
 		fmt.Fprintln(tw, "\t")
-		row("delivered / owed GPU hours", func(r *Result) string { return r.Policy })
+		row("delivered / owed GPU hours (ratio, same hour)", func(r *Result) string { return r.Policy })
 		for k := range rs[0].Budgets {
 			b := rs[0].Budgets[k].Budget
 			row(b, func(r *Result) string {
@@ -178,11 +178,11 @@ func WriteSummary(w io.Writer, rs []*Result) error {
 	return tw.Flush()
 }
 
-// budgetCell is a leaf's "delivered / owed (ratio)", and the GPU hours of
-// demand left out of owed because no node of its jobs' pool and model can
-// hold them (BudgetResult.Unservable), when there were any.
+// budgetCell is a leaf's "delivered / owed (ratio, same-hour ratio)", and
+// the GPU hours of demand left out of owed because no node of its jobs' pool
+// and model can hold them (BudgetResult.Unservable), when there were any.
 func budgetCell(x BudgetResult) string {
-	c := fmt.Sprintf("%.0f / %.0f (%.0f%%)", x.Delivered, x.Owed, 100*x.Ratio)
+	c := fmt.Sprintf("%.0f / %.0f (%.0f%%, %.0f%%)", x.Delivered, x.Owed, 100*x.Ratio, 100*x.CreditedRatio)
 	if x.Unservable > 0 {
 		c += fmt.Sprintf(", %.0f unplaceable not owed", x.Unservable)
 	}

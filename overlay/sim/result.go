@@ -143,7 +143,12 @@ type BudgetResult struct {
 	// pool and model can hold, over the time they waited: left out of
 	// Demand and Owed (metrics.demandOf), for every policy alike.
 	Unservable float64 `json:"unservable_demand_gpu_hours,omitempty"`
-	Ratio      float64 `json:"delivered_over_owed"`
+	// Ratio is Delivered / Owed (budgets.Delivery): the headline figure.
+	Ratio float64 `json:"delivered_over_owed"`
+	// Credited and CreditedRatio are the same-hour reading: each hour's
+	// delivered counted only up to that hour's owed.
+	Credited      float64 `json:"credited_gpu_hours"`
+	CreditedRatio float64 `json:"credited_over_owed"`
 }
 
 // DrainResult follows each unhealthy episode of a node (its first GPU
@@ -275,21 +280,28 @@ func (r *Result) budgets(m *metrics, tree *budgets.Tree) {
 		return
 	}
 	worst := -1.0
+	capacity := int(m.capacity)
 	for l, leaf := range tree.Leaves() {
-		capH := leaf.Effective * float64(m.capacity) * 3600
-		var del, owed, dem float64
-		for _, v := range m.delivered[l] { // every hour, the warm-up's too (BudgetResult)
-			del += float64(v)
+		// The server's `allot usage` counts through the same budgets.Delivery.
+		capH := budgets.ShareCapacity(leaf.Effective, capacity, time.Hour)
+		var d budgets.Delivery
+		var dem int64
+		del, want := m.delivered[l], m.demand[l]
+		for h := range max(len(del), len(want)) { // every hour, the warm-up's too (BudgetResult)
+			var dh, wh int64
+			if h < len(del) {
+				dh = del[h]
+			}
+			if h < len(want) {
+				wh = want[h]
+			}
+			d.Add(capH, wh, dh)
+			dem += wh
 		}
-		for _, v := range m.demand[l] {
-			dem += float64(v)
-			owed += min(capH, float64(v))
-		}
-		b := BudgetResult{Budget: leaf.Path, Share: leaf.Effective, Delivered: del / 3600, Owed: owed / 3600,
-			Demand: dem / 3600, Unservable: float64(m.neverSec[l]) / 3600, Ratio: 1}
-		if owed > 0 {
-			b.Ratio = del / owed
-		}
+		d.SetRatios()
+		b := BudgetResult{Budget: leaf.Path, Share: leaf.Effective, Delivered: float64(d.Delivered) / 3600,
+			Owed: float64(d.Owed) / 3600, Credited: float64(d.Credited) / 3600, Demand: float64(dem) / 3600,
+			Unservable: float64(m.neverSec[l]) / 3600, Ratio: d.Ratio, CreditedRatio: d.CreditedRatio}
 		if b.Ratio >= 0.95 {
 			r.BudgetsAt95++
 		}

@@ -25,6 +25,11 @@ type Figures struct {
 	// leaf's delivered time counted up to what it is owed), over the owed
 	// time of every leaf (1 when nothing is owed).
 	AllLeaves float64 `json:"all_leaves_ratio"`
+	// CreditedAt95 and CreditedAllLeaves are the same two figures read hour
+	// by hour (BudgetResult.CreditedRatio, as `allot usage` prints beside
+	// delivered/owed): each hour's delivered counted up to that hour's owed.
+	CreditedAt95      int     `json:"credited_leaves_at_95pct"`
+	CreditedAllLeaves float64 `json:"credited_all_leaves_ratio"`
 	// Occupancy counts GPU time of jobs making progress, allocated or free;
 	// Stalled is GPU time held by jobs placed in part (or otherwise held
 	// without progress), counted apart: both fractions of capacity.
@@ -47,23 +52,26 @@ func FiguresOf(r *Result) Figures {
 			f.DebugJobs, f.DebugP50, f.DebugP90, f.DebugP99 = w.Jobs, w.P50, w.P90, w.P99
 		}
 	}
-	var del, owed float64
+	var del, credited, owed float64
 	for _, b := range r.Budgets {
 		if b.Owed <= 0 {
 			continue
 		}
 		f.Leaves++
-		del, owed = del+min(b.Delivered, b.Owed), owed+b.Owed
+		del, credited, owed = del+min(b.Delivered, b.Owed), credited+b.Credited, owed+b.Owed
 		if b.Ratio >= 0.95 {
 			f.LeavesAt95++
+		}
+		if b.CreditedRatio >= 0.95 {
+			f.CreditedAt95++
 		}
 		if f.WorstBudget == "" || b.Ratio < f.WorstRatio {
 			f.WorstBudget, f.WorstRatio = b.Budget, b.Ratio
 		}
 	}
-	f.AllLeaves = 1
+	f.AllLeaves, f.CreditedAllLeaves = 1, 1
 	if owed > 0 {
-		f.AllLeaves = del / owed
+		f.AllLeaves, f.CreditedAllLeaves = del/owed, credited/owed
 	}
 	f.Stalled, f.Occupancy = r.Occupancy.Stalled, r.Occupancy.Total
 	f.largest(r)
@@ -107,7 +115,7 @@ type SuiteRow struct {
 // WriteSuiteTable prints one line per scenario, seed and policy.
 func WriteSuiteTable(w io.Writer, rows []SuiteRow) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "scenario\tseed\tGPUs\tdays\tpolicy\tdebug p50/p90/p99\tworst leaf\tleaves>=95%\tall leaves\toccupied (stalled)\tlost GPU h (x base)\tlargest-job wait p90")
+	fmt.Fprintln(tw, "scenario\tseed\tGPUs\tdays\tpolicy\tdebug p50/p90/p99\tworst leaf\tleaves>=95%\tall leaves\tsame hour\toccupied (stalled)\tlost GPU h (x base)\tlargest-job wait p90")
 	for _, r := range rows {
 		var base float64
 		for _, f := range r.Figures {
@@ -132,9 +140,13 @@ func WriteSuiteTable(w io.Writer, rows []SuiteRow) error {
 			if f.LargestJobs > 0 {
 				largest = fmt.Sprintf("%s (%d jobs >= %d GPUs)", dur(f.LargestP90), f.LargestJobs, (f.LargestGPUs+1)/2)
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f\t%s\t%s\t%.0f%% %s\t%s\t%.1f%%\t%.1f%% (%.1f%%)\t%.0f (%s)\t%s\n",
+			same := "-"
+			if f.Leaves > 0 {
+				same = fmt.Sprintf("%.1f%% %d/%d", 100*f.CreditedAllLeaves, f.CreditedAt95, f.Leaves)
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f\t%s\t%s\t%.0f%% %s\t%s\t%.1f%%\t%s\t%.1f%% (%.1f%%)\t%.0f (%s)\t%s\n",
 				r.Scenario, r.Seed, r.GPUs, r.Days, f.Policy, debug, 100*f.WorstRatio, f.WorstBudget, leaves,
-				100*f.AllLeaves, 100*f.Occupancy, 100*f.Stalled, f.LostHours, ratio, largest)
+				100*f.AllLeaves, same, 100*f.Occupancy, 100*f.Stalled, f.LostHours, ratio, largest)
 		}
 	}
 	return tw.Flush()

@@ -53,7 +53,7 @@ func TestUnservableDemandNotOwed(t *testing.T) {
 		if err := WriteSummary(&out, []*Result{r}); err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(out.String(), "0 / 0 (100%), 48 unplaceable not owed") {
+		if !strings.Contains(out.String(), "0 / 0 (100%, 100%), 48 unplaceable not owed") {
 			t.Errorf("%s: the report does not say the unplaceable demand was left out:\n%s", r.Policy, out.String())
 		}
 	}

@@ -296,14 +296,15 @@
           cells.push(td(r ? pct(r.delivered_over_owed, 0) : "–", "num"));
         }
         const w7 = by[1][b.path];
+        cells.push(td(w7 ? pct(w7.credited_over_owed, 0) : "–", "num"));
         cells.push(td(w7 ? num(w7.charged_gpu_hours) : "–", "num"), td(w7 ? num(w7.owed_gpu_hours) : "–", "num"),
           td(w7 ? num(w7.demand_gpu_hours) : "–", "num"));
         rows.push(h("tr", { "data-path": b.path }, cells));
       }
       treeEl.replaceChildren(
-        h("p", { class: "muted" }, `Revision ${tree.revision || "–"}, applied ${time(tree.applied_at)}. Delivered/owed counts, each hour, GPU time delivered up to what was owed: min(effective share × capacity, demand).`),
+        h("p", { class: "muted" }, `Revision ${tree.revision || "–"}, applied ${time(tree.applied_at)}. Owed is, hour by hour, min(effective share × capacity, demand), summed; delivered/owed is the GPU time charged over the window against it (above 100% for a budget served more than it was owed). Same hour counts each hour's charge only up to that hour's owed, so an hour's surplus does not pay for another hour's shortfall.`),
         table(["Budget", ["Declared share", "num"], ["Of parent", "num"], ["Of cluster", "num"],
-          ...windows.map((w) => [`Delivered/owed ${w}`, "num"]), ["Charged GPU-h 7d", "num"], ["Owed GPU-h 7d", "num"], ["Demand GPU-h 7d", "num"]],
+          ...windows.map((w) => [`Delivered/owed ${w}`, "num"]), ["Same hour 7d", "num"], ["Charged GPU-h 7d", "num"], ["Owed GPU-h 7d", "num"], ["Demand GPU-h 7d", "num"]],
         rows, { class: "tree", id: "tree-table" }));
     }
     return { refresh, destroy: () => charts.forEach((c) => c.destroy()) };
