@@ -132,13 +132,14 @@ func TestFidelity(t *testing.T) {
 			latency, spacing, placedStop := latencies(real)
 			lat := fidelityLatencies{Start: latency, Spacing: spacing, Stop: exitLatency(exits, placedStop), Reaction: reaction,
 				Finish: finishLatency(real), Pending: pendingStopLatency(pending)}
+			lat.Health = healthLatency(real, lat.Reaction)
 			model := runOnModel(t, spec, tree, asArrived(tr, real), ft.horizon, lat)
 			writeEvents(t, filepath.Join(out, ft.name+".nomad.jsonl"), real)
 			writeEvents(t, filepath.Join(out, ft.name+".sim.jsonl"), model)
 			writeLatencies(t, filepath.Join(out, ft.name+".latency.json"), lat)
 			line, _ := compareLogs(t, out, ft.name, tr, ft.horizon, real, model,
-				fmt.Sprintf("%d jobs, %s wall on Nomad (K=%d), start latency %s, start spacing %s, stop latency %s (of %d stopped tasks' exits; %s from placements), finish latency %s, pending stop latency %s (of %d victims preempted before they ran), allot's reaction %s (trace time; the model's)",
-					len(tr.Jobs), wall.Round(time.Second), fidelityScale, lat.Start, lat.Spacing, lat.Stop, len(exits), placedStop, lat.Finish, lat.Pending, len(pending), lat.Reaction))
+				fmt.Sprintf("%d jobs, %s wall on Nomad (K=%d), start latency %s, start spacing %s, stop latency %s (of %d stopped tasks' exits; %s from placements), finish latency %s, pending stop latency %s (of %d victims preempted before they ran), health latency %s, allot's reaction %s (trace time; the model's)",
+					len(tr.Jobs), wall.Round(time.Second), fidelityScale, lat.Start, lat.Spacing, lat.Stop, len(exits), placedStop, lat.Finish, lat.Pending, len(pending), lat.Health, lat.Reaction))
 			fmt.Fprintf(&summary, "%s\twall %s\n", line, wall.Round(time.Second))
 		})
 	}
@@ -235,13 +236,13 @@ func budgetDiffs(fd *sim.Fidelity) string {
 // DIR/NAME.latency.json beside the logs, so TestFidelityReplay can run the
 // model again on a run's log.
 type fidelityLatencies struct {
-	Start, Spacing, Stop, Finish, Pending, Reaction time.Duration
+	Start, Spacing, Stop, Finish, Pending, Reaction, Health time.Duration
 }
 
 func writeLatencies(t *testing.T, path string, lat fidelityLatencies) {
 	t.Helper()
 	b, err := json.Marshal(map[string]string{"start": lat.Start.String(), "spacing": lat.Spacing.String(),
-		"stop": lat.Stop.String(), "finish": lat.Finish.String(), "pending": lat.Pending.String(), "reaction": lat.Reaction.String()})
+		"stop": lat.Stop.String(), "finish": lat.Finish.String(), "pending": lat.Pending.String(), "reaction": lat.Reaction.String(), "health": lat.Health.String()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,8 +252,8 @@ func writeLatencies(t *testing.T, path string, lat fidelityLatencies) {
 }
 
 // readLatencies reads writeLatencies's file: each key a duration such as
-// "1m54s", every one required but finish and pending (0 without them: the
-// files of runs made before they were measured).
+// "1m54s", every one required but finish, pending and health (0 without
+// them: the files of runs made before they were measured).
 func readLatencies(path string) (fidelityLatencies, error) {
 	var lat fidelityLatencies
 	b, err := os.ReadFile(path)
@@ -266,13 +267,13 @@ func readLatencies(path string) (fidelityLatencies, error) {
 	for _, f := range []struct {
 		key string
 		d   *time.Duration
-	}{{"start", &lat.Start}, {"spacing", &lat.Spacing}, {"stop", &lat.Stop}, {"finish", &lat.Finish}, {"pending", &lat.Pending}, {"reaction", &lat.Reaction}} {
+	}{{"start", &lat.Start}, {"spacing", &lat.Spacing}, {"stop", &lat.Stop}, {"finish", &lat.Finish}, {"pending", &lat.Pending}, {"reaction", &lat.Reaction}, {"health", &lat.Health}} {
 		v, ok := m[f.key]
-		if !ok && (f.key == "finish" || f.key == "pending") {
+		if !ok && (f.key == "finish" || f.key == "pending" || f.key == "health") {
 			continue
 		}
 		if !ok {
-			return lat, fmt.Errorf("%s: no %q (want start, spacing, stop and reaction, and optionally finish and pending, each a duration such as \"1m54s\")", path, f.key)
+			return lat, fmt.Errorf("%s: no %q (want start, spacing, stop and reaction, and optionally finish, pending and health, each a duration such as \"1m54s\")", path, f.key)
 		}
 		if *f.d, err = time.ParseDuration(v); err != nil || *f.d < 0 {
 			return lat, fmt.Errorf("%s: %q is %q, want a duration of 0 or more such as \"1m54s\"", path, f.key, v)
@@ -314,6 +315,7 @@ func TestFidelityReplay(t *testing.T) {
 				t.Fatal(err)
 			}
 			lat.Finish = finishLatency(real) // from the log, as the harness measures it
+			lat.Health = healthLatency(real, lat.Reaction)
 			model := runOnModel(t, spec, tree, asArrived(tr, real), ft.horizon, lat)
 			name := ft.name
 			if len(ins) > 1 {
@@ -469,6 +471,37 @@ func finishLatency(evs []sim.Event) time.Duration {
 		}
 	}
 	return time.Duration(medianOf(ds) * float64(time.Second)).Round(time.Second)
+}
+
+// healthLatency is the model's HealthLatency from the real side's log: how
+// long after a GPU fault was injected allot made its node ineligible (its
+// first eligibility write of that node after the fault), less allot's
+// reaction, the median over the faults. A Nomad client re-registers a
+// changed fingerprint 5-10 s of wall time after its device plugin reports
+// it (nodeUpdateRetryIntv and a random stagger), 10-20 trace minutes at K =
+// 120; allot and Nomad's scheduler hear of the fault only then. A fault on
+// a node already ineligible (a reservation) has no such write and is not
+// counted; 0 when none is.
+func healthLatency(evs []sim.Event, reaction time.Duration) time.Duration {
+	fault := map[string]float64{} // node -> a fault not yet followed by its node's ineligibility
+	var ds []float64
+	for _, e := range evs {
+		switch {
+		case e.Kind == sim.EventHealth && e.Eligible != nil && !*e.Eligible:
+			if _, ok := fault[e.Node]; !ok {
+				fault[e.Node] = e.T
+			}
+		case e.Kind == sim.EventHealth:
+			delete(fault, e.Node) // repaired before allot acted
+		case e.Kind == sim.EventNode && e.Eligible != nil && !*e.Eligible:
+			if f, ok := fault[e.Node]; ok {
+				ds = append(ds, e.T-f)
+				delete(fault, e.Node)
+			}
+		}
+	}
+	d := time.Duration(medianOf(ds)*float64(time.Second)) - reaction
+	return max(d, 0).Round(time.Second)
 }
 
 // pendingStopLatency is the model's PendingStopLatency from the real side's
@@ -667,6 +700,7 @@ func runOnModel(t *testing.T, spec sim.ClusterSpec, tree *budgets.Tree, tr *sim.
 	opts.StopLatency = lat.Stop
 	opts.FinishLatency = lat.Finish
 	opts.PendingStopLatency = lat.Pending
+	opts.HealthLatency = lat.Health
 	// The harness's task records its progress when stopped: a resumable job
 	// loses nothing, a job that is not resumable restarts from zero.
 	opts.CheckpointLoss = 0
@@ -1424,5 +1458,29 @@ func TestFidelitySpreadAndLatencies(t *testing.T) {
 	}
 	if _, err := readLatencies(bad); err == nil || !strings.Contains(err.Error(), `"pending"`) {
 		t.Errorf("a bad pending latency: %v, want an error naming it", err)
+	}
+}
+
+// healthLatency: the median, over faults, of the time from the injection
+// to allot's first ineligibility write of the node, less allot's reaction;
+// a fault repaired before any write, and writes before a fault, count for
+// nothing. No Nomad needed.
+func TestFidelityHealthLatency(t *testing.T) {
+	no, yes := false, true
+	evs := []sim.Event{
+		{T: 100, Kind: sim.EventNode, Node: "gpu-client-0", Eligible: &no}, // a reservation, before any fault
+		{T: 1800, Kind: sim.EventHealth, Node: "gpu-client-1", Eligible: &no},
+		{T: 2468, Kind: sim.EventNode, Node: "gpu-client-1", Eligible: &no},
+		{T: 3000, Kind: sim.EventHealth, Node: "gpu-client-2", Eligible: &no},
+		{T: 3100, Kind: sim.EventHealth, Node: "gpu-client-2", Eligible: &yes}, // repaired first
+		{T: 3200, Kind: sim.EventNode, Node: "gpu-client-2", Eligible: &no},
+		{T: 5000, Kind: sim.EventHealth, Node: "gpu-client-0", Eligible: &no},
+		{T: 5700, Kind: sim.EventNode, Node: "gpu-client-0", Eligible: &no},
+	}
+	if got := healthLatency(evs, 8*time.Second); got != 692*time.Second {
+		t.Errorf("healthLatency: %v, want 11m32s (the median of 668 s and 700 s, the upper, less 8 s)", got)
+	}
+	if got := healthLatency(evs[:1], 0); got != 0 {
+		t.Errorf("healthLatency with no fault: %v, want 0", got)
 	}
 }

@@ -48,6 +48,7 @@ func simFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "start-spacing", Local: true, Usage: "time the clients take per task start when starts come together: a start waits this long after the one before it began; 0: starts never queue"},
 		&cli.DurationFlag{Name: "stop-latency", Local: true, Usage: "time from a stop to the client signalling the task, which then exits after its kill_timeout; a task placed on its GPUs starts after that; 0: at once"},
 		&cli.DurationFlag{Name: "finish-latency", Local: true, Usage: "time from a task finishing to Nomad hearing of it (the client reports it done): its GPUs are placed on only then; 0: at once"},
+		&cli.DurationFlag{Name: "health-latency", Local: true, Usage: "time from a trace's health row to Nomad's servers and allot hearing of it (a client re-registers a changed fingerprint 5-10 s later); 0: at once"},
 		&cli.DurationFlag{Name: "pending-stop-latency", Local: true, Usage: "with -kill-timeout: time from Nomad preempting an allocation whose task had not started to its client reporting it done; the preemptor starts, and waits for its victims in allot's view, until then; 0: it exits as a running task does"},
 		&cli.DurationFlag{Name: "checkpoint-loss", Local: true, Value: sim.DefaultOptions().CheckpointLoss, Usage: "most work a resumable job loses when preempted: its run since it last started, up to this (0 or more)"},
 		&cli.DurationFlag{Name: "horizon", Local: true, DefaultText: "the trace's end", Usage: "simulated time to run"},
@@ -138,6 +139,7 @@ func checkSimFlags(c *cli.Command) error {
 		{"start-latency", "0: a placed task runs at once"},
 		{"stop-latency", "0: a stopped task is signalled at once"},
 		{"finish-latency", "0: Nomad hears of a finished task at once"},
+		{"health-latency", "0: a health change is heard at once"},
 		{"pending-stop-latency", "0: a victim that had not started exits as a running one does"},
 		{"start-spacing", "0: starts never queue"},
 		{"horizon", "0: to the trace's end"},
@@ -197,6 +199,7 @@ func simInputsFrom(c *cli.Command) (*simInputs, error) {
 	in.opts.StartLatency = c.Duration("start-latency")
 	in.opts.StopLatency = c.Duration("stop-latency")
 	in.opts.FinishLatency = c.Duration("finish-latency")
+	in.opts.HealthLatency = c.Duration("health-latency")
 	in.opts.PendingStopLatency = c.Duration("pending-stop-latency")
 	in.opts.StartSpacing = c.Duration("start-spacing")
 	in.opts.EvalOrder = c.Bool("eval-order")

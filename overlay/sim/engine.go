@@ -99,6 +99,12 @@ func Run(tr *Trace, c ClusterSpec, tree *budgets.Tree, p Policy, opts Options) (
 	horizon := int64(opts.Horizon / time.Second)
 	if horizon <= 0 {
 		horizon = int64(tr.End() / time.Second)
+		if k := len(tr.Health) - 1; k >= 0 {
+			horizon = max(horizon, int64((tr.Health[k].At+opts.HealthLatency)/time.Second)) // the last row is heard then
+		}
+	}
+	if opts.HealthLatency < 0 {
+		return nil, fmt.Errorf("health latency %v: want 0 or more (0: a health change is heard at once)", opts.HealthLatency)
 	}
 	if opts.Warmup < 0 || opts.Warmup > 0 && int64(opts.Warmup/time.Second) >= horizon {
 		return nil, fmt.Errorf("warm-up %v must be >= 0 and shorter than the run (%v)", opts.Warmup, time.Duration(horizon)*time.Second)
@@ -171,14 +177,14 @@ func (s *State) loop(tr *Trace, p Policy, horizon int64) {
 			t = min(t, int64(tr.Jobs[nextJob].Submit/time.Second))
 		}
 		if nextHealth < len(tr.Health) {
-			t = min(t, int64(tr.Health[nextHealth].At/time.Second))
+			t = min(t, int64((tr.Health[nextHealth].At+s.opts.HealthLatency)/time.Second))
 		}
 		if t == never || t > horizon {
 			break
 		}
 		s.advance(t)
 		s.now = t
-		for nextHealth < len(tr.Health) && int64(tr.Health[nextHealth].At/time.Second) == t {
+		for nextHealth < len(tr.Health) && int64((tr.Health[nextHealth].At+s.opts.HealthLatency)/time.Second) == t {
 			h := &tr.Health[nextHealth]
 			s.setHealth(s.nodeBy[h.Node], h.GPU, h.Healthy, h.Reason)
 			nextHealth++

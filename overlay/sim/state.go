@@ -211,6 +211,14 @@ type Options struct {
 	// then (pendingstop.go). Zero: such a victim exits as a running one
 	// does.
 	PendingStopLatency time.Duration
+	// HealthLatency is how long after a GPU's health changes (a trace's
+	// health row) Nomad's servers, and so allot, hear of it: the node's
+	// client re-registers a changed fingerprint 5-10 s after its device
+	// plugin reports it (Nomad's client, nodeUpdateRetryIntv plus a random
+	// stagger up to as long), which the fidelity harness's time compression
+	// makes 10-20 trace minutes. The model applies the row, and writes its
+	// event, that long after the row's time. Zero: at once.
+	HealthLatency time.Duration
 	// Events, when set, receives every event of the run's event log (see
 	// Event); the event is the model's until the call returns.
 	Events func(*Event)
