@@ -73,6 +73,15 @@
 //     reports it done, and place on its GPUs then (measured: 22-41 trace
 //     seconds at the median per trace at K = 120, about 0.25 s of wall
 //     time). The job is done at its finish.
+//   - Health changes are heard late (Options.HealthLatency; set by the
+//     harness, 0 by default): a Nomad client re-registers a changed device
+//     fingerprint 5-10 s of wall time after its plugin reports it
+//     (nodeUpdateRetryIntv plus a random stagger as long), and Nomad's
+//     scheduler and allot see the fault only then; the model applies a
+//     trace's health row that long after its time. On a real cluster that
+//     is seconds; at the harness's K = 120 it was 11-19 trace minutes
+//     (runs 16 and 17), during which the model drained at once and Nomad
+//     kept placing on the faulty node.
 //   - A victim preempted before its task ran is reported late
 //     (Options.PendingStopLatency, pendingstop.go; set by the harness, 0
 //     by default): when its client hears of the stop before it would start
