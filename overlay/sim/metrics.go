@@ -17,8 +17,12 @@ type metrics struct {
 	heldAllocated, heldFree int64 // GPUs held now
 	allocatedSec, freeSec   int64 // GPU-seconds held
 	lostSec                 int64 // GPU-seconds of work thrown away
-	usefulSec               int64 // GPU-seconds of runs (all allocations placed), kept or lost later
-	usefulAllocSec          int64 // the part of usefulSec of allocated jobs
+	// lostWhole and lostAgain split lostSec: what stops of jobs that are
+	// not resumable threw away (their whole run), and of that what a
+	// job's second or later stop that lost work threw away.
+	lostWhole, lostAgain int64
+	usefulSec            int64 // GPU-seconds of runs (all allocations placed), kept or lost later
+	usefulAllocSec       int64 // the part of usefulSec of allocated jobs
 
 	waits        [numClasses][]int64 // submit to first start, seconds
 	requeueWaits [numClasses][]int64
@@ -193,6 +197,18 @@ func (m *metrics) stopped(j *job, why StopReason, now int64) {
 func (m *metrics) lost(gpuSec, now int64) {
 	if now >= m.from {
 		m.lostSec += gpuSec
+	}
+}
+
+// lostRun counts a stop of a job that is not resumable, which threw its
+// whole run away (gpuSec, already counted by lost); again says that an
+// earlier stop of the job threw work away too.
+func (m *metrics) lostRun(gpuSec int64, again bool, now int64) {
+	if now >= m.from {
+		m.lostWhole += gpuSec
+		if again {
+			m.lostAgain += gpuSec
+		}
 	}
 }
 

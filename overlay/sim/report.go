@@ -118,6 +118,9 @@ func WriteSummary(w io.Writer, rs []*Result) error {
 		})
 	}
 	row("lost GPU hours (work redone)", func(r *Result) string { return fmt.Sprintf("%.0f", r.LostGPUHours) })
+	row("of it whole runs of jobs not resumable / on a 2nd+ stop", func(r *Result) string {
+		return fmt.Sprintf("%.0f / %.0f", r.LostWholeGPUHours, r.LostAgainGPUHours)
+	})
 	row("priority writes: all / free work between levels", func(r *Result) string {
 		return fmt.Sprintf("%d / %d", r.PriorityWrites, r.FreeLevelWrites)
 	})

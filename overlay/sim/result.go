@@ -43,9 +43,16 @@ type Result struct {
 	// Preemptions counts allocations stopped, by reason.
 	Preemptions []ReasonCount `json:"preemptions"`
 
-	LostGPUHours    float64   `json:"lost_gpu_hours"`
-	StalledGPUHours float64   `json:"stalled_gpu_hours"`
-	Occupancy       Occupancy `json:"occupancy"`
+	LostGPUHours float64 `json:"lost_gpu_hours"`
+	// LostWholeGPUHours is the part of LostGPUHours that stops of jobs
+	// that are not resumable threw away (each its whole run), and
+	// LostAgainGPUHours the part of that thrown away by a job's second or
+	// later stop that lost work: runs restarted from zero only to be
+	// stopped again.
+	LostWholeGPUHours float64   `json:"lost_whole_run_gpu_hours"`
+	LostAgainGPUHours float64   `json:"lost_again_gpu_hours"`
+	StalledGPUHours   float64   `json:"stalled_gpu_hours"`
+	Occupancy         Occupancy `json:"occupancy"`
 
 	Budgets      []BudgetResult `json:"budgets"`
 	BudgetsAt95  int            `json:"budgets_at_95pct"`
@@ -227,6 +234,7 @@ func (s *State) result(name string, tr *Trace, horizon int64) *Result {
 			LostGPUHours: float64(m.stopLost[k]) / 3600})
 	}
 	r.LostGPUHours = float64(m.lostSec) / 3600
+	r.LostWholeGPUHours, r.LostAgainGPUHours = float64(m.lostWhole)/3600, float64(m.lostAgain)/3600
 	r.Notices = m.noticeResult()
 	r.PriorityWrites, r.FreeLevelWrites = m.writes, m.freeWrites
 	// GPU time held without progress (a job placed in part, or its tasks not

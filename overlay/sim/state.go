@@ -935,6 +935,9 @@ func (s *State) interrupt(i int32, why StopReason) (ran, lostGPUSec int64) {
 	}
 	s.sessionStopped(j, why, lost)
 	j.done -= lost
+	if lost > 0 && !j.spec.Resumable {
+		s.m.lostRun(lost*int64(j.spec.TotalGPUs()), j.lostWorkSec > 0, s.now)
+	}
 	j.lostWorkSec += lost
 	s.m.lost(lost*int64(j.spec.TotalGPUs()), s.now)
 	s.m.lostBy(why, lost*int64(j.spec.TotalGPUs()), s.now)
