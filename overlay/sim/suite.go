@@ -36,6 +36,11 @@ type Figures struct {
 	Occupancy float64 `json:"occupancy"`
 	Stalled   float64 `json:"stalled"`
 	LostHours float64 `json:"lost_gpu_hours"`
+	// LostWholeHours and LostAgainHours are Result.LostWholeGPUHours and
+	// Result.LostAgainGPUHours: whole runs of jobs not resumable thrown
+	// away, and of those on a job's second or later stop.
+	LostWholeHours float64 `json:"lost_whole_run_gpu_hours"`
+	LostAgainHours float64 `json:"lost_again_gpu_hours"`
 	// LargestJobs are the allocated jobs asking at least half the GPUs of
 	// the largest allocated job submitted after the warm-up; LargestP90 is
 	// the p90 of their waits (censored as above).
@@ -46,7 +51,8 @@ type Figures struct {
 
 // FiguresOf computes the suite's figures of a run.
 func FiguresOf(r *Result) Figures {
-	f := Figures{Policy: r.Policy, LostHours: r.LostGPUHours, WorstRatio: 1}
+	f := Figures{Policy: r.Policy, LostHours: r.LostGPUHours, LostWholeHours: r.LostWholeGPUHours,
+		LostAgainHours: r.LostAgainGPUHours, WorstRatio: 1}
 	for _, w := range r.Waits {
 		if w.Class == ClassDebug.String() {
 			f.DebugJobs, f.DebugP50, f.DebugP90, f.DebugP99 = w.Jobs, w.P50, w.P90, w.P99
