@@ -15,11 +15,13 @@ import (
 
 // TestDiagWaits is a diagnostic, not a check (skipped without ALLOT_DIAG):
 //
-//	ALLOT_DIAG=NODES:SEED[:large] [ALLOT_DIAG_LEAF=lab/x/y] go test -count=1 -run TestDiagWaits -v ./overlay/sim/
+//	ALLOT_DIAG=NODES:SEED[:large|:published] [ALLOT_DIAG_LEAF=lab/x/y] go test -count=1 -run TestDiagWaits -v ./overlay/sim/
 //
 // It replays a heavy-tailed suite trace (examples/sim/suite: 7 days; on
-// 32 nodes 4 days with a 12h warm-up, as heavy-256; large: large-gangs)
-// under allot with explanations and logs why the slowest 10% of the debug
+// 32 nodes 4 days with a 12h warm-up, as heavy-256; large: large-gangs),
+// or with published the suite's gpus-88 shape of the example's generator
+// (10 days, 172 debug and 4 interactive jobs a day, one node fault, the
+// example's budgets) on NODES nodes, under allot with explanations and logs why the slowest 10% of the debug
 // jobs submitted after the warm-up waited: the time each spent in each
 // Wait of its explanation (the rule that held it) between decisions, the
 // dominant one per job, its leaf's standing (served, position) halfway
@@ -30,26 +32,40 @@ import (
 func TestDiagWaits(t *testing.T) {
 	spec := os.Getenv("ALLOT_DIAG")
 	if spec == "" {
-		t.Skip("a diagnostic: set ALLOT_DIAG=NODES:SEED[:large]")
+		t.Skip("a diagnostic: set ALLOT_DIAG=NODES:SEED[:large|:published]")
 	}
 	parts := strings.Split(spec, ":")
 	nodes, err1 := strconv.Atoi(parts[0])
 	seed, err2 := strconv.ParseUint(parts[min(1, len(parts)-1)], 10, 64)
-	if len(parts) < 2 || len(parts) > 3 || err1 != nil || err2 != nil || nodes < 1 || len(parts) == 3 && parts[2] != "large" {
-		t.Fatalf("ALLOT_DIAG=%q: want NODES:SEED or NODES:SEED:large, e.g. 128:1", spec)
+	kind := ""
+	if len(parts) == 3 {
+		kind = parts[2]
+	}
+	if len(parts) < 2 || len(parts) > 3 || err1 != nil || err2 != nil || nodes < 1 || kind != "" && kind != "large" && kind != "published" {
+		t.Fatalf("ALLOT_DIAG=%q: want NODES:SEED, NODES:SEED:large or NODES:SEED:published, e.g. 128:1 or 11:2:published", spec)
 	}
 	tree, err := hcl.LoadDir("../../examples/sim/suite/heavy-budgets")
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := DefaultHeavyConfig()
-	h.Days, h.Seed, h.GPUs, h.LargeGangs = 7, seed, nodes*8, len(parts) == 3
+	h.Days, h.Seed, h.GPUs, h.LargeGangs = 7, seed, nodes*8, kind == "large"
 	opts := DefaultOptions()
 	opts.Seed, opts.Warmup = seed, 24*time.Hour
 	if nodes == 32 {
 		h.Days, opts.Warmup = 4, 12*time.Hour
 	}
-	tr, err := GenerateHeavy(tree, h)
+	var tr *Trace
+	if kind == "published" {
+		if tree, err = hcl.LoadDir("../../examples/budgets"); err != nil {
+			t.Fatal(err)
+		}
+		g := DefaultGenConfig()
+		g.Seed, g.Days, g.GPUs, g.Nodes, g.DebugPerDay, g.InteractivePerDay, g.Failures = seed, 10, nodes*8, nodes, 172, 4, 1
+		tr, err = Generate(tree, g)
+	} else {
+		tr, err = GenerateHeavy(tree, h)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
