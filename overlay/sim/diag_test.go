@@ -21,10 +21,10 @@ import (
 // 32 nodes 4 days with a 12h warm-up, as heavy-256; large: large-gangs),
 // or with published the suite's gpus-88 shape of the example's generator
 // (10 days, 172 debug and 4 interactive jobs a day, one node fault, the
-// example's budgets) on NODES nodes, under allot with explanations and logs why the slowest 10% of the debug
-// jobs submitted after the warm-up waited: the time each spent in each
-// Wait of its explanation (the rule that held it) between decisions, the
-// dominant one per job, its leaf's standing (served, position) halfway
+// example's budgets) on NODES nodes, under allot with explanations and
+// logs why the slowest 10% of the debug jobs submitted after the warm-up
+// waited: the time each spent in each Wait of its explanation (the rule
+// that held it) between decisions, the dominant one per job, its leaf's standing (served, position) halfway
 // and at the end, and the leaves they belong to. With ALLOT_DIAG_LEAF it
 // also logs the GPU-hours that leaf's jobs spent in each band and wait,
 // and its standing every 12 hours. ALLOT_DIAG_TOP=0.02 looks at the
@@ -44,26 +44,27 @@ func TestDiagWaits(t *testing.T) {
 	if len(parts) < 2 || len(parts) > 3 || err1 != nil || err2 != nil || nodes < 1 || kind != "" && kind != "large" && kind != "published" {
 		t.Fatalf("ALLOT_DIAG=%q: want NODES:SEED, NODES:SEED:large or NODES:SEED:published, e.g. 128:1 or 11:2:published", spec)
 	}
-	tree, err := hcl.LoadDir("../../examples/sim/suite/heavy-budgets")
+	opts := DefaultOptions()
+	opts.Seed, opts.Warmup = seed, 24*time.Hour
+	budgetsDir := "../../examples/sim/suite/heavy-budgets"
+	if kind == "published" {
+		budgetsDir = "../../examples/budgets"
+	}
+	tree, err := hcl.LoadDir(budgetsDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := DefaultHeavyConfig()
-	h.Days, h.Seed, h.GPUs, h.LargeGangs = 7, seed, nodes*8, kind == "large"
-	opts := DefaultOptions()
-	opts.Seed, opts.Warmup = seed, 24*time.Hour
-	if nodes == 32 {
-		h.Days, opts.Warmup = 4, 12*time.Hour
-	}
 	var tr *Trace
 	if kind == "published" {
-		if tree, err = hcl.LoadDir("../../examples/budgets"); err != nil {
-			t.Fatal(err)
-		}
 		g := DefaultGenConfig()
 		g.Seed, g.Days, g.GPUs, g.Nodes, g.DebugPerDay, g.InteractivePerDay, g.Failures = seed, 10, nodes*8, nodes, 172, 4, 1
 		tr, err = Generate(tree, g)
 	} else {
+		h := DefaultHeavyConfig()
+		h.Days, h.Seed, h.GPUs, h.LargeGangs = 7, seed, nodes*8, kind == "large"
+		if nodes == 32 {
+			h.Days, opts.Warmup = 4, 12*time.Hour
+		}
 		tr, err = GenerateHeavy(tree, h)
 	}
 	if err != nil {

@@ -935,14 +935,15 @@ func (s *State) interrupt(i int32, why StopReason) (ran, lostGPUSec int64) {
 	}
 	s.sessionStopped(j, why, lost)
 	j.done -= lost
+	gpuLost := lost * int64(j.spec.TotalGPUs())
 	if lost > 0 && !j.spec.Resumable {
-		s.m.lostRun(lost*int64(j.spec.TotalGPUs()), j.lostWorkSec > 0, s.now)
+		s.m.lostRun(gpuLost, j.lostWorkSec > 0, s.now)
 	}
 	j.lostWorkSec += lost
-	s.m.lost(lost*int64(j.spec.TotalGPUs()), s.now)
-	s.m.lostBy(why, lost*int64(j.spec.TotalGPUs()), s.now)
+	s.m.lost(gpuLost, s.now)
+	s.m.lostBy(why, gpuLost, s.now)
 	if why == StopDrain || why == StopKilled {
-		s.m.drainLost(lost*int64(j.spec.TotalGPUs()), s.now)
+		s.m.drainLost(gpuLost, s.now)
 	}
 	j.runStart = -1
 	j.finishGen++
@@ -950,7 +951,7 @@ func (s *State) interrupt(i int32, why StopReason) (ran, lostGPUSec int64) {
 		j.interrupts++
 		j.lastRun, j.lastRunEnd = ran, s.now
 	}
-	return ran, lost * int64(j.spec.TotalGPUs())
+	return ran, gpuLost
 }
 
 // finishJob retires job i.
