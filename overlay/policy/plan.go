@@ -193,6 +193,7 @@ const (
 	WaitNotice                // the jobs stopped for it were sent their checkpoint notice; they stop at FreeAt (or when they exit)
 	WaitRestart               // stopped before: its budget stands where it would be stopped again and lose the run (restart.go)
 	WaitRestFirst             // the only victims it may take free GPUs that the rest of a job placed in part (WaitsFor) would take first (rule 5g)
+	WaitStanding              // its budget is served more than one running where it would run: it evicts no running work to start (rule 5h, restart.go)
 )
 
 var waitNames = [...]string{"nothing", "placement", "queue", "victims", "protected windows",
@@ -202,7 +203,8 @@ var waitNames = [...]string{"nothing", "placement", "queue", "victims", "protect
 	"a node of its node pool and GPU model, and there is none: no node of the job's node pool (\"default\" when the job names none) has GPUs of the model it asks; check the job's node_pool and device constraint",
 	"the checkpoint notice of the jobs stopped for it",
 	"its budget's standing: restarted now, it would be stopped again and lose the run",
-	"the rest of a job placed in part, which Nomad places first on the GPUs its victims would free"}
+	"the rest of a job placed in part, which Nomad places first on the GPUs its victims would free",
+	"its budget's standing: served more than a budget running where it would run, it starts only on GPUs nobody holds"}
 
 // Timed reports whether the wait ends when GPUs free up at a time the
 // policy may know (Explanation.FreeAt): protected windows, a reservation,

@@ -434,8 +434,8 @@ func checkPlan(t *testing.T, seed int64, snap *Snapshot, p *Plan, now time.Time,
 func waitsWhole(e *Explanation) bool { return e.Reason.Code == ReasonPendingWhole }
 
 // heldRestart reports whether e is a requeued job whose restart rule 5e
-// holds back.
-func heldRestart(e *Explanation) bool { return e.Wait == WaitRestart }
+// holds back, or a job whose first start rule 5h holds back.
+func heldRestart(e *Explanation) bool { return e.Wait == WaitRestart || e.Wait == WaitStanding }
 
 // placedFirst reports whether e is a pending job written at the top of
 // the band for the GPUs its victims free (rule 5f).
@@ -459,11 +459,13 @@ func checkOrder(t *testing.T, seed int64, pend []*Explanation, final map[string]
 			continue
 		}
 		if heldRestart(a) {
-			// Rule 5e: a restart held back sits at restartLevel,
-			// out of the order's levels, and names the job it waits for.
+			// Rules 5e and 5h: a restart or first start held back sits
+			// at restartLevel, out of the order's levels, and names the
+			// job it waits for.
 			if r := a.Reason.Code; final[a.Job] != cfg.restartLevel() || a.WaitsFor == "" ||
-				r != ReasonPendingRestartHeld && r != ReasonPendingRestartServed && r != ReasonPendingRestartRun {
-				t.Errorf("seed %d: %s held back (rule 5e) at %d for %q (%v); want %d, naming a job", seed, a.Job, final[a.Job], a.WaitsFor, a.Reason, cfg.restartLevel())
+				r != ReasonPendingRestartHeld && r != ReasonPendingRestartServed && r != ReasonPendingRestartRun && r != ReasonPendingStartServed ||
+				(a.Wait == WaitStanding) != (r == ReasonPendingStartServed) {
+				t.Errorf("seed %d: %s held back (rule 5e/5h) at %d for %q (%v); want %d, naming a job", seed, a.Job, final[a.Job], a.WaitsFor, a.Reason, cfg.restartLevel())
 			}
 			continue
 		}

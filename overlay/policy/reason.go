@@ -68,6 +68,7 @@ const (
 	ReasonPendingRestartServed // N: place in the pending queue, Job: a job of the less served budget running where it would run (restart.go)
 	ReasonPendingRestartRun    // N: place in the pending queue, Job: the waiting job that would stop it again within its last run, At: the hold's end, Detail: that run (restart.go)
 	ReasonPendingFirst         // N: place in the pending queue, Detail: notResumable or ""; victims are stopped for it, or held below it (rule 5f, first.go)
+	ReasonPendingStartServed   // N: place in the pending queue, Job: a job of the less served budget running where it would run (rule 5h, restart.go)
 )
 
 // Reason is a ReasonCode with its operands.
@@ -179,6 +180,9 @@ func (r Reason) Format(at func(time.Time) string) string {
 	case ReasonPendingRestartRun:
 		return "pending, " + Ordinal(r.N) + " in the pending queue; not resumable, and its last run was stopped after " + r.Detail + ", so it needs a longer one to finish: restarted now, its own run would leave its budget served more than that of " + r.Job +
 			", which sorts before it and waits, before it had run that long again, and it would be stopped and lose the run; so it waits below the pending band, where it evicts no running work (it may start on GPUs nobody holds), while such a job waits, at most until " + at(r.At)
+	case ReasonPendingStartServed:
+		return "pending, " + Ordinal(r.N) + " in the pending queue; its budget is served at least its share and the fairness margin more than that of " + r.Job +
+			", which runs where it would run: started now by evicting work (free work, or its own budget's or another's jobs past their windows), it would begin a protected window on GPUs that budget's next job could take; so it waits below the pending band, where it evicts no running work (it may start on GPUs nobody holds), until its budget is served less"
 	case ReasonPendingFirst:
 		s := "pending, " + Ordinal(r.N) + " in the pending queue; jobs past their windows are stopped for it (or held below it): written at the top of the pending band so that Nomad places it first on the GPUs they free, before any other waiting job could take them"
 		if r.Detail == notResumable {
