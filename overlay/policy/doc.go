@@ -409,6 +409,19 @@
 // 18/19/17. The suite figures are in the README ("What this wave's rules
 // bought").
 //
+// Rule 5h, a first start held (startHeld, restart.go): rule 5e (b) for a
+// job never stopped. A job that is not quick (Config.QuickWindow,
+// QuickGPUs) and not a session, whose start would evict work (free work,
+// or victims of time slicing, its own budget's included), waits at
+// restartLevel (WaitStanding, ReasonPendingStartServed, naming the job of
+// lessServedRunning) while its leaf is served at least 1 and at least
+// FairnessMargin more than the least served other leaf running work on
+// nodes of a class it could use; it may still start on GPUs nobody holds.
+// An over-served budget that started its next job on the GPUs of its own
+// job past its window began a new protected window there each time, so it
+// kept GPUs a less served budget could have taken. Figures: startHeld and
+// the README ("Rule 5h").
+//
 // Rule 5e (c), a restart that would lose its run again: a non-resumable
 // job without a notice whose last run was stopped after R (Job.LastRun:
 // it needs more than R to finish) is held while the first job before it in
