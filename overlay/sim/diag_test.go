@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"os"
 	"slices"
 	"sort"
@@ -15,7 +16,7 @@ import (
 
 // TestDiagWaits is a diagnostic, not a check (skipped without ALLOT_DIAG):
 //
-//	ALLOT_DIAG=NODES:SEED[:large|:published] [ALLOT_DIAG_LEAF=lab/x/y] go test -count=1 -run TestDiagWaits -v ./overlay/sim/
+//	ALLOT_DIAG=NODES:SEED[:large|:published] [ALLOT_DIAG_LEAF=lab/x/y] [ALLOT_DIAG_JOB=ID] go test -count=1 -run TestDiagWaits -v ./overlay/sim/
 //
 // It replays a heavy-tailed suite trace (examples/sim/suite: 7 days; on
 // 32 nodes 4 days with a 12h warm-up, as heavy-256; large: large-gangs),
@@ -28,7 +29,9 @@ import (
 // and at the end, and the leaves they belong to. With ALLOT_DIAG_LEAF it
 // also logs the GPU-hours that leaf's jobs spent in each band and wait,
 // and its standing every 12 hours. ALLOT_DIAG_TOP=0.02 looks at the
-// slowest 2% instead of 10%.
+// slowest 2% instead of 10%. ALLOT_DIAG_JOB=ID logs that job's
+// explanation (band, level, wait, the job it waits for, FreeAt, reason)
+// each time it changes.
 func TestDiagWaits(t *testing.T) {
 	spec := os.Getenv("ALLOT_DIAG")
 	if spec == "" {
@@ -99,6 +102,7 @@ func TestDiagWaits(t *testing.T) {
 		}
 	}
 	leafName := os.Getenv("ALLOT_DIAG_LEAF")
+	jobName, lastSaid := os.Getenv("ALLOT_DIAG_JOB"), ""
 	leafTime := map[string]float64{}
 	var last float64
 	p.verify = func(plan *policy.Plan, now time.Time) {
@@ -106,6 +110,13 @@ func TestDiagWaits(t *testing.T) {
 		logged := false
 		for k := range plan.Explanations {
 			e := &plan.Explanations[k]
+			if jobName != "" && e.Job == jobName {
+				said := fmt.Sprintf("%s %d waits for %s [%s] free at %v: %s", e.Band, e.Priority, e.Wait, e.WaitsFor, e.FreeAt, e.Reason)
+				if said != lastSaid {
+					t.Logf("%.2fh: %s", tt/3600, said)
+					lastSaid = said
+				}
+			}
 			if leafName != "" && e.Budget == leafName && tt > from {
 				key := e.Band.String() + " " + class[e.Job]
 				if e.Band == policy.BandPending {
