@@ -56,6 +56,7 @@ type jobInfo struct {
 	wait        Wait
 	waitFor     int32 // the job it waits for (Explanation.WaitsFor), -1
 	freeAt      time.Time
+	freeGuess   bool  // freeAt is cheaperAt's window end, which new protected work there can move: explained as unknown
 	lost        int64 // lostWork, once computed (lostSet)
 	lostSet     bool
 	free        freeRun // its live allocations, for free work's level (free.go)

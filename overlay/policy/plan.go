@@ -187,7 +187,7 @@ const (
 	WaitTooLarge              // no node has enough healthy GPUs of its model
 	WaitPartial               // placed in part: the rest comes before any pending job
 	WaitHeld                  // a victim: held below the job it made room for until that one places
-	WaitWork                  // its only victims would throw away more work than Config.MaxSliceLoss allows, until FreeAt (SliceLossMaxWait)
+	WaitWork                  // its only victims would throw away more work than Config.MaxSliceLoss allows: until the bound lapses (FreeAt), or a cheaper stop at a window end (FreeAt zero: new protected work there moves that time)
 	WaitOrder                 // the GPUs are held past their windows by its own budget's jobs of the same or a higher meta priority
 	WaitPool                  // no node at all is in its node pool with its GPU model: it never places until one joins (or its node_pool changes)
 	WaitNotice                // the jobs stopped for it were sent their checkpoint notice; they stop at FreeAt (or when they exit)

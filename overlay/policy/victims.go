@@ -421,11 +421,14 @@ func (d *Decider) sliceFor(j int32, asks []ask) bool {
 		sc.lossyJob, sc.lossyLost = -1, math.MaxInt64 // this ask's cheapest refused set
 		n, margin, lossy := d.chooseVictims(j, a)
 		var sight time.Time
+		guess := false
 		if n < 0 && lossy {
 			if sight = d.cheaperAt(j, a); sight.IsZero() {
 				if at := d.lapseAt(j, sc.lossyLost); d.now.Before(at) {
 					sight = at // no cheaper stop in sight: the bound lapses in time (bound.go)
 				}
+			} else {
+				guess = true
 			}
 		}
 		if n < 0 && lossy && sight.IsZero() {
@@ -444,6 +447,7 @@ func (d *Decider) sliceFor(j int32, asks []ask) bool {
 			case lossy:
 				// The bound lasts SliceLossMaxWait: then the cheapest set is taken.
 				info.wait, info.freeAt, info.waitFor = WaitWork, sight, sc.lossyJob
+				info.freeGuess = guess
 				d.wakeAt(info.freeAt)
 			case blockedByMargin:
 				info.wait, info.waitFor = WaitFairShare, sc.marginJob
