@@ -41,7 +41,7 @@ type jobInfo struct {
 	givenBack   bool       // placed in part, its allocations stopped in this plan (releasePartial)
 	whole       bool       // a gang that cannot be placed whole: written at the bottom of the pending band (waitWhole)
 	keptBack    bool       // placed in part again after a release still held (keepVictims): held low, not stopped again
-	restartHeld bool       // not resumable, requeued, would be stopped again at its window end: held at restartLevel (restart.go)
+	restartHeld bool       // held at restartLevel by rule 5e (a restart that would be stopped again) or 5h (a first start of a budget served too far above one running there) (restart.go)
 	restartWhy  ReasonCode // which rule holds it (restartHeld)
 	backHeld    bool       // a release of it (rule 5c) is held: Snapshot.Victims names it for itself
 	movedOn     int32      // 1 + the last draining node that looked at it

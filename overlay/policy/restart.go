@@ -72,18 +72,19 @@ func (d *Decider) holdRestart(j int32, oi int, fits bool) bool {
 	return true
 }
 
-// restartHeld applies rule 5e to job j, waiting in place's walk at order
-// index oi: fits says whether its missing asks were just placed in the
-// model (d.asks) or would need victims. It marks the job held and says so.
+// restartHeld applies rule 5e to job j (rule 5h to one never stopped),
+// waiting in place's walk at order index oi: fits says whether its missing
+// asks were just placed in the model (d.asks) or would need victims. It
+// marks the job held and says so.
 func (d *Decider) restartHeld(j int32, oi int, fits bool) bool {
 	if info := &d.jobs[j]; info.state != jsPending && info.state != jsPartial || info.holding > 0 {
 		return false // victims held below it were stopped for it: their GPUs are its
 	}
-	if !d.requeued(j) {
-		return d.startHeld(j, fits)
-	}
 	if d.jp[j].Contract.Session {
 		return false // a requeued session restarts ahead of its budget's other work (notice.go), with its state saved
+	}
+	if !d.requeued(j) {
+		return d.startHeld(j, fits)
 	}
 	w, why := int32(-1), ReasonPendingRestartHeld
 	if d.restartLoses(j) {
@@ -116,7 +117,7 @@ func (d *Decider) restartHeld(j int32, oi int, fits bool) bool {
 // running work on nodes it could use (lessServedRunning). Not held: a quick
 // (debug-shaped) job, whose window of minutes takes little from anyone
 // (Config.QuickWindow, QuickGPUs: small, short work first where it fits),
-// and a session. It may still start on GPUs nobody holds, and nothing
+// and a session (restartHeld). It may still start on GPUs nobody holds, and nothing
 // running is protected by it: past their windows its budget's jobs stay
 // candidates for every less served budget's job.
 //
@@ -139,11 +140,8 @@ func (d *Decider) restartHeld(j int32, oi int, fits bool) bool {
 // had kept out of reach). Letting it stop its own budget's jobs alone kept
 // heavy-1024 seed 3's worst leaf at 60%.
 func (d *Decider) startHeld(j int32, fits bool) bool {
-	job, info := d.jp[j], &d.jobs[j]
-	if info.state != jsPending || job.Contract.Session || quickJob(job, d.cfg) {
-		return false
-	}
-	if fits && !d.preemptsFree() {
+	info := &d.jobs[j]
+	if info.state != jsPending || quickJob(d.jp[j], d.cfg) || fits && !d.preemptsFree() {
 		return false
 	}
 	w := d.lessServedRunning(j)

@@ -73,7 +73,7 @@ func (d *Decider) place() {
 			continue
 		}
 		if examined >= d.cfg.MaxEvaluations || d.evals >= d.cfg.MaxEvaluations {
-			if d.requeued(j) && d.restartLoses(j) && d.holdRestart(j, oi, false) {
+			if requeuedLoser(d.jp[j]) && d.holdRestart(j, oi, false) {
 				continue // restart.go: Nomad would place it from the queue as GPUs free up
 			}
 			info.wait = WaitQueue
