@@ -102,3 +102,50 @@ func TestContractOwnDebugStopsOwnTrain(t *testing.T) {
 	}
 	c.waitRunning(t, "own-train", 1, 60*time.Second)
 }
+
+// Rule 5h against a real Nomad: a budget served far above another does not
+// start its next job by stopping its own job past its window while the
+// less served budget runs work on the node. a-new (lab/a, not debug-shaped:
+// a 40-minute window) outranks a-old (lab/a, past its window) by meta
+// priority, which without the rule stops a-old at once; with lab/b's b-run
+// on the node's other GPUs, a-new waits below the pending band (29) and is
+// told why. It may still start on GPUs nobody holds: b-run stopped, a-new
+// starts on its GPUs and a-old runs on.
+func TestContractServedBudgetFirstStartHeld(t *testing.T) {
+	c := startGPUCluster(t)
+	al := startAllot(t, c, allotOptions{})
+	now := time.Now()
+	al.seedUsage("lab/a", 8, now.Add(-2*time.Hour), now.Add(-time.Hour))
+
+	c.register(t, gpuJob{ID: "b-run", Budget: "lab/b", MinRuntime: "10s", GPUs: 4})
+	c.register(t, gpuJob{ID: "a-old", Budget: "lab/a", MinRuntime: "10s", GPUs: 4, MetaPriority: 10})
+	c.waitRunning(t, "b-run", 1, 60*time.Second)
+	old := c.waitRunning(t, "a-old", 1, 60*time.Second)[0]
+	c.waitPriority(t, "a-old", func(p int) bool { return p == 90 }, "= 90 (running past its window)", 30*time.Second)
+
+	c.register(t, gpuJob{ID: "a-new", Budget: "lab/a", MinRuntime: "40m", GPUs: 4, MetaPriority: 90})
+	c.waitPriority(t, "a-new", func(p int) bool { return p == 29 }, "= 29 (held below the pending band)", 30*time.Second)
+	waitFor(t, 10*time.Second, "a-new's explanation", func() (bool, error) {
+		q := al.Srv.FSM().Read().QueueEntry("default/a-new")
+		return q != nil && strings.Contains(q.Explanation, "in the pending queue; its budget is served at least its share"), nil
+	})
+	// Several passes later a-old still runs and a-new waits.
+	time.Sleep(10 * time.Second)
+	if rs := c.running(t, "a-old"); len(rs) != 1 || rs[0].ID != old.ID {
+		t.Fatalf("a-old was stopped while lab/b ran on the node: %+v", rs)
+	}
+	if rs := c.running(t, "a-new"); len(rs) != 0 {
+		t.Fatalf("a-new started while held: %+v", rs)
+	}
+	for _, d := range al.Srv.FSM().Read().Decisions(0) {
+		if d.Kind == "preempt" && d.AllocID == old.ID {
+			t.Fatalf("allot decided to stop a-old for a-new: %+v", d)
+		}
+	}
+
+	c.stopJob(t, "b-run")
+	c.waitRunning(t, "a-new", 1, 60*time.Second)
+	if rs := c.running(t, "a-old"); len(rs) != 1 || rs[0].ID != old.ID {
+		t.Fatalf("a-old was stopped though a-new had free GPUs: %+v", rs)
+	}
+}
