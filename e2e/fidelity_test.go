@@ -957,7 +957,7 @@ func warmClients(t *testing.T, c *nomadCluster) {
 				"ReschedulePolicy": map[string]any{"Attempts": 0, "Unlimited": false},
 				"Tasks": []any{map[string]any{
 					"Name": "work", "Driver": "raw_exec", "LogConfig": map[string]any{"Disabled": true},
-					"Config":    map[string]any{"command": "/bin/true"},
+					"Config": map[string]any{"command": "/bin/true"},
 					"Resources": map[string]any{"CPU": fidelityCPUPerGPU, "MemoryMB": fidelityMemPerGPU,
 						"Devices": []any{map[string]any{"Name": "nvidia/gpu", "Count": 1}}},
 				}},
