@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -127,7 +128,8 @@ func TestFidelity(t *testing.T) {
 		t.Run(ft.name, func(t *testing.T) {
 			tr := readFidelityTrace(t, filepath.Join(dir, ft.name+".csv"))
 			start := time.Now()
-			real, exits, pending, reaction := runOnNomad(t, c, tree, tr, ft.horizon, filepath.Join(progress, ft.name))
+			real, exits, pending, reaction := runOnNomad(t, c, tree, tr, ft.horizon, filepath.Join(progress, ft.name),
+				filepath.Join(out, ft.name+".evals.jsonl"))
 			wall := time.Since(start)
 			latency, spacing, placedStop := latencies(real)
 			lat := fidelityLatencies{Start: latency, Spacing: spacing, Stop: exitLatency(exits, placedStop), Reaction: reaction,
@@ -834,7 +836,7 @@ func fidelityJob(sp *sim.JobSpec, progressDir string, prefer []string) map[strin
 // returns the event log, in trace time, cut at horizon, the stopped
 // tasks' exit delays and the unstarted victims' report delays
 // (allocEvents), and allot's reaction (allotReaction).
-func runOnNomad(t *testing.T, c *nomadCluster, tree *budgets.Tree, tr *sim.Trace, horizon time.Duration, progress string) ([]sim.Event, []float64, []float64, time.Duration) {
+func runOnNomad(t *testing.T, c *nomadCluster, tree *budgets.Tree, tr *sim.Trace, horizon time.Duration, progress, evalsOut string) ([]sim.Event, []float64, []float64, time.Duration) {
 	t.Helper()
 	if err := os.MkdirAll(progress, 0o755); err != nil {
 		t.Fatal(err)
@@ -922,6 +924,9 @@ func runOnNomad(t *testing.T, c *nomadCluster, tree *budgets.Tree, tr *sim.Trace
 	exits, pending := allocEvents(t, c, al, tr, traceAt, min(traceAt(cut), horizon.Seconds()), add)
 	reaction := allotReaction(t, c, al, tr)
 	al.Stop()
+	if evalsOut != "" {
+		writeEvals(t, c, evalsOut, traceAt)
+	}
 	purgeJobs(t, c, tr)
 	sort.SliceStable(evs, func(i, j int) bool { return evs[i].T < evs[j].T })
 	var kept []sim.Event
@@ -996,6 +1001,45 @@ func warmClients(t *testing.T, c *nomadCluster) {
 		}
 	}
 	t.Logf("clients warmed in %s (wall): placement to task start %s", time.Since(start).Round(time.Millisecond), strings.Join(took, ", "))
+}
+
+// writeEvals writes Nomad's evaluations of the run, one JSON object a line
+// in the order Nomad created them, with their times in trace time: what
+// each eval was for (TriggeredBy: job-register, alloc-stop, preemption,
+// queued-allocs of a blocked eval unblocked, ...), at what priority, and
+// what became of it, so a divergence between the logs can be read against
+// the order Nomad's broker actually served them.
+func writeEvals(t *testing.T, c *nomadCluster, path string, traceAt func(time.Time) float64) {
+	t.Helper()
+	var evals []struct {
+		ID, JobID, TriggeredBy, Status, StatusDescription string
+		BlockedEval, PreviousEval, NodeID                 string
+		Priority                                          int
+		CreateTime, ModifyTime                            int64
+		FailedTGAllocs                                    map[string]any
+		QueuedAllocations                                 map[string]int
+	}
+	if err := c.Server.Get("/v1/evaluations?per_page=100000", &evals); err != nil {
+		t.Logf("evaluations: %v", err)
+		return
+	}
+	sort.Slice(evals, func(i, j int) bool { return evals[i].CreateTime < evals[j].CreateTime })
+	var b bytes.Buffer
+	for _, e := range evals {
+		line, err := json.Marshal(map[string]any{
+			"t": math.Round(traceAt(time.Unix(0, e.CreateTime))*10) / 10, "done": math.Round(traceAt(time.Unix(0, e.ModifyTime))*10) / 10,
+			"id": e.ID[:8], "job": e.JobID, "by": e.TriggeredBy, "priority": e.Priority, "status": e.Status,
+			"desc": e.StatusDescription, "blocked": e.BlockedEval, "previous": e.PreviousEval, "node": e.NodeID,
+			"failed": e.FailedTGAllocs, "queued": e.QueuedAllocations})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // allotReaction is allot's reaction in trace time, the model's
@@ -1191,11 +1235,15 @@ func allocEvents(t *testing.T, c *nomadCluster, al *allot, tr *sim.Trace, traceA
 	}
 	why := map[string]string{}      // alloc -> the stop reason allot recorded
 	whyAt := map[string]time.Time{} // and when
+	whyFor := map[string]string{}   // and the job it made room for, as the model's log names it
 	for _, d := range al.Srv.FSM().Read().Decisions(0) {
 		if d.AllocID == "" {
 			continue
 		}
 		whyAt[d.AllocID] = d.At
+		if len(d.Standings) > 1 { // the stopped job's, then the one it made room for (server/job_history.go)
+			whyFor[d.AllocID] = strings.TrimPrefix(d.Standings[1].JobID, "default/")
+		}
 		switch d.Kind {
 		case "preempt":
 			why[d.AllocID] = sim.StopTimeSlice.String()
@@ -1266,7 +1314,7 @@ func allocEvents(t *testing.T, c *nomadCluster, al *allot, tr *sim.Trace, traceA
 			case a.PreemptedByAllocation != "":
 				e.Reason, e.By = sim.StopPreempted.String(), jobOf[a.PreemptedByAllocation]
 			case why[a.ID] != "":
-				e.Reason = why[a.ID]
+				e.Reason, e.By = why[a.ID], whyFor[a.ID]
 			case strings.Contains(a.DesiredDescription, "job update"):
 				e.Reason = sim.StopJobUpdate.String()
 			case a.DesiredStatus == "run" && a.ClientStatus == "complete":
