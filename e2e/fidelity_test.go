@@ -699,6 +699,7 @@ func runOnModel(t *testing.T, spec sim.ClusterSpec, tree *budgets.Tree, tr *sim.
 	// default): measured here, they bring the model's nomad-preemption and
 	// job-update stops to the real side's counts.
 	opts.EvalOrder, opts.KillTimeout = true, true
+	opts.ExitHolds = os.Getenv("ALLOT_FIDELITY_EXIT_HOLDS") != "off"
 	opts.StopLatency = lat.Stop
 	opts.FinishLatency = lat.Finish
 	opts.PendingStopLatency = lat.Pending

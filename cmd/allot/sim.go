@@ -45,6 +45,7 @@ func simFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "start-latency", Local: true, Usage: "time from a placement to the task running (the GPUs are held, the work clock waits); 0: at once"},
 		evalOrderFlag(),
 		killTimeoutFlag(),
+		&cli.BoolFlag{Name: "exit-holds", Local: true, Usage: "with -kill-timeout: a stopped task's GPUs stay held for every other job until it exits (Nomad counts them until the client reports the task done), so the job the stop was for cannot preempt the victim's replacement before then; the blocked evals are retried at the exit, by priority"},
 		&cli.DurationFlag{Name: "start-spacing", Local: true, Usage: "time the clients take per task start when starts come together: a start waits this long after the one before it began; 0: starts never queue"},
 		&cli.DurationFlag{Name: "stop-latency", Local: true, Usage: "time from a stop to the client signalling the task, which then exits after its kill_timeout; a task placed on its GPUs starts after that; 0: at once"},
 		&cli.DurationFlag{Name: "finish-latency", Local: true, Usage: "time from a task finishing to Nomad hearing of it (the client reports it done): its GPUs are placed on only then; 0: at once"},
@@ -204,6 +205,10 @@ func simInputsFrom(c *cli.Command) (*simInputs, error) {
 	in.opts.StartSpacing = c.Duration("start-spacing")
 	in.opts.EvalOrder = c.Bool("eval-order")
 	in.opts.KillTimeout = c.Bool("kill-timeout")
+	in.opts.ExitHolds = c.Bool("exit-holds")
+	if in.opts.ExitHolds && !in.opts.KillTimeout {
+		return nil, usagef("-exit-holds needs -kill-timeout (the time a stopped task exits)")
+	}
 	in.opts.Horizon = c.Duration("horizon")
 	in.opts.Warmup = c.Duration("warmup")
 	if c.Bool("best-fit") {

@@ -16,6 +16,7 @@ const (
 	evWake
 	evRunning  // a fully placed job's allocations run (Options.StartLatency)
 	evReported // Nomad hears of finished tasks (Options.FinishLatency)
+	evExited   // a stopped task exits: blocked evals are retried (Options.ExitHolds)
 )
 
 type event struct {
@@ -208,6 +209,8 @@ func (s *State) loop(tr *Trace, p Policy, horizon int64) {
 				}
 			case evReported:
 				s.reported()
+			case evExited:
+				s.wakeAll = true
 			case evWake:
 				if e.t == wakeAt {
 					wakeAt = -1

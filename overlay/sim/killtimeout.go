@@ -46,11 +46,31 @@ func (s *State) exiting(a int32, why StopReason) {
 	if !s.opts.KillTimeout {
 		return
 	}
-	if s.pendingStop(a, why) {
+	if at := s.pendingStop(a, why); at > 0 {
+		s.exitWake(at)
 		return
 	}
 	al := &s.allocs[a]
-	s.nodes[al.node].exit.hold(s.now, al.mask, s.now+int64(s.opts.StopLatency/time.Second)+killSec(&s.jobs[al.job]))
+	at := s.now + int64(s.opts.StopLatency/time.Second) + killSec(&s.jobs[al.job])
+	s.nodes[al.node].exit.hold(s.now, al.mask, at)
+	s.exitWake(at)
+}
+
+// exitWake retries the blocked evals when a stopped task exits at at
+// (Options.ExitHolds): only then could another job's preemption take its
+// GPUs (exitHeld).
+func (s *State) exitWake(at int64) {
+	if s.opts.ExitHolds && at > s.now {
+		s.pushEvent(at, evExited, -1, 0)
+	}
+}
+
+// exitHeld reports whether allocation a sits on GPUs a stopped task still
+// holds in the scheduler's view (Options.ExitHolds): Nomad counts that
+// task's devices until its client reports it done, so preempting a frees
+// nothing before then.
+func (s *State) exitHeld(a int32) bool {
+	return s.opts.ExitHolds && s.now < s.allocs[a].exitAt
 }
 
 // onExiting reports when the stopped tasks still holding any of GPUs mask

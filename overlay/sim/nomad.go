@@ -403,7 +403,7 @@ func (s *State) victims(i int32, n int32, g int) []int32 {
 	cand := s.buf.cand[:0]
 	for _, a := range nd.allocs {
 		al := &s.allocs[a]
-		if al.job != i && s.jobs[al.job].prio <= j.prio-preemptionGap {
+		if al.job != i && s.jobs[al.job].prio <= j.prio-preemptionGap && !s.exitHeld(a) {
 			cand = append(cand, a)
 		}
 	}

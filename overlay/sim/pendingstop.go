@@ -40,16 +40,16 @@ import "time"
 // pendingStop records, for allocation a stopped now for why, that its
 // client reports it done only PendingStopLatency from now, when Nomad
 // preempted it and its client hears of it before the task would start;
-// it reports whether it did.
-func (s *State) pendingStop(a int32, why StopReason) bool {
+// it returns when (0 when it did not).
+func (s *State) pendingStop(a int32, why StopReason) int64 {
 	d := int64(s.opts.PendingStopLatency / time.Second)
 	al := &s.allocs[a]
 	hears := s.now + int64(s.opts.StopLatency/time.Second)
 	if d <= 0 || why != StopPreempted || hears >= al.runsAt {
-		return false
+		return 0
 	}
 	s.nodes[al.node].pend.hold(s.now, al.mask, s.now+d)
-	return true
+	return s.now + d
 }
 
 // preempting marks allocation a, placed now by preempting the allocations

@@ -193,6 +193,16 @@ type Options struct {
 	// allocation within StartLatency of its placement. On in the fidelity
 	// harness; off by default, as EvalOrder.
 	KillTimeout bool
+	// ExitHolds (with KillTimeout) keeps a stopped task's GPUs from every
+	// other job's preemption until the task exits: Nomad's scheduler counts
+	// an allocation's devices until its client reports it done (its
+	// proposed allocations drop only client-terminal ones), so the victim's
+	// replacement, placed on them in the stop's own plan, cannot be
+	// preempted usefully before then, and the job the stop was for blocks;
+	// the blocked evals are retried when the task exits, by priority, and
+	// the first that fits takes the GPUs (killtimeout.go). Off: the job a
+	// stop was for preempts the replacement at once.
+	ExitHolds bool
 	// StopLatency is how long a stopped allocation's client takes to signal
 	// its task (it hears of the stop, and later reports the task done): the
 	// task exits StopLatency plus its kill_timeout after the stop, and an
