@@ -96,6 +96,19 @@
 //     harness now runs its tasks without log collection: 7 such victims
 //     in its first run so, reported 52 s and 1m59s (the medians of two
 //     traces; none on the third) after the preemption.
+//   - A stopped task's GPUs are held until it exits (Options.ExitHolds,
+//     with KillTimeout; on in the harness, off by default): Nomad's
+//     scheduler counts an allocation's devices until its client reports it
+//     done (its proposed allocations drop only client-terminal ones), so
+//     after a stop only the victim's replacement, placed in the stop's own
+//     plan, gets them; the evaluate of the job the stop was for cannot
+//     preempt the replacement and blocks, and when the task exits the
+//     blocked evals are retried, by priority then age, and the first that
+//     fits preempts the replacement. Measured (Nomad's evaluations, fidelity
+//     run 24, drain): 15 of 19 beneficiaries' evaluates just after the stop
+//     failed with every node's devices exhausted, and one was overtaken by
+//     a job blocked before it at the same priority, for which allot then
+//     stopped a second victim.
 //
 // What the model leaves out, and what each omission is expected to do to
 // its figures (the fidelity traces ask little CPU and memory and one task
@@ -118,12 +131,13 @@
 //     that made it (measured on the real side: submit to placement 0.7-2 s
 //     of trace time at the median, 5-23 s at p90 under load, at K = 120).
 //     Expected: waits short by that, below the fidelity targets' 2 minutes.
-//   - Blocked evals are retried at the end of the instant capacity was
-//     freed by a stop, where Nomad's blocked-evals tracker retries them once
-//     the stopped task's client reports it done (StopLatency plus
-//     kill_timeout later; a finish's report is Options.FinishLatency).
-//     Expected: a job that was blocked takes GPUs a stop freed up to that
-//     much sooner than on Nomad, unless a lever's eval took them.
+//   - Without a replacement on them, GPUs a stop freed are free to every
+//     eval at once, where Nomad counts them held until the stopped task's
+//     client reports it done (ExitHolds models that only for the victim's
+//     replacement, which takes them back in nearly every stop of allot's;
+//     a finish's report is Options.FinishLatency). Expected: a job that was
+//     blocked takes GPUs a stop freed, and no replacement took, up to
+//     StopLatency plus kill_timeout sooner than on Nomad.
 //   - Nomad's scheduler runs several evals at once (one worker per core)
 //     and retries a plan the applier refused; the model runs one after
 //     another. Expected: the real side sometimes places a lower-priority
