@@ -45,7 +45,7 @@ func simFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "start-latency", Local: true, Usage: "time from a placement to the task running (the GPUs are held, the work clock waits); 0: at once"},
 		evalOrderFlag(),
 		killTimeoutFlag(),
-		&cli.BoolFlag{Name: "exit-holds", Local: true, Usage: "with -kill-timeout: a stopped task's GPUs stay held for every other job until it exits (Nomad counts them until the client reports the task done), so the job the stop was for cannot preempt the victim's replacement before then; the blocked evals are retried at the exit, by priority"},
+		exitHoldsFlag(),
 		&cli.DurationFlag{Name: "start-spacing", Local: true, Usage: "time the clients take per task start when starts come together: a start waits this long after the one before it began; 0: starts never queue"},
 		&cli.DurationFlag{Name: "stop-latency", Local: true, Usage: "time from a stop to the client signalling the task, which then exits after its kill_timeout; a task placed on its GPUs starts after that; 0: at once"},
 		&cli.DurationFlag{Name: "finish-latency", Local: true, Usage: "time from a task finishing to Nomad hearing of it (the client reports it done): its GPUs are placed on only then; 0: at once"},
@@ -71,6 +71,15 @@ func evalOrderFlag() cli.Flag {
 func killTimeoutFlag() cli.Flag {
 	return &cli.BoolFlag{Name: "kill-timeout", Local: true, Usage: "model stopped tasks' exit: a task exits -stop-latency plus its kill_timeout (the trace's column, Nomad's default 5s) after its stop, and one placed on its GPUs starts then"}
 }
+
+// exitHoldsFlag turns on Options.ExitHolds (with -kill-timeout), for allot
+// sim and allot sim suite alike.
+func exitHoldsFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "exit-holds", Local: true, Usage: "with -kill-timeout: a stopped task's GPUs stay held for every other job until it exits (Nomad counts them until the client reports the task done), so the job the stop was for cannot preempt the victim's replacement before then; the blocked evals are retried at the exit, by priority"}
+}
+
+// errExitHolds is the usage error of -exit-holds without -kill-timeout.
+var errExitHolds = usagef("-exit-holds needs -kill-timeout (the time a stopped task exits)")
 
 // localFlag is f, not inherited by subcommands.
 func localFlag(f cli.Flag) cli.Flag {
@@ -207,7 +216,7 @@ func simInputsFrom(c *cli.Command) (*simInputs, error) {
 	in.opts.KillTimeout = c.Bool("kill-timeout")
 	in.opts.ExitHolds = c.Bool("exit-holds")
 	if in.opts.ExitHolds && !in.opts.KillTimeout {
-		return nil, usagef("-exit-holds needs -kill-timeout (the time a stopped task exits)")
+		return nil, errExitHolds
 	}
 	in.opts.Horizon = c.Duration("horizon")
 	in.opts.Warmup = c.Duration("warmup")

@@ -44,12 +44,15 @@ func simSuiteCommand() *cli.Command {
 		Name:      "suite",
 		Usage:     "run every scenario of DIR/suite.json under allot and the baseline and print one table",
 		ArgsUsage: "DIR",
-		Flags:     []cli.Flag{jsonFlag(), evalOrderFlag(), killTimeoutFlag()},
+		Flags:     []cli.Flag{jsonFlag(), evalOrderFlag(), killTimeoutFlag(), exitHoldsFlag()},
 		Action: func(_ context.Context, c *cli.Command) error {
 			if c.NArg() != 1 {
 				return usagef("sim suite takes one directory holding suite.json, e.g. allot sim suite examples/sim/suite")
 			}
-			model := suiteModel{evalOrder: c.Bool("eval-order"), killTimeout: c.Bool("kill-timeout")}
+			model := suiteModel{evalOrder: c.Bool("eval-order"), killTimeout: c.Bool("kill-timeout"), exitHolds: c.Bool("exit-holds")}
+			if model.exitHolds && !model.killTimeout {
+				return errExitHolds
+			}
 			rows, err := runSuite(c.Args().First(), model, c.Root().ErrWriter)
 			if err != nil {
 				return err
@@ -65,8 +68,8 @@ func simSuiteCommand() *cli.Command {
 }
 
 // suiteModel is what of the Nomad model a suite run turns on (allot sim
-// suite -eval-order, -kill-timeout), for every scenario alike.
-type suiteModel struct{ evalOrder, killTimeout bool }
+// suite -eval-order, -kill-timeout, -exit-holds), for every scenario alike.
+type suiteModel struct{ evalOrder, killTimeout, exitHolds bool }
 
 // runSuite runs the suite in dir; progress goes to log, one line a run.
 func runSuite(dir string, model suiteModel, log io.Writer) ([]sim.SuiteRow, error) {
@@ -163,7 +166,7 @@ func runSuiteScenario(dir string, s suiteScenario, seed uint64, model suiteModel
 	opts := sim.DefaultOptions()
 	opts.Seed = seed
 	opts.Warmup = defaultWarmup
-	opts.EvalOrder, opts.KillTimeout = model.evalOrder, model.killTimeout
+	opts.EvalOrder, opts.KillTimeout, opts.ExitHolds = model.evalOrder, model.killTimeout, model.exitHolds
 	if s.Warmup != "" {
 		if opts.Warmup, err = time.ParseDuration(s.Warmup); err != nil {
 			return sim.SuiteRow{}, fmt.Errorf("warmup: %v", err)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -159,4 +160,19 @@ func TestSimSuiteFigures(t *testing.T) {
 	check("gangs-small", gs.LeavesAt95 >= 16, "%d of %d leaves at >= 95%%, want >= 16 (measured 17 with rule 5h, 14 before it; 16 before rule 5e)", gs.LeavesAt95, gs.Leaves)
 	check("gangs-small", gs.DebugP99 <= secs(4*time.Hour), "debug p99 %.0fs, want <= 4h (measured 2.5h with rule 5h, 17.6h before it)", gs.DebugP99)
 	check("gangs-small", gs.DebugP90 <= secs(2*time.Hour), "debug p90 %.0fs, want <= 2h", gs.DebugP90)
+}
+
+// -exit-holds models what happens after a stop until the stopped task
+// exits, so without -kill-timeout (which gives that exit its time) it is
+// refused with exit code 2, in allot sim and allot sim suite alike.
+func TestSimExitHoldsNeedsKillTimeout(t *testing.T) {
+	for _, args := range [][]string{
+		{"sim", "-exit-holds", "-policies", "allot", "../../examples/sim/scenario.json"},
+		{"sim", "suite", "-exit-holds", "../../examples/sim/suite"},
+	} {
+		code, out, errOut := runCLI(t, args...)
+		if want := "Error: -exit-holds needs -kill-timeout (the time a stopped task exits)\n"; code != exitUsage || errOut != want || out != "" {
+			t.Errorf("allot %s: code %d stdout %q stderr %q, want code 2 and %q", strings.Join(args, " "), code, out, errOut, want)
+		}
+	}
 }
