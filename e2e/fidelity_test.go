@@ -888,7 +888,7 @@ func runOnNomad(t *testing.T, c *nomadCluster, tree *budgets.Tree, tr *sim.Trace
 	if err := os.MkdirAll(progress, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	warmClients(t, c)
+	warmClients(t, c, progress)
 	al := startAllot(t, &gpuCluster{agent: c.Server}, allotOptions{Policy: scaledPolicy})
 	applyTree(t, al, tree)
 	var (
@@ -993,29 +993,17 @@ func runOnNomad(t *testing.T, c *nomadCluster, tree *budgets.Tree, tr *sim.Trace
 // trace's purge, 2-2.6 s of wall time that K multiplies into trace
 // minutes, a delay no warm cluster shows. It logs each warm-up task's
 // start latency in wall time.
-func warmClients(t *testing.T, c *nomadCluster) {
+func warmClients(t *testing.T, c *nomadCluster, progress string) {
 	t.Helper()
 	start := time.Now()
 	var ids []string
 	for _, cl := range c.Clients {
 		id := "warm-" + cl.Name
 		ids = append(ids, id)
-		job := map[string]any{"Job": map[string]any{
-			"ID": id, "Name": id, "Type": "batch", "Datacenters": []string{"*"}, "Priority": 50,
-			"Constraints": []any{map[string]any{"LTarget": "${node.unique.name}", "Operand": "=", "RTarget": cl.Name}},
-			"TaskGroups": []any{map[string]any{
-				"Name": "work", "Count": 1,
-				"RestartPolicy":    map[string]any{"Attempts": 0, "Mode": "fail"},
-				"ReschedulePolicy": map[string]any{"Attempts": 0, "Unlimited": false},
-				"Tasks": []any{map[string]any{
-					"Name": "work", "Driver": "raw_exec", "LogConfig": map[string]any{"Disabled": true},
-					"Config": map[string]any{"command": "/bin/true"},
-					"Resources": map[string]any{"CPU": fidelityCPUPerGPU, "MemoryMB": fidelityMemPerGPU,
-						"Devices": []any{map[string]any{"Name": "nvidia/gpu", "Count": 1}}},
-				}},
-			}},
-		}}
-		if err := c.Server.Put("/v1/jobs", job, nil); err != nil {
+		// A trace row's job of one GPU and no work, pinned to the client.
+		body := fidelityJob(&sim.JobSpec{ID: id, Count: 1, GPUs: 1, Resumable: true}, progress, nil)
+		body["Job"].(map[string]any)["Constraints"] = []any{map[string]any{"LTarget": "${node.unique.name}", "Operand": "=", "RTarget": cl.Name}}
+		if err := c.Server.Put("/v1/jobs", body, nil); err != nil {
 			t.Fatalf("register %s: %v", id, err)
 		}
 	}

@@ -48,16 +48,8 @@ func (d *Decider) explain() {
 			continue
 		}
 		e := Explanation{Job: job.ID, Namespace: job.Namespace, Priority: info.final, Target: info.target,
-			Position: int(info.position), Wait: info.wait, FreeAt: info.freeAt, Reason: info.reason,
+			Position: int(info.position), Wait: info.wait, FreeAt: info.shownFreeAt(), Reason: info.reason,
 			Warnings: job.Contract.Warnings}
-		if info.wait == WaitWork && info.freeGuess {
-			// The window end a cheaper stop waits for is a guess: protected
-			// work that starts on that node meanwhile moves it (on heavy-1024
-			// of the suite it moved at almost every decision for 15 hours).
-			// The policy still wakes then (wakeAt); the explanation says
-			// unknown rather than a time that keeps moving.
-			e.FreeAt = time.Time{}
-		}
 		switch info.state {
 		case jsProtected, jsStarting:
 			e.Band, e.ProtectedUntil, e.Wait = BandProtected, info.windowEnd, WaitNone
@@ -105,4 +97,17 @@ func (d *Decider) usableNodes() []int32 {
 		}
 	}
 	return d.usable
+}
+
+// shownFreeAt is the time a job's wait ends as it is told (explanations,
+// rule 5c's release reason): freeAt, except that the window end a cheaper
+// stop waits for is a guess, which protected work starting on that node
+// meanwhile moves (on heavy-1024 of the suite it moved at almost every
+// decision for 15 hours), so it is told as unknown (zero). The policy
+// still wakes then (wakeAt).
+func (info *jobInfo) shownFreeAt() time.Time {
+	if info.wait == WaitWork && info.freeGuess {
+		return time.Time{}
+	}
+	return info.freeAt
 }

@@ -265,10 +265,8 @@ func allocations(job *Job) int {
 func (d *Decider) releaseReason(j int32) Reason {
 	info := &d.jobs[j]
 	r := Reason{Code: ReasonPartialRelease, N: int(info.missing), Detail: info.wait.String()}
-	if info.wait.Timed() && !(info.wait == WaitWork && info.freeGuess) {
-		// restFarOff: too far off (zero: at no known time). A cheaper
-		// stop's window end is a guess (explain.go says unknown too).
-		r.At = info.freeAt
+	if info.wait.Timed() {
+		r.At = info.shownFreeAt() // restFarOff: too far off (zero: at no known time)
 	}
 	if info.waitFor >= 0 {
 		r.Job = d.jp[info.waitFor].ID
