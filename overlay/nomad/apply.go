@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -16,6 +17,20 @@ import (
 // (a user's `nomad job run`, usually): the write was not made, and the next
 // decision starts from the job as it is now. A user's change always wins.
 var ErrConflict = errors.New("job changed since it was read (check-and-set on JobModifyIndex failed)")
+
+// ErrWouldReplace says a priority write was not made because Nomad's planner
+// would have replaced an allocation of the job rather than update it in
+// place: Nomad checks that an updated allocation still fits its node, and
+// counts the GPUs of allocations stopped there whose tasks have not exited
+// yet, so a job placed on GPUs a stop just freed does not fit; the update is
+// then destructive, restarting the job from zero, and the replacement is
+// placed at the new priority, preempting what it may (at the protected
+// level, work running past its window; docs/nomad-facts.md j). The next
+// decision writes it again: once the stopped tasks exit, the update is in
+// place. The same error refuses a write meant to lift placed work out of
+// reach (Op.Placed) that would place an allocation: the decision's view was
+// stale (checkInPlace).
+var ErrWouldReplace = errors.New("the write would replace a running or placed allocation (Nomad could not update it in place), or place one the decision saw placed")
 
 // OpKind is one lever the adapter pulls.
 type OpKind uint8
@@ -53,6 +68,10 @@ type Op struct {
 	// Step orders ops of one kind: Apply finishes those of one step before
 	// it starts the next (a plan's priority writes: policy.WriteStep).
 	Step uint8
+	// Placed (OpSetPriority): the decision saw every allocation of the job
+	// placed (policy.StepShield); a write that would place one is not made
+	// (ErrWouldReplace).
+	Placed bool
 }
 
 // Outcome is what happened to one Op.
@@ -237,6 +256,10 @@ func (a *Applier) applyOne(ctx context.Context, b *batch, op Op) Outcome {
 	case errors.Is(o.Err, ErrConflict):
 		b.fail(op.Job)
 		a.log.Info("job changed since the decision; not overwritten", "job", op.Job.String(), "op", op.Kind.String())
+	case errors.Is(o.Err, ErrWouldReplace):
+		b.fail(op.Job)
+		a.log.Info("priority not written yet: Nomad would replace the job's allocation, not update it in place", "job", op.Job.String(),
+			"priority", op.Priority, "detail", o.Err.Error())
 	default:
 		b.fail(op.Job)
 		a.mu.Lock()
@@ -255,7 +278,7 @@ func (a *Applier) apply(ctx context.Context, b *batch, op Op) Outcome {
 	switch op.Kind {
 	case OpSetPriority:
 		var eval string
-		o.ModifyIndex, eval, o.Err = a.setPriority(ctx, op.Job, op.Priority, op.ModifyIndex)
+		o.ModifyIndex, eval, o.Err = a.setPriority(ctx, op.Job, op.Priority, op.ModifyIndex, op.Placed)
 		if o.Err == nil && eval != "" {
 			b.register(op.Job, eval)
 		}
@@ -283,13 +306,13 @@ func (a *Applier) apply(ctx context.Context, b *batch, op Op) Outcome {
 // kept one, goes with it so users still see their definition. It returns the
 // job's new JobModifyIndex, or ErrConflict when the job changed since.
 func (a *Applier) SetPriority(ctx context.Context, key JobKey, priority int, readIndex uint64) (uint64, error) {
-	idx, _, err := a.setPriority(ctx, key, priority, readIndex)
+	idx, _, err := a.setPriority(ctx, key, priority, readIndex, false)
 	return idx, err
 }
 
 // setPriority is SetPriority that also returns the evaluation the
 // re-registration created ("" when nothing was written).
-func (a *Applier) setPriority(ctx context.Context, key JobKey, priority int, readIndex uint64) (uint64, string, error) {
+func (a *Applier) setPriority(ctx context.Context, key JobKey, priority int, readIndex uint64, placed bool) (uint64, string, error) {
 	q := (&api.QueryOptions{Namespace: key.Namespace}).WithContext(ctx)
 	job, _, err := a.client.Jobs().Info(key.ID, q)
 	if err != nil {
@@ -313,6 +336,9 @@ func (a *Applier) setPriority(ctx context.Context, key JobKey, priority int, rea
 	}
 	job.Priority = &priority
 	w := (&api.WriteOptions{Namespace: key.Namespace}).WithContext(ctx)
+	if err := a.checkInPlace(ctx, key, job, w, placed); err != nil {
+		return 0, "", err
+	}
 	resp, _, err := a.client.Jobs().RegisterOpts(job, opts, w)
 	if err != nil {
 		if strings.Contains(err.Error(), "conflicting job modify index") {
@@ -321,6 +347,64 @@ func (a *Applier) setPriority(ctx context.Context, key JobKey, priority int, rea
 		return 0, "", fmt.Errorf("register job %s with priority %d: %w", key, priority, err)
 	}
 	return resp.JobModifyIndex, resp.EvalID, nil
+}
+
+// checkInPlace returns ErrWouldReplace when registering job (at its new
+// priority) would make Nomad replace an allocation of it rather than update
+// it in place, or, with placed (the decision saw every allocation of the job
+// placed: policy.StepShield), place one: that allocation was stopped or
+// preempted since the decision read it, and a write meant to lift placed
+// work out of reach would have Nomad place it again at the new priority,
+// preempting what it may (at the protected level, work running past its
+// window). A job with no allocation placed is not checked unless placed (its
+// write makes Nomad place it, as meant); the others are planned first (PUT
+// /v1/job/<id>/plan, Nomad's own scheduler, nothing written).
+func (a *Applier) checkInPlace(ctx context.Context, key JobKey, job *api.Job, w *api.WriteOptions, placed bool) error {
+	if !placed {
+		q := (&api.QueryOptions{Namespace: key.Namespace}).WithContext(ctx)
+		allocs, _, err := a.client.Jobs().Allocations(key.ID, false, q)
+		if err != nil {
+			if isNotFound(err) {
+				return nil
+			}
+			return fmt.Errorf("read allocations of job %s: %w", key, err)
+		}
+		live := false
+		for _, al := range allocs {
+			if al.DesiredStatus == api.AllocDesiredStatusRun && (al.ClientStatus == api.AllocClientStatusPending || al.ClientStatus == api.AllocClientStatusRunning) {
+				live = true
+				break
+			}
+		}
+		if !live {
+			return nil
+		}
+	}
+	plan, _, err := a.client.Jobs().Plan(job, false, w)
+	if err != nil {
+		return fmt.Errorf("plan job %s at priority %d: %w", key, derefInt(job.Priority), err)
+	}
+	if plan.Annotations == nil {
+		return nil
+	}
+	groups := make([]string, 0, len(plan.Annotations.DesiredTGUpdates))
+	for g := range plan.Annotations.DesiredTGUpdates {
+		groups = append(groups, g)
+	}
+	slices.Sort(groups)
+	for _, g := range groups {
+		u := plan.Annotations.DesiredTGUpdates[g]
+		switch {
+		case u == nil:
+		case u.DestructiveUpdate > 0:
+			return fmt.Errorf("%w: job %s at priority %d: group %q: %d allocation(s) would be replaced, %d allocation(s) of other jobs preempted",
+				ErrWouldReplace, key, derefInt(job.Priority), g, u.DestructiveUpdate, u.Preemptions)
+		case placed && u.Place > 0:
+			return fmt.Errorf("%w: job %s at priority %d: group %q: %d allocation(s) would be placed (the decision saw the job placed: stopped or preempted since), %d allocation(s) of other jobs preempted",
+				ErrWouldReplace, key, derefInt(job.Priority), g, u.Place, u.Preemptions)
+		}
+	}
+	return nil
 }
 
 // registrationSettle bounds how long a stop waits for the evaluation of the
