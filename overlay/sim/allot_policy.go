@@ -156,11 +156,11 @@ func (a *Allot) Reconcile(s *State) time.Duration {
 	if a.verify != nil {
 		a.verify(plan, now)
 	}
-	a.apply(s, plan)
+	failed := a.apply(s, plan)
 	// Reservations, held victims and issued actions travel to the next
-	// decision, as the server's reconcile pass carries them; the model
-	// carries out every action.
-	a.inc.Remember(plan, policy.Failed{})
+	// decision, as the server's reconcile pass carries them, less what was
+	// not carried out (a refused write's job's stops and evaluations).
+	a.inc.Remember(plan, failed)
 	if plan.NextWake.IsZero() {
 		return 0
 	}
@@ -209,8 +209,12 @@ func stopReason(c policy.ReasonCode) StopReason {
 // apply carries the plan out in the adapter's order: priorities (in the
 // plan's order, its policy.WriteStep steps: with Options.EvalOrder each
 // write's eval is processed before the next write), stops, node actions,
-// evaluations.
-func (a *Allot) apply(s *State, p *policy.Plan) {
+// evaluations. A write refused (SetPriority: Nomad would replace an
+// allocation to make it; the adapter's nomad.ErrWouldReplace) skips the
+// job's stops and evaluations in this plan, as the adapter skips a job's
+// ops after a failed one (nomad.ErrSkipped), and they are reported failed.
+func (a *Allot) apply(s *State, p *policy.Plan) policy.Failed {
+	var refused map[string]bool
 	for _, sp := range p.SetPriorities {
 		i, ok := a.jobIndex[sp.Job]
 		if !ok {
@@ -220,7 +224,13 @@ func (a *Allot) apply(s *State, p *policy.Plan) {
 			fl.Low <= sp.From && sp.From <= fl.High && fl.Low <= sp.To && sp.To <= fl.High {
 			s.m.freeWrites++
 		}
-		s.SetPriority(i, sp.To)
+		if !s.SetPriority(i, sp.To) {
+			if refused == nil {
+				refused = map[string]bool{}
+			}
+			refused[sp.Job] = true
+			continue
+		}
 		s.SetPreemptible(i, sp.To == a.cfg.Running || sp.To <= a.cfg.Unallocated.High)
 		if j := &s.jobs[i]; j.status < StatusDone {
 			a.inc.PutPriority(sp.Job, j.prio, j.lastWritten, j.modifyIndex)
@@ -231,7 +241,12 @@ func (a *Allot) apply(s *State, p *policy.Plan) {
 		ids = allocIndexes(ids[:0], sg.Allocs)
 		s.Signal(ids)
 	}
-	for _, st := range p.Stops {
+	var failed policy.Failed
+	for k, st := range p.Stops {
+		if refused[st.Job] {
+			failed.Stops = append(failed.Stops, k)
+			continue
+		}
 		ids = allocIndexes(ids[:0], st.Allocs)
 		why := stopReason(st.Reason.Code)
 		forJob, ok := a.jobIndex[st.Reason.Job]
@@ -251,9 +266,14 @@ func (a *Allot) apply(s *State, p *policy.Plan) {
 			a.sync.nodesDue = true
 		}
 	}
-	for _, ev := range p.Evaluations {
+	for k, ev := range p.Evaluations {
+		if refused[ev.Job] {
+			failed.Evaluations = append(failed.Evaluations, k)
+			continue
+		}
 		if i, ok := a.jobIndex[ev.Job]; ok {
 			s.Evaluate(i)
 		}
 	}
+	return failed
 }

@@ -41,14 +41,19 @@
 //     that come together queue (the harness's three clients share one
 //     machine: 58-104 trace s alone, 125-226 s with four placements in the
 //     second before).
-//   - StopJobUpdate: a priority change to a job whose allocation is placed
-//     and not running yet replaces that allocation (Nomad: "alloc is being
-//     updated due to job update"); a running one is updated in place (facts
-//     a). With Options.KillTimeout only an allocation placed on GPUs a
-//     stopped task still holds is replaced, and a pending one placed on
-//     free GPUs is updated in place (measured: 17 of 23 replacements were
-//     of the first kind, 5 of 189 pending placements on free GPUs were
-//     replaced).
+//   - A priority write Nomad would carry out by replacing an allocation:
+//     Nomad replaces an allocation placed on GPUs a stopped task still
+//     holds when the job's priority changes (its in-place update finds the
+//     allocation no longer fits; "alloc is being updated due to job
+//     update", a StopJobUpdate in the real side's log), and updates a
+//     running one, or a pending one placed on free GPUs, in place (facts a
+//     and j; measured: 17 of 23 replacements were of the first kind, 5 of
+//     189 pending placements on free GPUs were replaced). allot's adapter
+//     asks Nomad's planner first and refuses such a write
+//     (nomad.ErrWouldReplace); so does State.SetPriority (Result.RefusedWrites),
+//     and the policy runs again when the task exits. Which allocations:
+//     with Options.KillTimeout those placed on GPUs a stopped task has not
+//     left; without, those placed less than StartLatency ago.
 //   - The eval order of a lever (Options.EvalOrder, State.runNew; on in the
 //     harness, off by default): the eval a stop, a priority write or an
 //     evaluate creates is processed before the next one is made, as

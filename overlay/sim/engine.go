@@ -17,6 +17,7 @@ const (
 	evRunning  // a fully placed job's allocations run (Options.StartLatency)
 	evReported // Nomad hears of finished tasks (Options.FinishLatency)
 	evExited   // a stopped task exits: blocked evals are retried (Options.ExitHolds)
+	evChanged  // a change the policy reacts to (a stopped task's exit after a refused write)
 )
 
 type event struct {
@@ -211,6 +212,8 @@ func (s *State) loop(tr *Trace, p Policy, horizon int64) {
 				s.reported()
 			case evExited:
 				s.wakeAll = true
+			case evChanged:
+				s.changed = true
 			case evWake:
 				if e.t == wakeAt {
 					wakeAt = -1

@@ -110,6 +110,15 @@ func (s *State) startsAt(exit int64) int64 {
 // running yet): with Options.KillTimeout, while the stopped task whose GPUs
 // it was placed on has not exited; without, within StartLatency of its
 // placement.
+// replacedEnd is when replaced(a) turns false.
+func (s *State) replacedEnd(a int32) int64 {
+	al := &s.allocs[a]
+	if s.opts.KillTimeout {
+		return al.exitAt
+	}
+	return al.start + int64(s.opts.StartLatency/time.Second)
+}
+
 func (s *State) replaced(a int32) bool {
 	al := &s.allocs[a]
 	if s.opts.KillTimeout {

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
@@ -108,31 +109,41 @@ func TestKillTimeout_DeclaredSavesWork(t *testing.T) {
 	}
 }
 
-// A priority write to an allocation placed and not running yet replaces it
-// only while the stopped task whose GPUs it was placed on has not exited;
-// one placed on free GPUs is updated in place, as a running one is.
-func TestJobUpdate_ReplacesOnlyAllocationsAfterAStop(t *testing.T) {
+// A priority write that a real Nomad would carry out by replacing an
+// allocation (placed and not running yet, on GPUs a stopped task has not
+// left) is refused, as allot's adapter refuses it (nomad.ErrWouldReplace):
+// nothing changes, and the policy is woken when the task exits. One placed
+// on free GPUs, or written after the exit, is updated in place.
+func TestJobUpdate_RefusedWhileAStoppedTaskHolds(t *testing.T) {
 	for _, tc := range []struct {
-		at      int64
-		replace bool
+		at     int64
+		refuse bool
 	}{{203, true}, {210, false}} { // the victim's task exits at 205
 		h := nomadHarness(t, 4)
 		h.s.opts.StartLatency = time.Minute
 		low := h.submit("low", 20, 1, 4)
 		first := h.s.jobs[low].slots[0]
 		h.s.now = 10
-		h.s.SetPriority(low, 25)
-		if got := h.s.jobs[low].slots[0]; got != first || h.s.m.stops[StopJobUpdate] != 0 {
-			t.Fatalf("a pending allocation on free GPUs was replaced (%d -> %d)", first, got)
+		if !h.s.SetPriority(low, 25) || h.s.jobs[low].slots[0] != first || h.s.jobs[low].prio != 25 {
+			t.Fatalf("a pending allocation on free GPUs was not updated in place")
 		}
 		h.s.now = 200
 		high := h.submit("high", 60, 1, 4) // preempts low
 		placed := h.s.jobs[high].slots[0]
 		h.s.now = tc.at
-		h.s.SetPriority(high, 100)
+		made := h.s.SetPriority(high, 100)
 		h.s.schedule()
-		if got := h.s.allocs[placed].endReason == StopJobUpdate && h.s.allocs[placed].end == tc.at; got != tc.replace {
-			t.Errorf("priority written at %d: replaced %v (job-update stops %d), want %v", tc.at, got, h.s.m.stops[StopJobUpdate], tc.replace)
+		if made == tc.refuse {
+			t.Errorf("priority written at %d: made %v, want %v", tc.at, made, !tc.refuse)
+		}
+		if want := 60; tc.refuse && h.s.jobs[high].prio != want || !tc.refuse && h.s.jobs[high].prio != 100 {
+			t.Errorf("priority written at %d: job at %d", tc.at, h.s.jobs[high].prio)
+		}
+		if h.s.jobs[high].slots[0] != placed || h.s.m.stops[StopJobUpdate] != 0 {
+			t.Errorf("priority written at %d: allocation %d replaced by %d", tc.at, placed, h.s.jobs[high].slots[0])
+		}
+		if tc.refuse && (len(h.s.heap) == 0 || !slices.ContainsFunc(h.s.heap, func(e event) bool { return e.kind == evChanged && e.t == 205 })) {
+			t.Errorf("refused at %d: no change event at the exit (205) to run the policy again", tc.at)
 		}
 		h.wantPlaced(high, 1)
 	}

@@ -52,6 +52,7 @@ type metrics struct {
 	notice noticeMetrics
 	// writes and freeWrites: Result.PriorityWrites and FreeLevelWrites.
 	writes, freeWrites int64
+	refusedWrites      int64 // Result.RefusedWrites
 }
 
 // drainMetrics follows each unhealthy episode of a node from its first

@@ -31,6 +31,10 @@ type Result struct {
 	// free work between its levels (allot: policy free.go).
 	PriorityWrites  int64 `json:"priority_writes"`
 	FreeLevelWrites int64 `json:"free_level_writes"`
+	// RefusedWrites counts the priority writes refused because Nomad would
+	// have replaced an allocation to make them (State.SetPriority, as the
+	// adapter's nomad.ErrWouldReplace), made again later.
+	RefusedWrites int64 `json:"priority_writes_refused"`
 
 	// AtEnd is the work the run left unfinished at its end.
 	AtEnd EndState `json:"at_end"`
@@ -236,7 +240,7 @@ func (s *State) result(name string, tr *Trace, horizon int64) *Result {
 	r.LostGPUHours = float64(m.lostSec) / 3600
 	r.LostWholeGPUHours, r.LostAgainGPUHours = float64(m.lostWhole)/3600, float64(m.lostAgain)/3600
 	r.Notices = m.noticeResult()
-	r.PriorityWrites, r.FreeLevelWrites = m.writes, m.freeWrites
+	r.PriorityWrites, r.FreeLevelWrites, r.RefusedWrites = m.writes, m.freeWrites, m.refusedWrites
 	// GPU time held without progress (a job placed in part, or its tasks not
 	// running yet) is stalled, for allocated and unallocated work alike. Work
 	// lost later was progress while it ran: it stays occupied time.
