@@ -53,6 +53,10 @@ import (
 //   - Eval order: the server runs one scheduler worker (num_schedulers = 1),
 //     so evals are processed one after another in the broker's order, as
 //     the model processes them, and no plan is refused and retried.
+//   - Write order: allot's adapter makes its writes one at a time
+//     (nomad.ApplyConfig.Parallel 1; 8 by default, when the writes of one
+//     step to different jobs race), so each write's eval comes in the
+//     plan's order, as the model applies the plan.
 // What is left is the clients' latencies, which move with the machine's
 // load: the model runs with those each run measures (latencies), and starts
 // closer than fidelityTie are tied in the start order. Placements are
@@ -889,7 +893,11 @@ func runOnNomad(t *testing.T, c *nomadCluster, tree *budgets.Tree, tr *sim.Trace
 		t.Fatal(err)
 	}
 	warmClients(t, c, progress)
-	al := startAllot(t, &gpuCluster{agent: c.Server}, allotOptions{Policy: scaledPolicy})
+	opts := allotOptions{Policy: scaledPolicy}
+	if fidelityControl {
+		opts.Parallel = 1 // the plan's writes in its order, as the model applies them
+	}
+	al := startAllot(t, &gpuCluster{agent: c.Server}, opts)
 	applyTree(t, al, tree)
 	var (
 		mu  sync.Mutex

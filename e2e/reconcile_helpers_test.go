@@ -77,6 +77,9 @@ type allotOptions struct {
 	Policy    func(*policy.Config)
 	// ReconcileInterval is the periodic pass's (default 2s).
 	ReconcileInterval time.Duration
+	// Parallel is the adapter's writes to different jobs at once
+	// (nomad.ApplyConfig.Parallel; 0: its default).
+	Parallel int
 }
 
 // testBudgets: two leaves with equal shares.
@@ -106,7 +109,8 @@ func startAllot(t testing.TB, c *gpuCluster, o allotOptions) *allot {
 		o.Policy(&pc)
 	}
 	log := hclog.New(&hclog.LoggerOptions{Name: "allot", Level: hclog.Warn, Output: testWriter{t}})
-	ad, err := nomad.NewAdapter(client, nomad.Config{Watch: nomad.WatchConfig{ResyncInterval: time.Minute, RetryMax: time.Second}}, log)
+	ad, err := nomad.NewAdapter(client, nomad.Config{Watch: nomad.WatchConfig{ResyncInterval: time.Minute, RetryMax: time.Second},
+		Apply: nomad.ApplyConfig{Parallel: o.Parallel}}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
