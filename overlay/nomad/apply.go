@@ -69,8 +69,9 @@ type Op struct {
 	// it starts the next (a plan's priority writes: policy.WriteStep).
 	Step uint8
 	// Placed (OpSetPriority): the decision saw every allocation of the job
-	// placed (policy.StepShield); a write that would place one is not made
-	// (ErrWouldReplace).
+	// placed (policy.StepShield, StepLower); a write that would place one is
+	// not made (ErrWouldReplace). A write without it makes Nomad place the
+	// job: Apply waits for its evaluation before it returns.
 	Placed bool
 }
 
@@ -145,6 +146,9 @@ type batch struct {
 	// registered maps each job re-registered in the batch to its
 	// evaluation, which a stop of the same job waits for.
 	registered map[JobKey]string
+	// placing are the jobs whose write made Nomad place them (not
+	// Op.Placed): Apply waits for their evaluations before it returns.
+	placing []JobKey
 }
 
 func (b *batch) hasFailed(k JobKey) bool {
@@ -203,6 +207,17 @@ func (a *Applier) Apply(ctx context.Context, ops []Op) []Outcome {
 		}
 		a.step(ctx, b, ops[start:end], out[start:end])
 		start = end
+	}
+	// The evaluations of writes that make Nomad place (and maybe preempt)
+	// settle before the next decision reads Nomad: its writes' in-place
+	// check (checkInPlace) would otherwise plan against allocations such an
+	// evaluation, still in flight, is about to preempt, and a job it saw
+	// placed would be written protected and placed again at 100 (fidelity
+	// run 31: five jobs running past their windows preempted so).
+	for _, k := range b.placing {
+		if eval, ok := b.registration(k); ok {
+			a.settleRegistration(ctx, k, eval)
+		}
 	}
 	return out
 }
@@ -281,6 +296,11 @@ func (a *Applier) apply(ctx context.Context, b *batch, op Op) Outcome {
 		o.ModifyIndex, eval, o.Err = a.setPriority(ctx, op.Job, op.Priority, op.ModifyIndex, op.Placed)
 		if o.Err == nil && eval != "" {
 			b.register(op.Job, eval)
+			if !op.Placed {
+				b.mu.Lock()
+				b.placing = append(b.placing, op.Job)
+				b.mu.Unlock()
+			}
 		}
 	case OpStop:
 		if eval, ok := b.registration(op.Job); ok {
@@ -352,7 +372,7 @@ func (a *Applier) setPriority(ctx context.Context, key JobKey, priority int, rea
 // checkInPlace returns ErrWouldReplace when registering job (at its new
 // priority) would make Nomad replace an allocation of it rather than update
 // it in place, or, with placed (the decision saw every allocation of the job
-// placed: policy.StepShield), place one: that allocation was stopped or
+// placed: policy.StepShield or StepLower), place one: that allocation was stopped or
 // preempted since the decision read it, and a write meant to lift placed
 // work out of reach would have Nomad place it again at the new priority,
 // preempting what it may (at the protected level, work running past its

@@ -31,6 +31,8 @@ func (f *evalNomad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		reply(map[string]any{"ID": "victim", "Namespace": "default", "Priority": 90, "JobModifyIndex": 7, "Version": 0})
 	case strings.HasSuffix(r.URL.Path, "/submission"):
 		http.Error(w, "job source not found", http.StatusNotFound)
+	case r.URL.Path == "/v1/job/victim/plan":
+		reply(map[string]any{"Annotations": map[string]any{"DesiredTGUpdates": map[string]any{"g": map[string]any{"InPlaceUpdate": 1}}}})
 	case r.URL.Path == "/v1/jobs" && r.Method != http.MethodGet:
 		f.log = append(f.log, "register")
 		reply(map[string]any{"EvalID": "ev-1", "JobModifyIndex": 8})
@@ -59,7 +61,7 @@ func TestApplyStopWaitsForRegistrationEval(t *testing.T) {
 	a := fakeApplier(t, fake, ApplyConfig{})
 	key := JobKey{Namespace: "default", ID: "victim"}
 	out := a.Apply(context.Background(), []Op{
-		{Kind: OpSetPriority, Job: key, Priority: 79, ModifyIndex: 7},
+		{Kind: OpSetPriority, Job: key, Priority: 79, ModifyIndex: 7, Placed: true},
 		{Kind: OpStop, Job: key, Allocs: []string{"a1"}},
 	})
 	for _, o := range out {

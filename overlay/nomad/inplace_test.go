@@ -113,3 +113,25 @@ func TestSetPriorityPlacedRefusesPlacement(t *testing.T) {
 		}
 	}
 }
+
+// Apply returns only once the evaluation of a write that makes Nomad place
+// the job (not Op.Placed) has left pending: the next decision's in-place
+// check must not plan against allocations that evaluation is about to
+// preempt.
+func TestApplyWaitsForPlacingEvals(t *testing.T) {
+	fake := &evalNomad{evalReads: 2}
+	a := fakeApplier(t, fake, ApplyConfig{})
+	out := a.Apply(context.Background(), []Op{{Kind: OpSetPriority, Job: JobKey{Namespace: "default", ID: "victim"}, Priority: 89, ModifyIndex: 7}})
+	if out[0].Err != nil {
+		t.Fatal(out[0].Err)
+	}
+	if got, want := strings.Join(fake.log, ", "), "register, eval pending, eval pending, eval complete"; got != want {
+		t.Fatalf("Nomad saw %q, want %q", got, want)
+	}
+	// A write of a placed job does not wait.
+	fake.log, fake.evalReads = nil, 2
+	a.Apply(context.Background(), []Op{{Kind: OpSetPriority, Job: JobKey{Namespace: "default", ID: "victim"}, Priority: 100, ModifyIndex: 7, Placed: true}})
+	if got, want := strings.Join(fake.log, ", "), "register"; got != want {
+		t.Fatalf("Nomad saw %q, want %q", got, want)
+	}
+}

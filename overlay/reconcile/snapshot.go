@@ -271,7 +271,7 @@ func OpsFromPlan(p *policy.Plan) []nomad.Op {
 	var ops []nomad.Op
 	for _, sp := range p.SetPriorities {
 		ops = append(ops, nomad.Op{Kind: nomad.OpSetPriority, Job: jobKeyOf(sp.Namespace, sp.Job), Priority: sp.To,
-			ModifyIndex: sp.ModifyIndex, Reason: sp.Reason.String(), Step: uint8(sp.Step), Placed: sp.Step == policy.StepShield})
+			ModifyIndex: sp.ModifyIndex, Reason: sp.Reason.String(), Step: uint8(sp.Step), Placed: sp.Step != policy.StepPlace})
 	}
 	var step uint8 // stops lowest level first, each level a step (policy stoporder.go)
 	for i, st := range p.Stops {

@@ -127,14 +127,18 @@ func TestBuildSnapshot(t *testing.T) {
 
 func TestOpsFromPlan(t *testing.T) {
 	p := &policy.Plan{
-		Evaluations:   []policy.Evaluate{{Job: "research/train", Namespace: "research"}},
-		NodeActions:   []policy.NodeAction{{Node: "n1", Kind: policy.NodeReserve}, {Node: "n2", Kind: policy.NodeRelease}},
-		Stops:         []policy.StopJob{{Job: "research/old", Namespace: "research", Allocs: []string{"a1", "a2"}}},
-		SetPriorities: []policy.SetPriority{{Job: "research/old", Namespace: "research", From: 90, To: 55, ModifyIndex: 12, Step: policy.StepLower}},
+		Evaluations: []policy.Evaluate{{Job: "research/train", Namespace: "research"}},
+		NodeActions: []policy.NodeAction{{Node: "n1", Kind: policy.NodeReserve}, {Node: "n2", Kind: policy.NodeRelease}},
+		Stops:       []policy.StopJob{{Job: "research/old", Namespace: "research", Allocs: []string{"a1", "a2"}}},
+		SetPriorities: []policy.SetPriority{{Job: "research/new", Namespace: "research", From: 50, To: 80, ModifyIndex: 3, Step: policy.StepPlace},
+			{Job: "research/old", Namespace: "research", From: 90, To: 55, ModifyIndex: 12, Step: policy.StepLower}},
 	}
 	got := OpsFromPlan(p)
 	want := []nomad.Op{
-		{Kind: nomad.OpSetPriority, Job: key("research", "old"), Priority: 55, ModifyIndex: 12, Reason: p.SetPriorities[0].Reason.String(), Step: 2},
+		// A job with allocations to place is written without Placed: its
+		// write makes Nomad place it; a victim lowered is placed.
+		{Kind: nomad.OpSetPriority, Job: key("research", "new"), Priority: 80, ModifyIndex: 3, Reason: p.SetPriorities[0].Reason.String(), Step: 1},
+		{Kind: nomad.OpSetPriority, Job: key("research", "old"), Priority: 55, ModifyIndex: 12, Reason: p.SetPriorities[1].Reason.String(), Step: 2, Placed: true},
 		{Kind: nomad.OpStop, Job: key("research", "old"), Allocs: []string{"a1", "a2"}, Reason: p.Stops[0].Reason.String()},
 		{Kind: nomad.OpEligibility, Node: "n1", Eligible: false, Reason: p.NodeActions[0].Reason.String()},
 		{Kind: nomad.OpEligibility, Node: "n2", Eligible: true, Reason: p.NodeActions[1].Reason.String()},
