@@ -149,6 +149,12 @@ type batch struct {
 	// placing are the jobs whose write made Nomad place them (not
 	// Op.Placed): Apply waits for their evaluations before it returns.
 	placing []JobKey
+	// stopping are the jobs the batch stops allocations of: their
+	// priority writes are not checked (checkInPlace), since the stop that
+	// follows ends the allocation a destructive update would replace (a
+	// victim lowered, a job drained off a node whose GPUs failed: there
+	// its allocation no longer fits, and every update is destructive).
+	stopping map[JobKey]bool
 }
 
 func (b *batch) hasFailed(k JobKey) bool {
@@ -199,7 +205,12 @@ func NewApplier(client *api.Client, cfg ApplyConfig, log hclog.Logger) *Applier 
 // write its worker pauses (exponential backoff) before the next one.
 func (a *Applier) Apply(ctx context.Context, ops []Op) []Outcome {
 	out := make([]Outcome, len(ops))
-	b := &batch{failed: map[JobKey]bool{}, registered: map[JobKey]string{}}
+	b := &batch{failed: map[JobKey]bool{}, registered: map[JobKey]string{}, stopping: map[JobKey]bool{}}
+	for _, op := range ops {
+		if op.Kind == OpStop {
+			b.stopping[op.Job] = true
+		}
+	}
 	for start := 0; start < len(ops); {
 		end := start + 1
 		for end < len(ops) && ops[end].Kind == ops[start].Kind && ops[end].Step == ops[start].Step {
@@ -293,7 +304,7 @@ func (a *Applier) apply(ctx context.Context, b *batch, op Op) Outcome {
 	switch op.Kind {
 	case OpSetPriority:
 		var eval string
-		o.ModifyIndex, eval, o.Err = a.setPriority(ctx, op.Job, op.Priority, op.ModifyIndex, op.Placed)
+		o.ModifyIndex, eval, o.Err = a.setPriority(ctx, op.Job, op.Priority, op.ModifyIndex, op.Placed, !b.stopping[op.Job])
 		if o.Err == nil && eval != "" {
 			b.register(op.Job, eval)
 			if !op.Placed {
@@ -326,13 +337,13 @@ func (a *Applier) apply(ctx context.Context, b *batch, op Op) Outcome {
 // kept one, goes with it so users still see their definition. It returns the
 // job's new JobModifyIndex, or ErrConflict when the job changed since.
 func (a *Applier) SetPriority(ctx context.Context, key JobKey, priority int, readIndex uint64) (uint64, error) {
-	idx, _, err := a.setPriority(ctx, key, priority, readIndex, false)
+	idx, _, err := a.setPriority(ctx, key, priority, readIndex, false, true)
 	return idx, err
 }
 
 // setPriority is SetPriority that also returns the evaluation the
 // re-registration created ("" when nothing was written).
-func (a *Applier) setPriority(ctx context.Context, key JobKey, priority int, readIndex uint64, placed bool) (uint64, string, error) {
+func (a *Applier) setPriority(ctx context.Context, key JobKey, priority int, readIndex uint64, placed, check bool) (uint64, string, error) {
 	q := (&api.QueryOptions{Namespace: key.Namespace}).WithContext(ctx)
 	job, _, err := a.client.Jobs().Info(key.ID, q)
 	if err != nil {
@@ -356,8 +367,10 @@ func (a *Applier) setPriority(ctx context.Context, key JobKey, priority int, rea
 	}
 	job.Priority = &priority
 	w := (&api.WriteOptions{Namespace: key.Namespace}).WithContext(ctx)
-	if err := a.checkInPlace(ctx, key, job, w, placed); err != nil {
-		return 0, "", err
+	if check {
+		if err := a.checkInPlace(ctx, key, job, w, placed); err != nil {
+			return 0, "", err
+		}
 	}
 	resp, _, err := a.client.Jobs().RegisterOpts(job, opts, w)
 	if err != nil {

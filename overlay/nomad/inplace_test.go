@@ -82,15 +82,26 @@ func TestSetPriorityRefusesReplacement(t *testing.T) {
 			}
 		})
 	}
-	// Apply skips the job's later ops (its stop) after the refusal.
+	// Through Apply: refused, the job's later ops are skipped; a write
+	// followed in the batch by a stop of the job is not checked (the stop
+	// ends the allocation a destructive update would replace: a victim
+	// lowered, a job drained off a node whose GPUs failed).
 	fake := &planNomad{destructive: 1, allocs: placed}
 	a := fakeApplier(t, fake, ApplyConfig{})
 	out := a.Apply(context.Background(), []Op{
-		{Kind: OpSetPriority, Job: JobKey{Namespace: "default", ID: "b"}, Priority: 100, ModifyIndex: 7},
-		{Kind: OpStop, Job: JobKey{Namespace: "default", ID: "b"}, Allocs: []string{"a1"}},
+		{Kind: OpSetPriority, Job: JobKey{Namespace: "default", ID: "b"}, Priority: 100, ModifyIndex: 7, Placed: true},
+		{Kind: OpEvaluate, Job: JobKey{Namespace: "default", ID: "b"}},
 	})
 	if !errors.Is(out[0].Err, ErrWouldReplace) || !errors.Is(out[1].Err, ErrSkipped) {
 		t.Fatalf("outcomes %v / %v, want ErrWouldReplace then ErrSkipped", out[0].Err, out[1].Err)
+	}
+	fake.log = nil
+	out = a.Apply(context.Background(), []Op{
+		{Kind: OpSetPriority, Job: JobKey{Namespace: "default", ID: "b"}, Priority: 79, ModifyIndex: 7, Placed: true},
+		{Kind: OpStop, Job: JobKey{Namespace: "default", ID: "b"}, Allocs: []string{"a1"}},
+	})
+	if out[0].Err != nil || strings.Contains(strings.Join(fake.log, " "), "plan") {
+		t.Fatalf("write before a stop of the job: %v, calls %q; want it made unchecked", out[0].Err, fake.log)
 	}
 }
 

@@ -210,11 +210,18 @@ func stopReason(c policy.ReasonCode) StopReason {
 // plan's order, its policy.WriteStep steps: with Options.EvalOrder each
 // write's eval is processed before the next write), stops, node actions,
 // evaluations. A write refused (SetPriority: Nomad would replace an
-// allocation to make it; the adapter's nomad.ErrWouldReplace) skips the
+// allocation to make it; the adapter's nomad.ErrWouldReplace; not checked
+// for a job the plan also stops, as the adapter does not) skips the
 // job's stops and evaluations in this plan, as the adapter skips a job's
 // ops after a failed one (nomad.ErrSkipped), and they are reported failed.
 func (a *Allot) apply(s *State, p *policy.Plan) policy.Failed {
-	var refused map[string]bool
+	var refused, stopping map[string]bool
+	for _, st := range p.Stops {
+		if stopping == nil {
+			stopping = map[string]bool{}
+		}
+		stopping[st.Job] = true
+	}
 	for _, sp := range p.SetPriorities {
 		i, ok := a.jobIndex[sp.Job]
 		if !ok {
@@ -224,7 +231,7 @@ func (a *Allot) apply(s *State, p *policy.Plan) policy.Failed {
 			fl.Low <= sp.From && sp.From <= fl.High && fl.Low <= sp.To && sp.To <= fl.High {
 			s.m.freeWrites++
 		}
-		if !s.SetPriority(i, sp.To) {
+		if !s.writePriority(i, sp.To, !stopping[sp.Job]) { // the adapter checks no write to a job it stops too
 			if refused == nil {
 				refused = map[string]bool{}
 			}

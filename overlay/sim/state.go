@@ -578,14 +578,20 @@ func (s *State) Alloc(a int32) AllocView {
 // out by replacing an allocation (replaced: placed on GPUs a stopped task
 // still holds) and reports false: nothing changes, and the policy runs
 // again once that task has exited (its client's report is a change).
-func (s *State) SetPriority(i int32, p int) bool {
+func (s *State) SetPriority(i int32, p int) bool { return s.writePriority(i, p, true) }
+
+// writePriority is SetPriority; without check (the adapter does not check a
+// write to a job it stops in the same batch) Nomad's replacement of the
+// allocations placed on GPUs a stopped task still holds is carried out
+// (StopJobUpdate) and the job placed again at its new priority.
+func (s *State) writePriority(i int32, p int, check bool) bool {
 	j := &s.jobs[i]
 	p = min(max(p, 1), s.maxPrio)
 	if p == j.prio || j.status >= StatusDone {
 		j.lastWritten = p
 		return true
 	}
-	if at := s.replacedUntil(i); at > 0 {
+	if at := s.replacedUntil(i); at > 0 && check {
 		if s.now >= s.m.from {
 			s.m.refusedWrites++
 		}
@@ -611,7 +617,16 @@ func (s *State) SetPriority(i int32, p int) bool {
 		}
 	}
 	j.modifyIndex++
-	if j.placed < len(j.slots) {
+	replaced := false
+	if !check {
+		for _, a := range j.slots {
+			if a >= 0 && s.replaced(a) {
+				s.stopAlloc(a, StopJobUpdate, -1)
+				replaced = true
+			}
+		}
+	}
+	if replaced || j.placed < len(j.slots) {
 		s.enqueue(i)
 		s.runNew()
 	}
