@@ -25,7 +25,7 @@ var ErrConflict = errors.New("job changed since it was read (check-and-set on Jo
 // yet, so a job placed on GPUs a stop just freed does not fit; the update is
 // then destructive, restarting the job from zero, and the replacement is
 // placed at the new priority, preempting what it may (at the protected
-// level, work running past its window; docs/nomad-facts.md j). The next
+// level, work running past its window; docs/nomad-facts.md a). The next
 // decision writes it again: once the stopped tasks exit, the update is in
 // place. The same error refuses a write meant to lift placed work out of
 // reach (Op.Placed) that would place an allocation: the decision's view was
@@ -335,7 +335,9 @@ func (a *Applier) apply(ctx context.Context, b *batch, op Op) Outcome {
 // against the JobModifyIndex the decision read: Nomad updates running
 // allocations in place (docs/nomad-facts.md a). The job's HCL submission, when Nomad
 // kept one, goes with it so users still see their definition. It returns the
-// job's new JobModifyIndex, or ErrConflict when the job changed since.
+// job's new JobModifyIndex, ErrConflict when the job changed since, or
+// ErrWouldReplace when Nomad would make the write by replacing an allocation
+// of the job (checkInPlace).
 func (a *Applier) SetPriority(ctx context.Context, key JobKey, priority int, readIndex uint64) (uint64, error) {
 	idx, _, err := a.setPriority(ctx, key, priority, readIndex, false, true)
 	return idx, err

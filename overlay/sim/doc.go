@@ -46,12 +46,12 @@
 //     holds when the job's priority changes (its in-place update finds the
 //     allocation no longer fits; "alloc is being updated due to job
 //     update", a StopJobUpdate in the real side's log), and updates a
-//     running one, or a pending one placed on free GPUs, in place (facts a
-//     and j; measured: 17 of 23 replacements were of the first kind, 5 of
-//     189 pending placements on free GPUs were replaced). allot's adapter
-//     asks Nomad's planner first and refuses such a write
-//     (nomad.ErrWouldReplace); so does State.SetPriority (Result.RefusedWrites),
-//     and the policy runs again when the task exits. Which allocations:
+//     running one, or a pending one placed on free GPUs, in place (facts
+//     a; measured: 17 of 23 replacements were of the first kind, 5 of 189
+//     pending placements on free GPUs were replaced). allot's adapter asks
+//     Nomad's planner first and refuses such a write (nomad.ErrWouldReplace)
+//     but to a job it stops in the same batch; so does State.SetPriority
+//     (Result.RefusedWrites), and the policy runs again when the task exits. Which allocations:
 //     with Options.KillTimeout those placed on GPUs a stopped task has not
 //     left; without, those placed less than StartLatency ago.
 //   - The eval order of a lever (Options.EvalOrder, State.runNew; on in the
