@@ -191,6 +191,15 @@ func (a *agent) Stop() {
 func (a *agent) Output() string { return a.out.String() }
 
 // Get decodes the JSON answer of GET path into out.
+// preemptionOn turns Nomad's preemption on for every scheduler.
+func (a *agent) preemptionOn(t testing.TB) {
+	t.Helper()
+	if err := a.Put("/v1/operator/scheduler/configuration", map[string]any{"PreemptionConfig": map[string]any{
+		"SystemSchedulerEnabled": true, "BatchSchedulerEnabled": true, "ServiceSchedulerEnabled": true}}, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func (a *agent) Get(path string, out any) error {
 	return a.do(http.MethodGet, path, nil, out)
 }

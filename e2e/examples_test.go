@@ -271,10 +271,7 @@ plugin "allot-nvml" {
 `, data, t.TempDir()))
 	// What the job file asks of an operator: preemption on, and the tokens
 	// in the job's Nomad variable (ACLs are off here: no Nomad token).
-	if err := c.Put("/v1/operator/scheduler/configuration", map[string]any{"PreemptionConfig": map[string]any{
-		"SystemSchedulerEnabled": true, "BatchSchedulerEnabled": true, "ServiceSchedulerEnabled": true}}, nil); err != nil {
-		t.Fatal(err)
-	}
+	c.preemptionOn(t)
 	const token = "e2e-deploy-token"
 	if err := c.Put("/v1/var/nomad/jobs/allot", map[string]any{"Namespace": "default", "Path": "nomad/jobs/allot",
 		"Items": map[string]string{"allot_token": token, "operator_token": "e2e-operator-token", "nomad_token": "none"}}, nil); err != nil {
@@ -393,10 +390,7 @@ plugin "allot-nvml" {
 		}
 		return err == nil && len(gpus) == 8, nil
 	})
-	if err := c.Put("/v1/operator/scheduler/configuration", map[string]any{"PreemptionConfig": map[string]any{
-		"SystemSchedulerEnabled": true, "BatchSchedulerEnabled": true, "ServiceSchedulerEnabled": true}}, nil); err != nil {
-		t.Fatal(err)
-	}
+	c.preemptionOn(t)
 	if o, err := c.nomadCLI(t, "acl", "policy", "apply", "-description", "allot scheduling overlay", "allot",
 		repoFile("examples", "deploy", "nomad-acl-policy.hcl")); err != nil {
 		t.Fatalf("nomad acl policy apply: %v\n%s", err, o)

@@ -230,6 +230,11 @@ type gpuJob struct {
 	// MetaPriority sets meta priority (0: not set).
 	NotResumable bool
 	MetaPriority int
+	// Node pins the job to the client of that name ("": any). SlowExit:
+	// the task ignores SIGINT and SIGTERM, so a stop ends it only when
+	// Nomad kills it, 20 s later (its kill_timeout; 1 s otherwise).
+	Node     string
+	SlowExit bool
 }
 
 // register submits the job and returns Nomad's answer.
@@ -260,19 +265,28 @@ func jobBody(j gpuJob) map[string]any {
 	if j.MinRuntime != "" {
 		meta["min_runtime"] = j.MinRuntime
 	}
+	kill, config := time.Second, map[string]any{"command": "/bin/sleep", "args": []string{strconv.Itoa(j.Sleep)}}
+	if j.SlowExit {
+		kill = 20 * time.Second
+		config = map[string]any{"command": "/bin/sh", "args": []string{"-c",
+			fmt.Sprintf("trap '' INT TERM; sleep %d & wait; sleep %d", j.Sleep, j.Sleep)}}
+	}
+	group := map[string]any{
+		"Name": "g", "Count": j.Count,
+		"RestartPolicy":    map[string]any{"Attempts": 0, "Mode": "fail"},
+		"ReschedulePolicy": map[string]any{"Attempts": 0, "Unlimited": false},
+		"Tasks": []any{map[string]any{
+			"Name": "t", "Driver": "raw_exec", "KillTimeout": int64(kill), "Config": config,
+			"Resources": map[string]any{"CPU": 20, "MemoryMB": 16,
+				"Devices": []any{map[string]any{"Name": "nvidia/gpu", "Count": j.GPUs}}},
+		}},
+	}
+	if j.Node != "" {
+		group["Constraints"] = []any{map[string]any{"LTarget": "${node.unique.name}", "RTarget": j.Node, "Operand": "="}}
+	}
 	return map[string]any{"Job": map[string]any{
 		"ID": j.ID, "Name": j.ID, "Type": "batch", "Datacenters": []string{"dc1"}, "Priority": j.Priority, "Meta": meta,
-		"TaskGroups": []any{map[string]any{
-			"Name": "g", "Count": j.Count,
-			"RestartPolicy":    map[string]any{"Attempts": 0, "Mode": "fail"},
-			"ReschedulePolicy": map[string]any{"Attempts": 0, "Unlimited": false},
-			"Tasks": []any{map[string]any{
-				"Name": "t", "Driver": "raw_exec", "KillTimeout": int64(time.Second),
-				"Config": map[string]any{"command": "/bin/sleep", "args": []string{strconv.Itoa(j.Sleep)}},
-				"Resources": map[string]any{"CPU": 20, "MemoryMB": 16,
-					"Devices": []any{map[string]any{"Name": "nvidia/gpu", "Count": j.GPUs}}},
-			}},
-		}},
+		"TaskGroups": []any{group},
 	}}
 }
 
@@ -309,6 +323,7 @@ func (c *gpuCluster) versions(t testing.TB, id string) []nomadJob {
 // nomadAlloc is what the tests read of an allocation.
 type nomadAlloc struct {
 	ID, Name, JobID, NodeID     string
+	NodeName                    string
 	DesiredStatus, ClientStatus string
 	DesiredDescription          string
 	PreemptedByAllocation       string

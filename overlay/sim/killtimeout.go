@@ -110,6 +110,8 @@ func (s *State) startsAt(exit int64) int64 {
 // running yet): with Options.KillTimeout, while the stopped task whose GPUs
 // it was placed on has not exited; without, within StartLatency of its
 // placement.
+func (s *State) replaced(a int32) bool { return s.now < s.replacedEnd(a) }
+
 // replacedEnd is when replaced(a) turns false.
 func (s *State) replacedEnd(a int32) int64 {
 	al := &s.allocs[a]
@@ -117,12 +119,4 @@ func (s *State) replacedEnd(a int32) int64 {
 		return al.exitAt
 	}
 	return al.start + int64(s.opts.StartLatency/time.Second)
-}
-
-func (s *State) replaced(a int32) bool {
-	al := &s.allocs[a]
-	if s.opts.KillTimeout {
-		return s.now < al.exitAt
-	}
-	return s.now < al.start+int64(s.opts.StartLatency/time.Second)
 }
