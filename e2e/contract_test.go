@@ -22,7 +22,7 @@ func TestContractSquatterStoppedForOwed(t *testing.T) {
 	c.register(t, gpuJob{ID: "squatter", Budget: "lab/a", MinRuntime: "10s", GPUs: 8, NotResumable: true})
 	sq := c.waitRunning(t, "squatter", 1, 60*time.Second)[0]
 	windowEnd := sq.started().Add(window)
-	c.waitPriority(t, "squatter", func(p int) bool { return p == 100 }, "= 100 (protected)", 10*time.Second)
+	c.waitLevel(t, "squatter", bands.Protected, "protected", 10*time.Second)
 	// allot tells the squatter plainly what its window buys.
 	waitFor(t, 10*time.Second, "the squatter's queue row", func() (bool, error) {
 		q := al.Srv.FSM().Read().QueueEntry("default/squatter")
@@ -76,7 +76,7 @@ func TestContractOwnDebugStopsOwnTrain(t *testing.T) {
 	tr := c.waitRunning(t, "own-train", 1, 60*time.Second)[0]
 	windowEnd := tr.started().Add(window)
 	time.Sleep(time.Until(windowEnd.Add(2 * time.Second)))
-	c.waitPriority(t, "own-train", func(p int) bool { return p == 90 }, "= 90 (running past its window)", 10*time.Second)
+	c.waitLevel(t, "own-train", bands.Running, "running past its window", 10*time.Second)
 
 	registered := time.Now()
 	// own-debug is promised 8 GPUs x 10 s; own-train, resumable, loses
@@ -121,7 +121,7 @@ func TestContractServedBudgetFirstStartHeld(t *testing.T) {
 	c.register(t, gpuJob{ID: "a-old", Budget: "lab/a", MinRuntime: "10s", GPUs: 4, MetaPriority: 10})
 	c.waitRunning(t, "b-run", 1, 60*time.Second)
 	old := c.waitRunning(t, "a-old", 1, 60*time.Second)[0]
-	c.waitPriority(t, "a-old", func(p int) bool { return p == 90 }, "= 90 (running past its window)", 30*time.Second)
+	c.waitLevel(t, "a-old", bands.Running, "running past its window", 30*time.Second)
 
 	c.register(t, gpuJob{ID: "a-new", Budget: "lab/a", MinRuntime: "40m", GPUs: 4, MetaPriority: 90})
 	c.waitPriority(t, "a-new", func(p int) bool { return p == 29 }, "= 29 (held below the pending band)", 30*time.Second)

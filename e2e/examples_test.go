@@ -38,9 +38,9 @@ type exampleJob struct {
 
 var exampleJobs = []exampleJob{
 	{"sweep.nomad.hcl", "lr-sweep", "unallocated", 10, 29, 4},
-	{"debug.nomad.hcl", "debug-tokenizer", "protected", 100, 100, 1},
-	{"interactive.nomad.hcl", "notebook-alice", "protected", 100, 100, 1},
-	{"session.nomad.hcl", "session-bob", "protected", 100, 100, 1},
+	{"debug.nomad.hcl", "debug-tokenizer", "protected", bands.Protected, bands.Protected, 1},
+	{"interactive.nomad.hcl", "notebook-alice", "protected", bands.Protected, bands.Protected, 1},
+	{"session.nomad.hcl", "session-bob", "protected", bands.Protected, bands.Protected, 1},
 	{"train.nomad.hcl", "olmo-7b-pretrain", "pending", 40, 89, 0},
 }
 
@@ -323,7 +323,7 @@ plugin "allot-nvml" {
 		t.Fatal(err)
 	}
 	c.waitRunning(t, "debug", 1, 60*time.Second)
-	c.waitPriority(t, "debug", func(p int) bool { return p == 100 }, "= 100 (protected), written by allot under Nomad", 30*time.Second)
+	c.waitLevel(t, "debug", bands.Protected, "protected, written by allot under Nomad", 30*time.Second)
 	if p := c.job(t, "allot").Priority; p != 95 {
 		t.Fatalf("allot's own job at priority %d, want 95", p)
 	}
@@ -417,7 +417,7 @@ plugin "allot-nvml" {
 
 	c.register(t, gpuJob{ID: "debug", Budget: "ai2/nlp/reasoning", MinRuntime: "10s", GPUs: 1})
 	first := c.waitRunning(t, "debug", 1, 60*time.Second)[0]
-	c.waitPriority(t, "debug", func(p int) bool { return p == 100 }, "= 100 (protected)", 30*time.Second)
+	c.waitLevel(t, "debug", bands.Protected, "protected", 30*time.Second)
 	for _, g := range gpus {
 		if o, err := exec.Command(allotNVML(t), "inject", "-state", state, "xid", "79", g).CombinedOutput(); err != nil {
 			t.Fatalf("allot-nvml inject: %v\n%s", err, o)

@@ -42,7 +42,7 @@ func runHeldVictimChange(t *testing.T, restart bool) {
 		t.Fatal(err)
 	}
 	v := c.waitRunning(t, "victim", 1, 60*time.Second)[0]
-	c.waitPriority(t, "victim", func(p int) bool { return p == 100 }, "= 100 (protected)", 10*time.Second)
+	c.waitLevel(t, "victim", bands.Protected, "protected", 10*time.Second)
 	c.register(t, gpuJob{ID: "pending", Budget: "lab/b", MinRuntime: "30s", GPUs: 8, Sleep: 6})
 
 	// The pass that stops the victim records it held, with its preempt

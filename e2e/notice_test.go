@@ -90,7 +90,7 @@ func runNoticeStop(t *testing.T, class string, down time.Duration) (saved, resto
 		t.Fatal(err)
 	}
 	v := c.waitRunning(t, "saver", 1, 60*time.Second)[0]
-	c.waitPriority(t, "saver", func(p int) bool { return p == 100 }, "= 100 (protected)", 10*time.Second)
+	c.waitLevel(t, "saver", bands.Protected, "protected", 10*time.Second)
 	c.register(t, gpuJob{ID: "pending", Budget: "lab/b", MinRuntime: "30s", GPUs: 8, Sleep: 6})
 
 	sigFile := filepath.Join(dir, "signal-"+v.ID)

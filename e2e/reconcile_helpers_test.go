@@ -404,6 +404,16 @@ func (c *gpuCluster) waitPriority(t testing.TB, job string, ok func(int) bool, w
 	return p
 }
 
+// bands are the Nomad priorities allot writes with its default config.
+var bands = policy.DefaultConfig().BandsConfig
+
+// waitLevel waits until job is written at level (a band's one priority:
+// bands.Protected, bands.Running), named what in a failure.
+func (c *gpuCluster) waitLevel(t testing.TB, job string, level int, what string, timeout time.Duration) {
+	t.Helper()
+	c.waitPriority(t, job, func(p int) bool { return p == level }, fmt.Sprintf("= %d (%s)", level, what), timeout)
+}
+
 // stopJob deregisters (stops) a job.
 func (c *gpuCluster) stopJob(t testing.TB, id string) {
 	t.Helper()

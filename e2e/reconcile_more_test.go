@@ -65,7 +65,7 @@ func TestReconcileRestartKeepsChargesAndProtection(t *testing.T) {
 	c.register(t, gpuJob{ID: "short", Budget: "lab/b", MinRuntime: "5s", GPUs: 2, Sleep: 8})
 	prot := c.waitRunning(t, "prot", 1, 60*time.Second)[0]
 	c.waitRunning(t, "short", 1, 60*time.Second)
-	c.waitPriority(t, "prot", func(p int) bool { return p == 100 }, "= 100", 10*time.Second)
+	c.waitLevel(t, "prot", bands.Protected, "protected", 10*time.Second)
 	time.Sleep(2 * time.Second) // let some charges land before the stop
 	al.Stop()
 	down := time.Now()

@@ -21,7 +21,7 @@ func TestReconcileUnderServedBudgetFirst(t *testing.T) {
 
 	c.register(t, gpuJob{ID: "blocker", Budget: "lab/a", MinRuntime: "1h", GPUs: 8})
 	c.waitRunning(t, "blocker", 1, 60*time.Second)
-	c.waitPriority(t, "blocker", func(p int) bool { return p == 100 }, "= 100 (protected)", 10*time.Second)
+	c.waitLevel(t, "blocker", bands.Protected, "protected", 10*time.Second)
 
 	c.register(t, gpuJob{ID: "over", Budget: "lab/a", MinRuntime: "30s", GPUs: 8})
 	c.waitPriority(t, "over", func(p int) bool { return p != 50 }, "written by allot", 10*time.Second)
@@ -126,7 +126,7 @@ func TestReconcileProtectionThenTimeSlicing(t *testing.T) {
 	c.register(t, gpuJob{ID: "victim", Budget: "lab/a", MinRuntime: "15s", GPUs: 8})
 	v := c.waitRunning(t, "victim", 1, 60*time.Second)[0]
 	windowEnd := v.started().Add(window)
-	c.waitPriority(t, "victim", func(p int) bool { return p == 100 }, "= 100 (protected)", 10*time.Second)
+	c.waitLevel(t, "victim", bands.Protected, "protected", 10*time.Second)
 	// The pending job's window (8 GPUs x 30 s) must be worth at least the work
 	// the victim loses (8 GPUs x ~15 s): policy MaxSliceLoss refuses a stop that
 	// throws away more than the beneficiary is promised.

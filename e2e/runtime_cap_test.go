@@ -33,7 +33,7 @@ func TestServerRuntimeCapAgainstNomad(t *testing.T) {
 		{"cap-14h", "14h", 12 * time.Hour, `meta min_runtime = "14h": above the cap of 12h0m0s (the server's policy { runtime_cap }); the job is protected for 12h0m0s only`},
 	} {
 		c.register(t, gpuJob{ID: tc.job, Budget: "ai2/nlp/reasoning", MinRuntime: tc.minRuntime, GPUs: 1})
-		c.waitPriority(t, tc.job, func(p int) bool { return p == 100 }, "= 100 (protected band)", 60*time.Second)
+		c.waitLevel(t, tc.job, bands.Protected, "protected band", 60*time.Second)
 		var ex client.Explain
 		var raw string
 		waitFor(t, 30*time.Second, tc.job+"'s allocation recorded with its protected window", func() (bool, error) {

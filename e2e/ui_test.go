@@ -28,7 +28,7 @@ func TestUIAgainstNomad(t *testing.T) {
 	al.seedUsage("lab/a", 8, now.Add(-2*time.Hour), now.Add(-time.Hour))
 	c.register(t, gpuJob{ID: "olmo-pretrain", Budget: "lab/a", MinRuntime: "15s", GPUs: 8})
 	v := c.waitRunning(t, "olmo-pretrain", 1, 60*time.Second)[0]
-	c.waitPriority(t, "olmo-pretrain", func(p int) bool { return p == 100 }, "= 100 (protected)", 10*time.Second)
+	c.waitLevel(t, "olmo-pretrain", bands.Protected, "protected", 10*time.Second)
 	c.register(t, gpuJob{ID: "eval-sweep", Budget: "lab/b", MinRuntime: "30s", GPUs: 8, Sleep: 6})
 	c.waitRunning(t, "eval-sweep", 1, 60*time.Second)
 	again := c.waitRunning(t, "olmo-pretrain", 1, 90*time.Second)[0]
@@ -87,7 +87,7 @@ func TestUIAgainstNomad(t *testing.T) {
 		{"#/job/default%2Folmo-pretrain", "job", []string{"requeued", "stopped", "time-slicing", "for default/eval-sweep", v.ID[:8],
 			"When it was stopped, that budget ranked #1 among budgets, most owed first (served 0.00), this job's budget #2 (served 2.00)."}},
 		{"#/nodes", "nodes", []string{"8 / 8", "default/olmo-pretrain", "protected until", "H100", ": healthy"}},
-		{"#/decisions", "decisions", []string{"default/olmo-pretrain", "priority 100"}},
+		{"#/decisions", "decisions", []string{"default/olmo-pretrain", fmt.Sprintf("priority %d", bands.Protected)}},
 		{"#/budgets?range=6h", "budgets", []string{"lab/a", "lab/b", "50.0%"}},
 	} {
 		text := open(tc.route, tc.page)

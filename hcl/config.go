@@ -35,8 +35,8 @@ type ServerConfig struct {
 	TLS             TLSConfig   `hcl:"tls,block"`
 	Nomad           NomadConfig `hcl:"nomad,block"`
 	// Policy is the policy {} block decoded onto policy.DefaultConfig (or,
-	// when the block sets protected above 100, onto
-	// policy.ConfigForMaxPriority(protected)) and validated by its
+	// when the block sets protected above the default's 99, onto
+	// policy.ConfigForMaxPriority(protected+1): the bands move with it) and validated by its
 	// Validate: what the server's policy and contracts run with, and what
 	// `allot sim -config` replays. Without the block it is the default.
 	Policy policy.Config `hcl:"policy,block"`
@@ -215,11 +215,12 @@ func (d *decoder) policy(body hcl2.Body) policy.Config {
 	set := map[string]hcl2.Range{}
 	c := policy.DefaultConfig()
 	d.decodeTagged(body, reflect.ValueOf(&c).Elem(), set, "")
-	if _, given := set["Protected"]; given && c.Protected > 100 {
+	if _, given := set["Protected"]; given && c.Protected > policy.DefaultConfig().Protected {
 		// A cluster with a larger job_max_priority: the default bands move
-		// with protected, and the file's own values go on top of those.
+		// with protected (it sits one below the largest priority), and the
+		// file's own values go on top of those.
 		d.diags, set = d.diags[:before], map[string]hcl2.Range{}
-		c = policy.ConfigForMaxPriority(c.Protected)
+		c = policy.ConfigForMaxPriority(c.Protected + 1)
 		d.decodeTagged(body, reflect.ValueOf(&c).Elem(), set, "")
 	}
 	var ps []fieldProblem

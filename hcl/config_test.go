@@ -49,14 +49,14 @@ nomad {
   manage_scheduler_config = true
 }
 
-# Every policy key, none at its default; protected above 100 moves the
+# Every policy key, none at its default; protected above 99 moves the
 # default bands (policy.ConfigForMaxPriority), and the file's go on top.
 policy {
   lookback    = "3d"
   runtime_cap = "12h"
   max_checkpoint_notice = "3m"
   bands {
-    protected      = 200
+    protected      = 169
     running        = 150
     pending        = [50, 140]
     unallocated    = [5, 30]
@@ -95,10 +95,10 @@ func TestParseServerConfigFull(t *testing.T) {
 	}
 	// Every key lands in the policy.Config field that declares it, the
 	// runtime cap in the contract's own.
-	want := policy.ConfigForMaxPriority(200)
+	want := policy.ConfigForMaxPriority(170)
 	want.Config = contract.Config{RuntimeCap: 12 * time.Hour, MaxNotice: 3 * time.Minute}
 	want.Lookback = 72 * time.Hour
-	want.BandsConfig = policy.BandsConfig{Protected: 200, Running: 150, Pending: policy.Range{Low: 50, High: 140},
+	want.BandsConfig = policy.BandsConfig{Protected: 169, Running: 150, Pending: policy.Range{Low: 50, High: 140},
 		Unallocated: policy.Range{Low: 5, High: 30}, PreemptionGap: 20}
 	want.MarginsConfig = policy.MarginsConfig{FairnessMargin: 0.5, Hysteresis: 7}
 	want.ReservationConfig = policy.ReservationConfig{ReservationNodes: 9, ReservationMaxAge: 45 * time.Minute}
@@ -146,6 +146,7 @@ func TestParseServerConfigErrors(t *testing.T) {
 		{"bad range", "policy {\n  bands {\n    pending = [89, 40]\n  }\n}\n", []string{"3:15:", "[low, high]"}},
 		{"range of three", "policy {\n  bands {\n    pending = [40, 60, 89]\n  }\n}\n", []string{"3:15:", "want [low, high], two whole numbers"}},
 		{"protected below default running", "policy {\n  bands {\n    protected = 90\n  }\n}\n", []string{"3:17:", "protected = 90 must be above running = 90"}},
+		{"protected a preemption gap above running", "policy {\n  bands {\n    protected = 100\n    running   = 90\n  }\n}\n", []string{"3:17:", "protected = 100 is preemption_gap (10) or more above running = 90", "would preempt jobs of the running band", "want protected from 91 to 99"}},
 		{"running into pending", "policy {\n  bands {\n    running = 80\n  }\n}\n", []string{"3:15:", "running = 80 must be above pending's high 89"}},
 		{"gap out of range", "policy {\n  bands {\n    preemption_gap = 0\n  }\n}\n", []string{"3:22:", "preemption_gap = 0: want a whole number from 1 to 100"}},
 		{"hysteresis zero", "policy {\n  margins {\n    hysteresis = 0\n  }\n}\n", []string{"3:18:", "hysteresis = 0: want a whole number from 1 to 100"}},

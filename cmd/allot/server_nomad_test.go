@@ -140,8 +140,8 @@ policy {
 		t.Fatalf("setup %+v", ns)
 	case p.Lookback != 72*time.Hour, p.ReservationMaxAge != 30*time.Minute, p.DrainReturnAfter != 0:
 		t.Fatalf("policy %+v", p)
-	case p.Protected != 1000 || p.Running != 990 || p.Pending != (policy.Range{Low: 40, High: 989}):
-		t.Fatalf("bands for job_max_priority 1000: %+v", p)
+	case p.Protected != 1000 || p.Running != 991 || p.Pending != (policy.Range{Low: 40, High: 990}):
+		t.Fatalf("bands for protected = 1000 (job_max_priority 1001 or more): %+v", p)
 	}
 
 	bad := writeConfig(t, "nomad {}\npolicy {\n  margins {\n    hysteresis = 0\n  }\n}\n")

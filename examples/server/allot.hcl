@@ -57,8 +57,9 @@ policy {
   max_checkpoint_notice = "10m"
 
   bands {
-    protected      = 100 # allocated jobs inside their protected window
-    running        = 90  # allocated jobs past their window
+    protected      = 99 # allocated jobs inside their protected window: less than preemption_gap above running,
+                        # so a job Nomad places again at protected never preempts the running band
+    running        = 90 # allocated jobs past their window
     pending        = [40, 89]
     unallocated    = [10, 29]
     preemption_gap = 10 # Nomad's: a job preempts only 10 or more below it

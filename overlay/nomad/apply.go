@@ -223,8 +223,9 @@ func (a *Applier) Apply(ctx context.Context, ops []Op) []Outcome {
 	// settle before the next decision reads Nomad: its writes' in-place
 	// check (checkInPlace) would otherwise plan against allocations such an
 	// evaluation, still in flight, is about to preempt, and a job it saw
-	// placed would be written protected and placed again at 100 (fidelity
-	// run 31: five jobs running past their windows preempted so).
+	// placed would be written protected and placed again there (fidelity
+	// run 31, protected then 100: five jobs running past their windows
+	// preempted so).
 	for _, k := range b.placing {
 		if eval, ok := b.registration(k); ok {
 			a.settleRegistration(ctx, k, eval)

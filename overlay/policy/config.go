@@ -166,14 +166,16 @@ type DrainConfig struct {
 func DefaultConfig() Config { return ConfigForMaxPriority(100) }
 
 // ConfigForMaxPriority places the bands for a cluster whose
-// job_max_priority is max (>= 100): protected at max, running 10 below, the
-// pending band widened up to just under running, unallocated at 10-29.
+// job_max_priority is max (>= 100): running at max-10, protected one
+// preemption gap less one above it (max-1, so that no job Nomad places at
+// protected can preempt the running band: bandProblems), the pending band
+// widened up to just under running, unallocated at 10-29.
 func ConfigForMaxPriority(max int) Config {
 	return Config{
 		Config:   contract.Config{RuntimeCap: contract.DefaultRuntimeCap, MaxNotice: contract.DefaultMaxNotice},
 		Lookback: 7 * 24 * time.Hour,
 		BandsConfig: BandsConfig{
-			Protected:     max,
+			Protected:     max - 1,
 			Running:       max - 10,
 			Pending:       Range{40, max - 11},
 			Unallocated:   Range{10, 29},
@@ -318,6 +320,14 @@ func (c Config) bandProblems(bad func([]string, string, ...any)) {
 	}
 	if c.Protected <= c.Running {
 		bad([]string{"Protected", "Running"}, "protected = %d must be above running = %d", c.Protected, c.Running)
+	} else if c.PreemptionGap >= 1 && c.Protected-c.Running >= c.PreemptionGap {
+		// Nomad places a job at its priority whenever it places it again (a
+		// write it makes by replacing an allocation, a reschedule, a drain's
+		// migration): at protected, that placement would preempt jobs of the
+		// running band by Nomad's heuristics, which only allot may stop.
+		bad([]string{"Protected", "Running", "PreemptionGap"},
+			"protected = %d is preemption_gap (%d) or more above running = %d: a job Nomad places at protected (restarted by a job update, rescheduled, or migrated off a drained node) would preempt jobs of the running band, which only allot may stop; want protected from %d to %d",
+			c.Protected, c.PreemptionGap, c.Running, c.Running+1, c.Running+c.PreemptionGap-1)
 	}
 	if c.Protected > maxNomadPriority {
 		bad([]string{"Protected"}, "protected = %d: want at most %d, the largest job_max_priority Nomad accepts", c.Protected, maxNomadPriority)

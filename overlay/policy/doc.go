@@ -21,7 +21,9 @@
 // usage share / effective share over the lookback window (1 = exactly its
 // share). Bands, with the defaults for job_max_priority 100:
 //
-//	protected    Protected (100)     allocated, running, now < start + min(Protected, RuntimeCap)  (rule 1)
+//	protected    Protected (99)      allocated, running, now < start + min(Protected, RuntimeCap)  (rule 1)
+//	                                 less than Gap above running: a job Nomad places again at it
+//	                                 (restarted, rescheduled, migrated) cannot preempt the running band
 //	                                 start = the last allocation's start; a job still starting is protected
 //	running      Running (90)        allocated, running past its window; or placed in part     (rule 2)
 //	pending      Pending (40-89)     allocated, nothing placed: target t(p) = High - min(p-1, Levels-1)  (rule 3)

@@ -179,9 +179,9 @@ func seedJobs(now time.Time) []seedJob {
 			"pending, 2nd in the pending queue; waiting for protected windows", time.Time{}, now.Add(2 * time.Hour), 3 * time.Hour},
 		{"default/big-pretrain", "ai2/prior/olmo/pretrain", 16, 8 * time.Hour, "pending", 87, 3,
 			"pending, 3rd in the pending queue; nodes gpu-07, gpu-08 reserved for it", time.Time{}, now.Add(90 * time.Minute), 5 * time.Hour},
-		{"default/video-diffusion", "ai2/vision/video", 8, 4 * time.Hour, "protected", 100, 0,
+		{"default/video-diffusion", "ai2/vision/video", 8, 4 * time.Hour, "protected", 99, 0,
 			"running inside its protected window (requeued after time slicing)", now.Add(2 * time.Hour), time.Time{}, 21 * time.Hour},
-		{"default/reasoning-grpo", "ai2/nlp/reasoning", 8, 6 * time.Hour, "protected", 100, 0,
+		{"default/reasoning-grpo", "ai2/nlp/reasoning", 8, 6 * time.Hour, "protected", 99, 0,
 			"running inside its protected window", now.Add(3 * time.Hour), time.Time{}, 4 * time.Hour},
 		{"default/molmo-sft", "ai2/prior/molmo", 8, time.Hour, "running", 90, 0,
 			"running past its protected window: may be stopped for a less served budget", now.Add(-5 * time.Hour), time.Time{}, 9 * time.Hour},
@@ -245,8 +245,8 @@ func outcome(tree *budgets.Tree, fs *budgets.FairShare, now time.Time) server.Ou
 	out.Decisions = []state.Decision{
 		{At: now.Add(-3 * time.Hour), Kind: "preempt", JobID: "default/video-diffusion", AllocID: "a1-video", NodeID: "node-03", Reason: victim.String()},
 		{At: now.Add(-3 * time.Hour), Kind: "priority", JobID: "default/video-diffusion", Reason: "priority 86: lowered to its pending level before its stop, so its replacement waits its turn"},
-		{At: now.Add(-3 * time.Hour), Kind: "priority", JobID: "default/reasoning-grpo", Reason: "priority 100: running inside its protected window"},
-		{At: now.Add(-2 * time.Hour), Kind: "priority", JobID: "default/video-diffusion", Reason: "priority 100: running inside its protected window"},
+		{At: now.Add(-3 * time.Hour), Kind: "priority", JobID: "default/reasoning-grpo", Reason: "priority 99: running inside its protected window"},
+		{At: now.Add(-2 * time.Hour), Kind: "priority", JobID: "default/video-diffusion", Reason: "priority 99: running inside its protected window"},
 		{At: now.Add(-30 * time.Minute), Kind: "reserve", NodeID: "node-07", Reason: "eligible=false: reserved for default/big-pretrain, which fits nowhere (16 GPUs)"},
 		{At: now.Add(-30 * time.Minute), Kind: "reserve", NodeID: "node-08", Reason: "eligible=false: reserved for default/big-pretrain, which fits nowhere (16 GPUs)"},
 	}
