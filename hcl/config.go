@@ -35,7 +35,7 @@ type ServerConfig struct {
 	TLS             TLSConfig   `hcl:"tls,block"`
 	Nomad           NomadConfig `hcl:"nomad,block"`
 	// Policy is the policy {} block decoded onto policy.DefaultConfig (or,
-	// when the block sets protected above the default's 99, onto
+	// when the block sets protected above 100, onto
 	// policy.ConfigForMaxPriority(protected+1): the bands move with it) and validated by its
 	// Validate: what the server's policy and contracts run with, and what
 	// `allot sim -config` replays. Without the block it is the default.
@@ -215,10 +215,14 @@ func (d *decoder) policy(body hcl2.Body) policy.Config {
 	set := map[string]hcl2.Range{}
 	c := policy.DefaultConfig()
 	d.decodeTagged(body, reflect.ValueOf(&c).Elem(), set, "")
-	if _, given := set["Protected"]; given && c.Protected > policy.DefaultConfig().Protected {
+	if _, given := set["Protected"]; given && c.Protected > 100 {
 		// A cluster with a larger job_max_priority: the default bands move
-		// with protected (it sits one below the largest priority), and the
-		// file's own values go on top of those.
+		// with protected (running 9 below it: ConfigForMaxPriority puts
+		// protected one below the largest priority), and the file's own
+		// values go on top of those. protected = 100 moves nothing: with
+		// the default running (90) it is refused (a gap above running),
+		// where moving the bands would change them silently for a file
+		// written for the bands before protected moved to 99.
 		d.diags, set = d.diags[:before], map[string]hcl2.Range{}
 		c = policy.ConfigForMaxPriority(c.Protected + 1)
 		d.decodeTagged(body, reflect.ValueOf(&c).Elem(), set, "")

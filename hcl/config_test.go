@@ -49,7 +49,7 @@ nomad {
   manage_scheduler_config = true
 }
 
-# Every policy key, none at its default; protected above 99 moves the
+# Every policy key, none at its default; protected above 100 moves the
 # default bands (policy.ConfigForMaxPriority), and the file's go on top.
 policy {
   lookback    = "3d"
@@ -146,6 +146,7 @@ func TestParseServerConfigErrors(t *testing.T) {
 		{"bad range", "policy {\n  bands {\n    pending = [89, 40]\n  }\n}\n", []string{"3:15:", "[low, high]"}},
 		{"range of three", "policy {\n  bands {\n    pending = [40, 60, 89]\n  }\n}\n", []string{"3:15:", "want [low, high], two whole numbers"}},
 		{"protected below default running", "policy {\n  bands {\n    protected = 90\n  }\n}\n", []string{"3:17:", "protected = 90 must be above running = 90"}},
+		{"protected 100 alone", "policy {\n  bands {\n    protected = 100\n  }\n}\n", []string{"3:17:", "protected = 100 is preemption_gap (10) or more above running = 90", "want protected from 91 to 99"}},
 		{"protected a preemption gap above running", "policy {\n  bands {\n    protected = 100\n    running   = 90\n  }\n}\n", []string{"3:17:", "protected = 100 is preemption_gap (10) or more above running = 90", "would preempt jobs of the running band", "want protected from 91 to 99"}},
 		{"running into pending", "policy {\n  bands {\n    running = 80\n  }\n}\n", []string{"3:15:", "running = 80 must be above pending's high 89"}},
 		{"gap out of range", "policy {\n  bands {\n    preemption_gap = 0\n  }\n}\n", []string{"3:22:", "preemption_gap = 0: want a whole number from 1 to 100"}},
