@@ -66,16 +66,15 @@ func (l *Ledger) WriteSpans(spans []Span) error {
 	planned := l.spanPlans[:0]
 	for i := range spans {
 		sp := &spans[i]
-		w, err := l.planSpan(sp)
-		if err != nil {
+		planned = append(planned, spanWrite{})
+		w := &planned[i] // planned in place: the record is large
+		if err := l.planSpanInto(sp, w); err != nil {
 			return err
 		}
-		planned = append(planned, w)
 		if w.empty() {
 			continue
 		}
 		w.ls = l.leaves[sp.Leaf]
-		planned[i].ls = w.ls
 		s := w.ls.pick(sp.Demand)
 		for j := w.keepFrom; j <= w.last; j++ {
 			v := w.amount(j)
@@ -98,7 +97,7 @@ func (l *Ledger) WriteSpans(spans []Span) error {
 		if !w.empty() {
 			w.keepFrom = l.keepFrom(w) // the horizon may have moved since
 		}
-		l.writePlanned(&spans[i], *w)
+		l.writePlanned(&spans[i], w)
 	}
 	l.spanPlans = planned
 	return nil
@@ -233,32 +232,45 @@ func (w *spanWrite) amount(j int64) int64 {
 
 // planSpan checks a span's amount and bound and finds its buckets.
 func (l *Ledger) planSpan(sp *Span) (spanWrite, error) {
+	var w spanWrite
+	err := l.planSpanInto(sp, &w)
+	return w, err
+}
+
+// planSpanInto is planSpan writing the span's buckets into *w, which it
+// sets whole (spanWrite{} on an error).
+func (l *Ledger) planSpanInto(sp *Span, w *spanWrite) error {
 	if sp.GPUs < 0 {
-		return spanWrite{}, fmt.Errorf("%w: %s span of %d GPUs for %q: GPUs must be >= 0", ErrNegativeAmount, sp.what(), sp.GPUs, sp.Leaf)
+		*w = spanWrite{}
+		return fmt.Errorf("%w: %s span of %d GPUs for %q: GPUs must be >= 0", ErrNegativeAmount, sp.what(), sp.GPUs, sp.Leaf)
 	}
 	if sp.GPUs == 0 || !sp.Start.Before(sp.End) {
-		return spanWrite{nothing: true}, nil
+		*w = spanWrite{nothing: true}
+		return nil
 	}
 	if d := sp.End.Sub(sp.Start); d == math.MaxInt64 || !fitsGPUSeconds(uint64(sp.GPUs), uint64(d)) {
-		return spanWrite{}, fmt.Errorf("%w: %s of %d GPUs over %v for %q: GPU-seconds must fit in an int64", ErrSpanTooLarge, sp.what(), sp.GPUs, d, sp.Leaf)
+		*w = spanWrite{}
+		return fmt.Errorf("%w: %s of %d GPUs over %v for %q: GPU-seconds must fit in an int64", ErrSpanTooLarge, sp.what(), sp.GPUs, d, sp.Leaf)
 	}
-	w := spanWrite{split: spanSplit{start: sp.Start, gpus: uint64(sp.GPUs), whole: sp.Start.Nanosecond() == 0 && sp.End.Nanosecond() == 0}, start: sp.Start, end: sp.End,
+	*w = spanWrite{split: spanSplit{start: sp.Start, gpus: uint64(sp.GPUs), whole: sp.Start.Nanosecond() == 0 && sp.End.Nanosecond() == 0}, start: sp.Start, end: sp.End,
 		first: l.bucketAt(sp.Start), last: l.bucketAt(sp.End.Add(-1)), bucketSec: l.bucketSec}
 	if l.tooFarAhead(w.last) {
-		return spanWrite{}, l.checkAhead(w.last, sp.what()+" span", sp.Leaf)
+		err := l.checkAhead(w.last, sp.what()+" span", sp.Leaf)
+		*w = spanWrite{}
+		return err
 	}
 	if w.split.whole {
 		w.startSec, w.endSec = sp.Start.Unix(), sp.End.Unix()
 	}
-	w.keepFrom = l.keepFrom(&w)
-	return w, nil
+	w.keepFrom = l.keepFrom(w)
+	return nil
 }
 
 // keepFrom is the first bucket of w the ledger keeps as it stands.
 func (l *Ledger) keepFrom(w *spanWrite) int64 { return max(w.first, l.floor, w.last-l.span+1) }
 
 // writePlanned writes a checked span.
-func (l *Ledger) writePlanned(sp *Span, w spanWrite) {
+func (l *Ledger) writePlanned(sp *Span, w *spanWrite) {
 	if w.nothing {
 		return
 	}

@@ -242,8 +242,10 @@ func (c *csr) setItems(rows int, items, keys []int32) {
 	for _, i := range items {
 		c.start[keys[i]+1]++
 	}
-	for r := 0; r < rows; r++ {
-		c.start[r+1] += c.start[r]
+	sum := int32(0) // the running sum in a register, not read back from start
+	for r := 1; r <= rows; r++ {
+		sum += c.start[r]
+		c.start[r] = sum
 	}
 }
 

@@ -183,12 +183,15 @@ func (x *Incremental) read(h int) {
 	x.Fill(v)
 	x.tl.jp = x.tl.jp[:0]
 	x.tl.rank, x.tl.leaf, x.tl.managed = x.tl.rank[:0], x.tl.leaf[:0], x.tl.managed[:0]
+	x.tl.wanted, x.tl.allocated = x.tl.wanted[:0], x.tl.allocated[:0]
 	extra := x.extra[:0]
 	for k, s := range inc {
 		x.viewAt[s] = int32(k)
 		x.tl.jp = append(x.tl.jp, &x.jobs[s].Job)
 		x.tl.leaf = append(x.tl.leaf, x.jobs[s].leaf)
 		x.tl.managed = append(x.tl.managed, x.jobs[s].managed)
+		x.tl.wanted = append(x.tl.wanted, x.jobs[s].wanted)
+		x.tl.allocated = append(x.tl.allocated, x.jobs[s].allocated)
 		r := int32(0)
 		if x.jobs[s].kind == kindQueued {
 			r = x.rankAt[s]

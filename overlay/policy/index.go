@@ -279,23 +279,31 @@ func (cfg *Config) Manages(job *Job) bool {
 // jobState classifies one job from its allocations into info (filled in
 // place: the record is large, and this runs for every job read).
 func (d *Decider) jobState(j int32, info *jobInfo) {
-	job := d.jp[j]
 	*info = jobInfo{leaf: -1, victimFor: -1, heldFor: -1, released: -1, reserved: -1, waitFor: -1}
-	if d.tl != nil && d.tl.rank[j] != 0 {
-		// Queued (managed, allocated to a leaf, no allocation): the
-		// Incremental classified it already.
-		for _, g := range job.Groups {
-			info.missing += int32(max(g.Count, 0))
-		}
-		info.state, info.leaf = jsPending, d.tl.leaf[j]
-		return
-	}
-	if d.tl != nil && !d.tl.managed[j] || d.tl == nil && !d.managed(job) {
-		return
-	}
 	var wanted int32
-	for _, g := range job.Groups {
-		wanted += int32(max(g.Count, 0))
+	var allocated bool
+	if d.tl != nil {
+		// The Incremental classified the job already: what is read of
+		// it is in the tail, and the Job itself is not touched.
+		if d.tl.rank[j] != 0 {
+			// Queued (managed, allocated to a leaf, no allocation).
+			info.missing = d.tl.wanted[j]
+			info.state, info.leaf = jsPending, d.tl.leaf[j]
+			return
+		}
+		if !d.tl.managed[j] {
+			return
+		}
+		wanted, allocated = d.tl.wanted[j], d.tl.allocated[j]
+	} else {
+		job := d.jp[j]
+		if !d.managed(job) {
+			return
+		}
+		for _, g := range job.Groups {
+			wanted += int32(max(g.Count, 0))
+		}
+		allocated = job.Contract.Allocated
 	}
 	sm := d.runSum(j)
 	live, done, notStarted := sm.live, sm.done, sm.notStarted
@@ -304,11 +312,11 @@ func (d *Decider) jobState(j int32, info *jobInfo) {
 	if live == 0 && info.missing == 0 {
 		return // finished: Nomad will mark it dead
 	}
-	if job.Contract.Allocated && d.tl != nil {
+	if allocated && d.tl != nil {
 		info.leaf = d.tl.leaf[j] // the Incremental looked it up when the job came
 		info.gone = info.leaf < 0
-	} else if job.Contract.Allocated {
-		if n, ok := d.tree.Lookup(job.Contract.Budget); ok && n.IsLeaf() {
+	} else if allocated {
+		if n, ok := d.tree.Lookup(d.jp[j].Contract.Budget); ok && n.IsLeaf() {
 			info.leaf = int32(n.LeafIndex)
 		} else {
 			info.gone = true

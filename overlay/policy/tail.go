@@ -20,6 +20,12 @@ type tail struct {
 	// managed is by job of the snapshot read: whether the configuration
 	// manages it (Config.Manages, as the Incremental classified it).
 	managed []bool
+	// wanted and allocated are by job of the snapshot read: the
+	// allocations its groups ask for (the sum of their counts, none
+	// below 0) and its Contract.Allocated, as the Incremental classified
+	// it.
+	wanted    []int32
+	allocated []bool
 	// queuedOrder lists the queued jobs of the snapshot read by rank: in
 	// pending order already, so orderPending merges rather than sorts.
 	queuedOrder []int32
