@@ -57,6 +57,7 @@ type Decider struct {
 	waitScanned int            // how far firstWaiting has scanned the order
 	waitBuilt   bool           // waitFirst is begun for this decision
 	alive       []bool         // by allocation: live(), read once settle is done (index)
+	allocGPUs   []int32        // by allocation: its GPUs (index)
 	sum         runSum         // jobState's counts of a job's allocations, when not kept (runSum)
 	allocJob    []int32
 	allocNode   []int32

@@ -212,7 +212,7 @@ func (x *Incremental) read(h int) {
 		x.tl.queuedOrder = append(x.tl.queuedOrder, x.viewAt[s])
 	}
 	x.tl.queuedOrder = append(x.tl.queuedOrder, extra...)
-	x.tl.ap = x.tl.ap[:0]
+	x.tl.ap, x.tl.alive, x.tl.gpus = x.tl.ap[:0], x.tl.alive[:0], x.tl.gpus[:0]
 	x.tl.allocJob, x.tl.allocNode = x.tl.allocJob[:0], x.tl.allocNode[:0]
 	x.takeRecs(inc) // the records of the jobs read and of none; tl.outFree
 

@@ -223,6 +223,8 @@ func (x *Incremental) takeRecs(inc []int32) {
 				j = x.viewAt[j] // every job with records read is
 			}
 			t.ap = append(t.ap, &x.recs[i])
+			t.alive = append(t.alive, a.running)
+			t.gpus = append(t.gpus, a.gpus)
 			t.allocJob = append(t.allocJob, j)
 			t.allocNode = append(t.allocNode, n)
 		}

@@ -131,8 +131,20 @@ func (d *Decider) index() {
 	d.nodeAlloc.buildKeys(len(s.Nodes), d.allocNode)
 
 	d.alive = resize(d.alive, len(d.ap))
-	for i, a := range d.ap {
-		d.alive[i] = a.live() // settle is done: no allocation changes in this decision from here
+	d.allocGPUs = resize(d.allocGPUs, len(d.ap))
+	if d.tl != nil {
+		// The Incremental's records as read; settle took some as
+		// stopping (live before, stopping now) in copies, GPUs unchanged.
+		copy(d.alive, d.tl.alive)
+		for _, i := range d.taken {
+			d.alive[i] = false
+		}
+		copy(d.allocGPUs, d.tl.gpus)
+	} else {
+		for i, a := range d.ap {
+			d.alive[i] = a.live() // settle is done: no allocation changes in this decision from here
+			d.allocGPUs[i] = int32(a.GPUs)
+		}
 	}
 	d.indexLeaves()
 	d.jobs = resize(d.jobs, len(d.jp))
@@ -143,14 +155,14 @@ func (d *Decider) index() {
 	// places new work there (it starts once the task has exited), so only
 	// live allocations hold GPUs here; keepVictims adds back those of held
 	// victims, which count for the job they made room for alone.
-	for i, a := range d.ap {
-		n := d.allocNode[i]
+	for i, n := range d.allocNode {
 		if n < 0 || !d.alive[i] {
 			continue
 		}
-		d.nodes[n].held += int32(a.GPUs)
+		g := d.allocGPUs[i]
+		d.nodes[n].held += g
 		if j := d.allocJob[i]; j >= 0 && d.jobs[j].state == jsUnallocated {
-			d.nodes[n].heldFree += int32(a.GPUs)
+			d.nodes[n].heldFree += g
 		}
 	}
 	if d.tl != nil {

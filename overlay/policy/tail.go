@@ -42,6 +42,11 @@ type tail struct {
 	// them (pointers into the Incremental's records).
 	jp []*Job
 	ap []*Alloc
+	// alive and gpus are by allocation of the snapshot read: Alloc.live()
+	// of its record before settle, and its GPUs (incAlloc.running and
+	// gpus).
+	alive []bool
+	gpus  []int32
 	// sums is by job of the snapshot read: what jobState counts of its
 	// allocations (the Incremental keeps them across decisions), valid
 	// for the decision.

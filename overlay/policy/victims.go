@@ -597,7 +597,7 @@ func (d *Decider) indexVictims() {
 		}
 		items = append(items, ai)
 		n, sv := d.allocNode[ai], d.served[vi.leaf]
-		d.vGPUs[n] += int32(d.ap[ai].GPUs)
+		d.vGPUs[n] += d.allocGPUs[ai]
 		d.vMost[n] = max(d.vMost[n], sv)
 		d.vServed = max(d.vServed, sv)
 		bit := leafBit(vi.leaf)
