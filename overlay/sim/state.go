@@ -610,10 +610,22 @@ func (s *State) writePriority(i int32, p int, check bool) bool {
 		}
 	}
 	s.dequeue(i)
+	old := j.prio
 	j.prio = p
 	for _, a := range j.slots {
-		if a >= 0 {
-			s.lowPrio(s.allocs[a].node)
+		if a < 0 {
+			continue
+		}
+		// lowOn[n] is the lowest priority on node n, this job's old one
+		// included: a new one at or below it is the lowest now, and when
+		// the lowest is another job's it stays; only a job that held the
+		// lowest and moves up makes the node's allocations read again.
+		switch n := s.allocs[a].node; {
+		case int32(p) <= s.lowOn[n]:
+			s.lowOn[n] = int32(p)
+		case int32(old) > s.lowOn[n]:
+		default:
+			s.lowPrio(n)
 		}
 	}
 	j.modifyIndex++
