@@ -216,9 +216,8 @@ func (x *Incremental) read(h int) {
 	x.tl.allocJob, x.tl.allocNode = x.tl.allocJob[:0], x.tl.allocNode[:0]
 	x.takeRecs(inc) // the records of the jobs read and of none; tl.outFree
 
-	x.tl.before = x.queuedBefore
-	if x.tl.job == nil {
-		x.tl.job, x.tl.node = x.viewJob, x.viewNode
+	if x.tl.job == nil { // bound once: a method value is an allocation
+		x.tl.job, x.tl.node, x.tl.before = x.viewJob, x.viewNode, x.queuedBefore
 	}
 }
 
