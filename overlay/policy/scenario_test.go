@@ -187,11 +187,17 @@ func (w *world) do(c *ddCase) (string, error) {
 		n.Eligible = true
 		return "", nil
 	case "setprio":
+		// setprio JOB PRIORITY [written]: a write outside this allot (a
+		// user's), or with written one allot made (an earlier release's,
+		// with other bands).
 		j, err := w.findJob(pos)
-		if err != nil || len(pos) < 2 {
-			return "", fmt.Errorf("usage: setprio JOB PRIORITY (%v)", err)
+		if err != nil || len(pos) < 2 || len(pos) > 3 || len(pos) == 3 && pos[2] != "written" {
+			return "", fmt.Errorf("usage: setprio JOB PRIORITY [written] (%v)", err)
 		}
 		j.Priority, err = strconv.Atoi(pos[1])
+		if len(pos) == 3 {
+			j.LastWrittenPriority = j.Priority
+		}
 		j.ModifyIndex++
 		return "", err
 	case "decide":
