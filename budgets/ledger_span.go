@@ -67,8 +67,8 @@ func (l *Ledger) WriteSpans(spans []Span) error {
 	for i := range spans {
 		sp := &spans[i]
 		planned = append(planned, spanWrite{})
-		w := &planned[i] // planned in place: the record is large
-		if err := l.planSpanInto(sp, w); err != nil {
+		w := &planned[i]
+		if err := l.planSpan(sp, w); err != nil {
 			return err
 		}
 		if w.empty() {
@@ -230,18 +230,10 @@ func (w *spanWrite) amount(j int64) int64 {
 	return w.split.upTo(w.clip(w.bucketStart(j+1))) - w.split.upTo(w.clip(w.bucketStart(j)))
 }
 
-// planSpan checks a span's amount and bound and finds its buckets.
-func (l *Ledger) planSpan(sp *Span) (spanWrite, error) {
-	var w spanWrite
-	err := l.planSpanInto(sp, &w)
-	return w, err
-}
-
-// planSpanInto is planSpan writing the span's buckets into *w, which it
-// sets whole (spanWrite{} on an error).
-func (l *Ledger) planSpanInto(sp *Span, w *spanWrite) error {
+// planSpan checks a span's amount and bound and finds its buckets, written
+// into *w in place (the record is large); *w means nothing on an error.
+func (l *Ledger) planSpan(sp *Span, w *spanWrite) error {
 	if sp.GPUs < 0 {
-		*w = spanWrite{}
 		return fmt.Errorf("%w: %s span of %d GPUs for %q: GPUs must be >= 0", ErrNegativeAmount, sp.what(), sp.GPUs, sp.Leaf)
 	}
 	if sp.GPUs == 0 || !sp.Start.Before(sp.End) {
@@ -249,15 +241,12 @@ func (l *Ledger) planSpanInto(sp *Span, w *spanWrite) error {
 		return nil
 	}
 	if d := sp.End.Sub(sp.Start); d == math.MaxInt64 || !fitsGPUSeconds(uint64(sp.GPUs), uint64(d)) {
-		*w = spanWrite{}
 		return fmt.Errorf("%w: %s of %d GPUs over %v for %q: GPU-seconds must fit in an int64", ErrSpanTooLarge, sp.what(), sp.GPUs, d, sp.Leaf)
 	}
 	*w = spanWrite{split: spanSplit{start: sp.Start, gpus: uint64(sp.GPUs), whole: sp.Start.Nanosecond() == 0 && sp.End.Nanosecond() == 0}, start: sp.Start, end: sp.End,
 		first: l.bucketAt(sp.Start), last: l.bucketAt(sp.End.Add(-1)), bucketSec: l.bucketSec}
 	if l.tooFarAhead(w.last) {
-		err := l.checkAhead(w.last, sp.what()+" span", sp.Leaf)
-		*w = spanWrite{}
-		return err
+		return l.checkAhead(w.last, sp.what()+" span", sp.Leaf)
 	}
 	if w.split.whole {
 		w.startSec, w.endSec = sp.Start.Unix(), sp.End.Unix()

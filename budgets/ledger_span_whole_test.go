@@ -18,8 +18,8 @@ func TestSpanAmountWhole(t *testing.T) {
 		end := start + 1 + r.Int64N(10*bs)
 		l := NewLedger(LedgerConfig{Bucket: time.Duration(bs) * time.Second, Retention: 24 * time.Hour})
 		sp := Span{Leaf: "a", Start: time.Unix(start, 0), End: time.Unix(end, 0), GPUs: 1 + r.Int64N(64)}
-		w, err := l.planSpan(&sp)
-		if err != nil {
+		var w spanWrite
+		if err := l.planSpan(&sp, &w); err != nil {
 			t.Fatal(err)
 		}
 		if !w.split.whole {

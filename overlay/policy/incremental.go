@@ -117,11 +117,9 @@ type incJob struct {
 	leaf    int32 // managed and allocated to a leaf budget: its index; else -1
 	ask     int32 // smallest GPUs of one allocation
 	allocs  int32 // allocation records naming it (put and not removed)
-	// wanted and allocated are what jobState reads of the job itself (the
-	// allocations its groups ask for, Contract.Allocated), set by
-	// classify next to leaf so that a decision does not touch the Job.
-	wanted    int32
-	allocated bool
+	// wanted is the allocations its groups ask for (wantedAllocs), set by
+	// classify next to leaf so that a decision does not walk the groups.
+	wanted int32
 }
 
 // incAlloc is what a decision's read scans of every allocation record,
@@ -596,10 +594,7 @@ func (x *Incremental) classify(s int32) {
 	}
 	j := &x.jobs[s]
 	j.managed, j.leaf, j.ask = x.cfg.Manages(&j.Job), -1, 0
-	j.wanted, j.allocated = 0, j.Contract.Allocated
-	for _, g := range j.Groups {
-		j.wanted += int32(max(g.Count, 0))
-	}
+	j.wanted = wantedAllocs(&j.Job)
 	if j.managed && j.Contract.Allocated {
 		if n, ok := x.tree.Lookup(j.Contract.Budget); ok && n.IsLeaf() {
 			j.leaf = int32(n.LeafIndex)

@@ -191,7 +191,7 @@ func (x *Incremental) read(h int) {
 		x.tl.leaf = append(x.tl.leaf, x.jobs[s].leaf)
 		x.tl.managed = append(x.tl.managed, x.jobs[s].managed)
 		x.tl.wanted = append(x.tl.wanted, x.jobs[s].wanted)
-		x.tl.allocated = append(x.tl.allocated, x.jobs[s].allocated)
+		x.tl.allocated = append(x.tl.allocated, x.jobs[s].Contract.Allocated)
 		r := int32(0)
 		if x.jobs[s].kind == kindQueued {
 			r = x.rankAt[s]

@@ -288,6 +288,15 @@ func (cfg *Config) Manages(job *Job) bool {
 	return len(cfg.NodePools) == 0 || slices.Contains(cfg.NodePools, poolOf(job.Pool))
 }
 
+// wantedAllocs is the allocations job's groups ask for (counts below 0 as 0).
+func wantedAllocs(job *Job) int32 {
+	var n int32
+	for _, g := range job.Groups {
+		n += int32(max(g.Count, 0))
+	}
+	return n
+}
+
 // jobState classifies one job from its allocations into info (filled in
 // place: the record is large, and this runs for every job read).
 func (d *Decider) jobState(j int32, info *jobInfo) {
@@ -312,10 +321,7 @@ func (d *Decider) jobState(j int32, info *jobInfo) {
 		if !d.managed(job) {
 			return
 		}
-		for _, g := range job.Groups {
-			wanted += int32(max(g.Count, 0))
-		}
-		allocated = job.Contract.Allocated
+		wanted, allocated = wantedAllocs(job), job.Contract.Allocated
 	}
 	sm := d.runSum(j)
 	live, done, notStarted := sm.live, sm.done, sm.notStarted

@@ -21,9 +21,8 @@ type tail struct {
 	// manages it (Config.Manages, as the Incremental classified it).
 	managed []bool
 	// wanted and allocated are by job of the snapshot read: the
-	// allocations its groups ask for (the sum of their counts, none
-	// below 0) and its Contract.Allocated, as the Incremental classified
-	// it.
+	// allocations its groups ask for (wantedAllocs, kept by the
+	// Incremental) and its Contract.Allocated.
 	wanted    []int32
 	allocated []bool
 	// queuedOrder lists the queued jobs of the snapshot read by rank: in
