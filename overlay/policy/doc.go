@@ -26,7 +26,9 @@
 //	                                 (restarted, rescheduled, migrated) cannot preempt the running band
 //	                                 start = the last allocation's start; a job still starting is protected
 //	running      Running (90)        allocated, running past its window; or placed in part     (rule 2)
-//	pending      Pending (40-89)     allocated, nothing placed: target t(p) = High - min(p-1, Levels-1)  (rule 3)
+//	pending      Pending (40-89)     allocated, nothing placed: target t(p, l) = High - (p-1) for the first
+//	                                 Levels - K positions, then Low + tier(l) by the leaf's fair-share
+//	                                 place, K = min(leaves, Levels/2) bottom levels (rule 3, pendingLevel)
 //	victim       final(B) - Gap      stopped for job B, while B waits (rule 5, below)
 //	held restart FreeLevels().Low + Gap - 1 (29)  requeued, its budget standing where it would be stopped again (rule 5e, below)
 //	unallocated  FreeLevels (20-29)  everything else managed: running, at a level by the work a stop
@@ -44,7 +46,13 @@
 // their targets differ: Nomad retries blocked jobs by priority, then first
 // come, first served, and two adjacent jobs left tied at 89 by hysteresis
 // were observed (Nomad 2.0.6) to place in the wrong order. Jobs share a
-// level only at the bottom of the band, where their targets do. Once
+// level only in the band's bottom K levels, where their targets do: the
+// jobs of one leaf past the first Levels - K positions, or of leaves
+// grouped when there are more than K. Those bottom levels go by leaf
+// because the order is leaf by leaf: with every later position on the
+// band's bottom (as before), the jobs past the top 49 were served first
+// come whatever their budgets' standing, and on heavy traces the most
+// served budgets got most of their GPU time from such placements. Once
 // written, the levels are the cheapest assignment for the same inputs, so
 // nothing flaps; an insertion above shifts the jobs below it, a removal
 // above shifts nothing until targets move Hysteresis away. A priority that

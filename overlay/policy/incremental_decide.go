@@ -20,7 +20,10 @@ func (x *Incremental) Decide(tree *budgets.Tree, fs *budgets.FairShare, now time
 	x.configure(tree, &cfg)
 	x.now = now.UnixNano()
 	x.orderLeaves(fs)
-	base := cfg.Pending.Levels() + 2*cfg.MaxEvaluations
+	// Every job left out must sit at the band's bottom (tail.go): so the
+	// queued jobs of every leaf whose tier is above it are read
+	// (pendingLevel), whatever their depth.
+	base := max(cfg.Pending.Levels()+2*cfg.MaxEvaluations, int(x.prefix[x.firstBottomRank(cfg.Pending)]))
 	h := max(x.head, base)
 	for tries := 0; ; tries++ {
 		h = min(h, int(x.tl.queued))
@@ -68,6 +71,18 @@ func (x *Incremental) orderLeaves(fs *budgets.FairShare) {
 		x.prefix[r+1] = x.prefix[r] + int32(len(x.leaves[l]))
 	}
 	x.tl.queued = x.prefix[n]
+}
+
+// firstBottomRank is the rank of the first leaf whose deep queued jobs sit
+// at the band's bottom (pendingTier 0); len(x.byRank) when there is none.
+func (x *Incremental) firstBottomRank(band Range) int {
+	n := len(x.byRank)
+	k := pendingTiers(band, n)
+	r := 0
+	for r < n && pendingTier(r, n, k) > 0 {
+		r++
+	}
+	return r
 }
 
 // queuedRank is the 1-based rank of queued job slot s among all queued jobs.

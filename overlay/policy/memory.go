@@ -283,7 +283,7 @@ func (d *Decider) liveCount(j int32) int {
 
 // victimLevel is where victim j (of beneficiary b) is written:
 //
-//	min(pendingLevel(its position + shift), final(b) - PreemptionGap, ceiling)   (gapVictim)
+//	min(pendingLevel(its position + shift, its leaf), final(b) - PreemptionGap, ceiling)   (gapVictim)
 //
 // at least PreemptionGap below b, so that b's evaluation preempts the
 // victim's replacement if Nomad placed it first, and below every job
@@ -294,7 +294,7 @@ func (d *Decider) liveCount(j int32) int {
 // Unallocated.High): the hold is short and the gap is what lets b place.
 func (d *Decider) victimLevel(j, b int32) int {
 	shift, ceil := d.gapVictim(j)
-	return min(d.pendingLevel(d.victimPosition(j)+shift), d.jobs[b].final-d.cfg.PreemptionGap, ceil)
+	return min(d.pendingLevel(d.victimPosition(j)+shift, d.jobs[j].leaf), d.jobs[b].final-d.cfg.PreemptionGap, ceil)
 }
 
 // victimCeiling is the highest priority victim j of b may keep: a

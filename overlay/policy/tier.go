@@ -10,11 +10,11 @@ import (
 //
 //	protected (inside the window, or starting):  Protected
 //	running (past the window) or placed in part:  Running
-//	pending at position p:                        pendingLevel(gapPosition(p)), then levels (hysteresis, order)
+//	pending at position p, leaf l:                pendingLevel(gapPosition(p), l), then levels (hysteresis, order)
 //	pending gang that cannot be placed whole (rule 5d): Pending.Low
 //	pending job victims are stopped for (rule 5f):    the band's top (placesFirst)
 //	requeued job whose restart rule 5e holds back:    restartLevel (FreeLevels().Low + PreemptionGap - 1)
-//	victim stopped for job B (fresh or held):     victimLevel: min(pendingLevel(its position + shift), final(B) - PreemptionGap, ceiling)
+//	victim stopped for job B (fresh or held):     victimLevel: min(pendingLevel(its position + shift, its leaf), final(B) - PreemptionGap, ceiling)
 //	unallocated:                                  FreeLevels, by the work a stop would lose (free.go)
 //
 // A write is planned when the job's priority is not its target, except that
@@ -93,8 +93,8 @@ func (d *Decider) target(j int32) {
 			info.wait = WaitPartial
 		}
 	case jsPending:
-		info.target, info.reason = d.pendingLevel(d.gapPosition(info.position)), Reason{Code: ReasonPending, N: int(info.position)}
-		if info.target != d.pendingLevel(info.position) { // moved down by a reservation (not at the bottom anyway)
+		info.target, info.reason = d.pendingLevel(d.gapPosition(info.position), info.leaf), Reason{Code: ReasonPending, N: int(info.position)}
+		if info.target != d.pendingLevel(info.position, info.leaf) { // moved down by a reservation (not at the bottom anyway)
 			info.reason = Reason{Code: ReasonPendingReserved, N: int(info.position), Job: d.jp[d.gapAbove(info.position)].ID}
 		}
 		if info.reason.Code == ReasonPending && !d.jp[j].Contract.Resumable {
