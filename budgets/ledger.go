@@ -78,6 +78,7 @@ type LedgerConfig struct {
 // is not ready for use. A Ledger is not safe for concurrent use.
 type Ledger struct {
 	bucketSec int64
+	limit     int64 // bucketLimit, fixed with bucketSec (a division saved on every write)
 	span      int64 // retention in buckets
 	nb        int64 // blocks per series ring: enough to hold span buckets at any alignment
 	head      int64 // newest bucket written (valid when written)
@@ -160,13 +161,17 @@ func (l *Ledger) MaxAdvance() time.Duration {
 }
 
 func newLedger(bucketSec, span int64) *Ledger {
-	return &Ledger{
+	l := &Ledger{
 		bucketSec: bucketSec,
 		span:      span,
 		nb:        (span+blockLen-1)/blockLen + 1,
 		floor:     math.MinInt64,
 		leaves:    make(map[string]*leafSeries),
 	}
+	if bucketSec > 0 { // else a corrupt encoding's, which UnmarshalBinary refuses
+		l.limit = secondsLimit / bucketSec
+	}
+	return l
 }
 
 // Bucket returns the ledger's bucket length.
@@ -480,7 +485,7 @@ func (l *Ledger) window(from, to time.Time) (a, b int64) {
 
 // bucketLimit is the largest bucket index: its start in seconds stays
 // below secondsLimit.
-func (l *Ledger) bucketLimit() int64 { return secondsLimit / l.bucketSec }
+func (l *Ledger) bucketLimit() int64 { return l.limit }
 
 func (l *Ledger) clampBucket(j int64) int64 {
 	lim := l.bucketLimit()

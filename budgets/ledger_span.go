@@ -64,16 +64,22 @@ func (l *Ledger) WriteSpans(spans []Span) error {
 		clear(sums) // reused: a batch's sums, kept between calls only to save the allocation
 	}
 	planned := l.spanPlans[:0]
+	same := -1 // the last span planned with buckets: the common batch charges every leaf over one interval
 	for i := range spans {
 		sp := &spans[i]
 		planned = append(planned, spanWrite{})
 		w := &planned[i]
-		if err := l.planSpan(sp, w); err != nil {
+		var prev *spanWrite
+		if same >= 0 {
+			prev = &planned[same]
+		}
+		if err := l.planSpan(sp, w, prev); err != nil {
 			return err
 		}
 		if w.empty() {
 			continue
 		}
+		same = i
 		w.ls = l.leaves[sp.Leaf]
 		s := w.ls.pick(sp.Demand)
 		for j := w.keepFrom; j <= w.last; j++ {
@@ -232,7 +238,10 @@ func (w *spanWrite) amount(j int64) int64 {
 
 // planSpan checks a span's amount and bound and finds its buckets, written
 // into *w in place (the record is large); *w means nothing on an error.
-func (l *Ledger) planSpan(sp *Span, w *spanWrite) error {
+// prev, when not nil, is a span of the batch planned before it with
+// buckets: when it covers the same interval, its buckets are the span's
+// (planning writes nothing, so the ledger has not moved since).
+func (l *Ledger) planSpan(sp *Span, w *spanWrite, prev *spanWrite) error {
 	if sp.GPUs < 0 {
 		return fmt.Errorf("%w: %s span of %d GPUs for %q: GPUs must be >= 0", ErrNegativeAmount, sp.what(), sp.GPUs, sp.Leaf)
 	}
@@ -242,6 +251,11 @@ func (l *Ledger) planSpan(sp *Span, w *spanWrite) error {
 	}
 	if d := sp.End.Sub(sp.Start); d == math.MaxInt64 || !fitsGPUSeconds(uint64(sp.GPUs), uint64(d)) {
 		return fmt.Errorf("%w: %s of %d GPUs over %v for %q: GPU-seconds must fit in an int64", ErrSpanTooLarge, sp.what(), sp.GPUs, d, sp.Leaf)
+	}
+	if prev != nil && prev.start == sp.Start && prev.end == sp.End {
+		*w = *prev // the same times (==: the same instant, location and all), so the same buckets
+		w.split.gpus = uint64(sp.GPUs)
+		return nil
 	}
 	*w = spanWrite{split: spanSplit{start: sp.Start, gpus: uint64(sp.GPUs), whole: sp.Start.Nanosecond() == 0 && sp.End.Nanosecond() == 0}, start: sp.Start, end: sp.End,
 		first: l.bucketAt(sp.Start), last: l.bucketAt(sp.End.Add(-1)), bucketSec: l.bucketSec}

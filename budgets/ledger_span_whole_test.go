@@ -19,7 +19,7 @@ func TestSpanAmountWhole(t *testing.T) {
 		l := NewLedger(LedgerConfig{Bucket: time.Duration(bs) * time.Second, Retention: 24 * time.Hour})
 		sp := Span{Leaf: "a", Start: time.Unix(start, 0), End: time.Unix(end, 0), GPUs: 1 + r.Int64N(64)}
 		var w spanWrite
-		if err := l.planSpan(&sp, &w); err != nil {
+		if err := l.planSpan(&sp, &w, nil); err != nil {
 			t.Fatal(err)
 		}
 		if !w.split.whole {

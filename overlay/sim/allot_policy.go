@@ -129,9 +129,10 @@ func (a *Allot) charge(s *State) {
 		return
 	}
 	a.spans = a.spans[:0]
+	from, to := at(a.charged), at(s.now)
 	for l, g := range s.m.leafRun {
 		if g > 0 && l < len(a.tree.Leaves()) {
-			a.spans = append(a.spans, budgets.Span{Leaf: a.tree.Leaves()[l].Path, Start: at(a.charged), End: at(s.now), GPUs: g})
+			a.spans = append(a.spans, budgets.Span{Leaf: a.tree.Leaves()[l].Path, Start: from, End: to, GPUs: g})
 		}
 	}
 	if err := a.ledger.WriteSpans(a.spans); err != nil {
