@@ -93,7 +93,7 @@ type Decider struct {
 	asks        []ask
 	restartAsks []ask // a waiting job's asks (restart.go)
 	scratch     victimScratch
-	quickFailed []quickFailure // rule 5b's failures in this decision (quick.go)
+	sliceFailed []sliceFailure // rule 5 and 5b's failures in this decision (quick.go)
 	evals       int            // evaluations planned so far
 	wake        time.Time
 	// Memory (memory.go) and pending levels (tier.go).

@@ -1,10 +1,10 @@
 package policy
 
-// quickFailure is a quick job that rule 5b examined in this decision and
-// that found no victims for a reason its later siblings share (fair share,
-// its budget's own order, protected windows; not the loss bound): see
-// quickImplied.
-type quickFailure struct {
+// sliceFailure is a pending job of one allocation that time slicing
+// examined in this decision (rule 5 or 5b) and that found no victims for a
+// reason its later siblings share (fair share, its budget's own order,
+// protected windows; not the loss bound): see impliedFailure.
+type sliceFailure struct {
 	leaf     int32
 	pool     string
 	model    string
@@ -15,10 +15,10 @@ type quickFailure struct {
 	waitFor  int32
 }
 
-// quickImplied is rule 5b's skip: a queued quick job j need not be
-// examined, and does not use one of rule 5b's MaxEvaluations, when a quick
-// job of its own leaf examined before it in this decision found no victims
-// for a reason that holds for j too. Both ask for one allocation, of the
+// impliedFailure is the skip of rules 5 and 5b: a pending job j need not
+// be examined, and does not use one of the pass's MaxEvaluations, when a
+// job of its own leaf examined before it in this decision (by either pass)
+// found no victims for a reason that holds for j too. Both ask for one allocation, of the
 // same node pool and GPU model; j's is no smaller, its meta priority no
 // higher (fewer of its own budget's jobs are below it) and its fairness
 // margin no smaller (no more of other budgets' jobs are served enough
@@ -34,14 +34,14 @@ type quickFailure struct {
 // past their windows) waited the most of it unexamined. A skipped job
 // waits for what its sibling waits for (its explanation says so) and
 // wakes when its own margin falls to the gap, as if examined.
-func (d *Decider) quickImplied(j int32, asks []ask) bool {
+func (d *Decider) impliedFailure(j int32, asks []ask) bool {
 	if len(asks) != 1 {
 		return false
 	}
 	job, info := d.jp[j], &d.jobs[j]
 	pool, m := poolOf(job.Pool), d.marginFor(j)
-	for i := range d.quickFailed {
-		f := &d.quickFailed[i]
+	for i := range d.sliceFailed {
+		f := &d.sliceFailed[i]
 		if f.leaf == info.leaf && f.pool == pool && f.model == asks[0].model && asks[0].gpus >= f.gpus &&
 			job.Contract.Priority <= f.priority && m >= f.margin {
 			info.wait, info.waitFor = f.wait, f.waitFor
@@ -54,15 +54,15 @@ func (d *Decider) quickImplied(j int32, asks []ask) bool {
 	return false
 }
 
-// noteQuickFailure records quick job j, just examined by rule 5b without
-// finding victims, for quickImplied: only a job of one allocation whose
-// wait is not the loss bound's.
-func (d *Decider) noteQuickFailure(j int32, asks []ask) {
+// noteFailure records pending job j, just examined for time slicing
+// without finding victims, for impliedFailure: only a job of one
+// allocation whose wait is not the loss bound's.
+func (d *Decider) noteFailure(j int32, asks []ask) {
 	info := &d.jobs[j]
 	if len(asks) != 1 || info.wait == WaitWork {
 		return
 	}
-	d.quickFailed = append(d.quickFailed, quickFailure{leaf: info.leaf, pool: poolOf(d.jp[j].Pool),
+	d.sliceFailed = append(d.sliceFailed, sliceFailure{leaf: info.leaf, pool: poolOf(d.jp[j].Pool),
 		model: asks[0].model, gpus: asks[0].gpus, priority: d.jp[j].Contract.Priority, margin: d.marginFor(j),
 		wait: info.wait, waitFor: info.waitFor})
 }

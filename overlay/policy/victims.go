@@ -15,6 +15,7 @@ import (
 // which it finds none may get a reservation (rule 7).
 func (d *Decider) place() {
 	examined := 0
+	d.sliceFailed = d.sliceFailed[:0]
 	d.reserveFor = d.reserveFor[:0]
 	d.starved = d.starved[:0]
 	d.active = 0
@@ -82,9 +83,17 @@ func (d *Decider) place() {
 		if d.holdRestart(j, oi, false) { // restart.go: nor take victims
 			continue
 		}
-		examined++
-		if d.sliceFor(j, d.asks) {
-			continue
+		// A job an earlier sibling's failure implies fails too (quick.go)
+		// is not examined and does not use one of the MaxEvaluations; it
+		// stays a candidate for a reservation, as an examined one.
+		if info.state != jsPending || !d.impliedFailure(j, d.asks) {
+			examined++
+			if d.sliceFor(j, d.asks) {
+				continue
+			}
+			if info.state == jsPending {
+				d.noteFailure(j, d.asks)
+			}
 		}
 		if info.state == jsPartial && (info.wait == WaitFairShare || info.wait == WaitOrder || d.restFarOff(j)) {
 			d.giveBack(j)
@@ -117,7 +126,7 @@ func (d *Decider) place() {
 // large one, and its wait can often be bought in seconds from the
 // cheapest past-window victim; left in the queue behind large jobs that
 // cannot place, it would wait for hours. A quick job that an earlier one
-// of its leaf's failure implies fails too is skipped (quickImplied). An
+// of its leaf's failure implies fails too is skipped (impliedFailure). An
 // Incremental reads every
 // queued quick job (incremental.go), so its plans equal Decide's.
 func (d *Decider) placeQuick() {
@@ -125,7 +134,6 @@ func (d *Decider) placeQuick() {
 		return
 	}
 	examined, evals := 0, d.evals
-	d.quickFailed = d.quickFailed[:0]
 	for _, k := range d.order {
 		if examined >= d.cfg.MaxEvaluations || d.evals-evals >= d.cfg.MaxEvaluations {
 			return
@@ -136,12 +144,12 @@ func (d *Decider) placeQuick() {
 			continue
 		}
 		d.asks = d.jobAsks(j, d.asks)
-		if d.quickImplied(j, d.asks) { // quick.go: an earlier sibling's failure holds for it
+		if d.impliedFailure(j, d.asks) { // quick.go: an earlier sibling's failure holds for it
 			continue
 		}
 		examined++
 		if !d.sliceFor(j, d.asks) {
-			d.noteQuickFailure(j, d.asks)
+			d.noteFailure(j, d.asks)
 		}
 	}
 }
