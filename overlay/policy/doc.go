@@ -305,6 +305,19 @@
 // leaves 214 -> 219 of 228 (two-pools-heavy seed 3 17 -> 20, heavy-256
 // seed 3 15 -> 18, bursty seed 2 22 -> 21), its debug p99 1.9d -> 3.2h;
 // on unseen shapes 154 -> 155 of 162, heavy-2048's debug p99 1.3d -> 6.8h.
+// Gangs too (stop 34): a pending job whose asks are all alike is implied to
+// fail by an earlier sibling's failure with no more asks, none larger
+// (testdata/implied-skip-gang.txt). Suite: leaves 244 of 247 either way,
+// debug p99 bursty 13.6h -> 2.1h, large-gangs 2.4h -> 1.7h, heavy-1024
+// seed 2 43.2m -> 34.7m; lost 367,494 -> 379,903 (heavy-1024 seed 2
+// 28,398 -> 36,860, large-gangs 37,303 -> 41,351). Unseen seeds: 219 ->
+// 218 of 228 (two-pools-heavy seed 3 20 -> 19, heavy-256 seed 3 18 -> 17,
+// bursty seed 2 21 -> 22), debug p99 heavy-1024 seed 6 3.3h -> 1.1h,
+// bursty seed 2 4.5h -> 53.6m, large-gangs seed 3 4.7h -> 2.2h, lost
+// 333,416 -> 320,974, large-gangs seed 2's worst leaf 14% -> 74%. Unseen
+// shapes: 155 -> 158 of 162, no leaf below 90% (was one), heavy-2048 p99
+// 6.8h -> 2.1h, two-pools-heavy seed 4 2.3d -> 17.0h, lost 276,106 ->
+// 270,238.
 // The bound is never below ResumeLoss of B's GPUs (boundWindow): a stop
 // of resumable work loses up to ResumeLoss of every GPU it frees, so with
 // B's own window as the bound a job promised less than that (a debug job
