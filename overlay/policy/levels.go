@@ -99,8 +99,9 @@ type levelEntry struct {
 // is in the band and |t_i - c_i| <= h), then with the least sum of
 // |f_i - t_i|, then with higher levels first. So a job never sorts below
 // another at a level at or above the other's while their targets differ,
-// jobs share a level only at the bottom of the band where their targets do
-// (Nomad serves those first come, first served), and the same inputs keep
+// jobs share a level only in the band's bottom levels where their targets
+// do (pendingLevel: one leaf's deeper jobs; Nomad serves those first come,
+// first served), and the same inputs keep
 // every level: the current levels, once written, are the cheapest
 // assignment. Found by dynamic programming from the last job up: O(m * (2h+1)).
 // A run of jobs left out by an Incremental is stepped until a step repeats
