@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"reflect"
 	"testing"
 	"time"
 
@@ -33,18 +32,8 @@ func TestAllotIncrementalMatchesDecideDeepQueues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.inc.Explanations = true
-	decisions, checked, deep := 0, 0, 0
-	p.verify = func(plan *policy.Plan, now time.Time) {
-		decisions++
-		if decisions%5 != 0 {
-			return
-		}
-		snap := p.inc.Snapshot()
-		want := policy.Decide(snap, p.tree, p.fs, now, p.cfg)
-		if !reflect.DeepEqual(plan, want) {
-			t.Fatalf("decision %d at %v: the Incremental's plan differs from Decide on its snapshot", decisions, now)
-		}
+	checked, deep := 0, 0
+	decisions := matchDecide(t, p, func(n int, _ time.Time) bool { return n%5 == 0 }, func(want *policy.Plan, _ time.Time) {
 		checked++
 		for _, e := range want.Explanations {
 			if e.Band == policy.BandPending && e.Position > p.cfg.Pending.Levels() {
@@ -52,7 +41,7 @@ func TestAllotIncrementalMatchesDecideDeepQueues(t *testing.T) {
 				break
 			}
 		}
-	}
+	})
 	opts := DefaultOptions()
 	opts.Horizon = 14 * 24 * time.Hour
 	if _, err := Run(tr, UniformCluster(32, 8), tree, p, opts); err != nil {
@@ -61,5 +50,5 @@ func TestAllotIncrementalMatchesDecideDeepQueues(t *testing.T) {
 	if checked < 1000 || deep < checked/2 {
 		t.Fatalf("%d decisions checked, %d with jobs past the band's distinct levels: the test does not exercise deep queues", checked, deep)
 	}
-	t.Logf("%d of %d decisions checked, %d with jobs past the band's distinct levels", checked, decisions, deep)
+	t.Logf("%d of %d decisions checked, %d with jobs past the band's distinct levels", checked, *decisions, deep)
 }

@@ -26,23 +26,15 @@ func TestAllotIncrementalMatchesDecide(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.inc.Explanations = true
-	decisions, checked, late := 0, 0, 0
+	checked, late := 0, 0
 	fill := Epoch.Add(6 * time.Hour)
-	p.verify = func(plan *policy.Plan, now time.Time) {
-		decisions++
-		if now.After(fill) && decisions%29 != 0 {
-			return
-		}
-		want := policy.Decide(p.inc.Snapshot(), p.tree, p.fs, now, p.cfg)
-		if !reflect.DeepEqual(plan, want) {
-			t.Fatalf("decision %d at %v: the Incremental's plan differs from Decide on its snapshot", decisions, now)
-		}
-		checked++
-		if now.After(fill) {
-			late++
-		}
-	}
+	decisions := matchDecide(t, p, func(n int, now time.Time) bool { return !now.After(fill) || n%29 == 0 },
+		func(_ *policy.Plan, now time.Time) {
+			checked++
+			if now.After(fill) {
+				late++
+			}
+		})
 	opts := DefaultOptions()
 	opts.Horizon = 48 * time.Hour
 	if _, err := Run(tr, UniformCluster(128, 8), tree, p, opts); err != nil {
@@ -51,7 +43,29 @@ func TestAllotIncrementalMatchesDecide(t *testing.T) {
 	if checked < 500 || late < 100 {
 		t.Fatalf("only %d decisions checked (%d on a full cluster)", checked, late)
 	}
-	t.Logf("%d of %d decisions checked (%d on a full cluster)", checked, decisions, late)
+	t.Logf("%d of %d decisions checked (%d on a full cluster)", checked, *decisions, late)
+}
+
+// matchDecide makes p, with explanations on, check the plans of its
+// Incremental that sample picks (by the decision's 1-based count and time)
+// against policy.Decide on the Incremental's Snapshot, failing t at the
+// first that differs; checked sees each plan Decide made for a checked
+// decision. It returns the count of decisions, kept as the run goes.
+func matchDecide(t *testing.T, p *Allot, sample func(n int, now time.Time) bool, checked func(want *policy.Plan, now time.Time)) *int {
+	p.inc.Explanations = true
+	decisions := 0
+	p.verify = func(plan *policy.Plan, now time.Time) {
+		decisions++
+		if !sample(decisions, now) {
+			return
+		}
+		want := policy.Decide(p.inc.Snapshot(), p.tree, p.fs, now, p.cfg)
+		if !reflect.DeepEqual(plan, want) {
+			t.Fatalf("decision %d at %v: the Incremental's plan differs from Decide on its snapshot", decisions, now)
+		}
+		checked(want, now)
+	}
+	return &decisions
 }
 
 // syncChecked is the allot policy with a check before each decision: once
