@@ -132,14 +132,16 @@ func TestFidelity(t *testing.T) {
 		t.Run(ft.name, func(t *testing.T) {
 			tr := readFidelityTrace(t, filepath.Join(dir, ft.name+".csv"))
 			start := time.Now()
+			heardPath := filepath.Join(out, ft.name+".heard.jsonl")
 			real, exits, pending, reaction := runOnNomad(t, c, tree, tr, ft.horizon, filepath.Join(progress, ft.name),
-				filepath.Join(out, ft.name+".evals.jsonl"))
+				filepath.Join(out, ft.name+".evals.jsonl"), heardPath)
+			heard, _ := readRealLog(t, heardPath)
 			wall := time.Since(start)
 			latency, spacing, placedStop := latencies(real)
 			lat := fidelityLatencies{Start: latency, Spacing: spacing, Stop: exitLatency(exits, placedStop), Reaction: reaction,
 				Finish: finishLatency(real), Pending: pendingStopLatency(pending)}
 			lat.Health = healthLatency(real, lat.Reaction)
-			model := runOnModel(t, spec, tree, asArrived(tr, real), ft.horizon, lat)
+			model := runOnModel(t, spec, tree, heardHealth(asArrived(tr, real), heard, lat.Health), ft.horizon, lat)
 			writeEvents(t, filepath.Join(out, ft.name+".nomad.jsonl"), real)
 			writeEvents(t, filepath.Join(out, ft.name+".sim.jsonl"), model)
 			writeLatencies(t, filepath.Join(out, ft.name+".latency.json"), lat)
@@ -365,7 +367,8 @@ func replayRuns(t *testing.T, ins []string) (string, map[string][2]spread) {
 			}
 			lat.Finish = finishLatency(real) // from the log, as the harness measures it
 			lat.Health = healthLatency(real, lat.Reaction)
-			model := runOnModel(t, spec, tree, asArrived(tr, real), ft.horizon, lat)
+			heard, _ := readRealLog(t, filepath.Join(in, ft.name+".heard.jsonl"))
+			model := runOnModel(t, spec, tree, heardHealth(asArrived(tr, real), heard, lat.Health), ft.horizon, lat)
 			name := ft.name
 			if len(ins) > 1 {
 				name = fmt.Sprintf("%s.%d", ft.name, k+1)
@@ -731,6 +734,38 @@ func asArrived(tr *sim.Trace, real []sim.Event) *sim.Trace {
 	return &out
 }
 
+// heardHealth moves each health row of tr (as it arrived, asArrived) to
+// the time Nomad's servers held the change (heard, watchNodes: the first
+// change of that node's unhealthy GPU count the same way at or after the
+// row's injection), and the model then runs with no health latency of its
+// own. A Nomad client re-registers a changed fingerprint 5-10 s of wall
+// time after its device plugin reports it (nodeUpdateRetryIntv and a
+// random stagger): 10-20 trace minutes at K = 120, drawn afresh for each
+// row, a fault and its repair alike (runs 37-41, read from allot's writes:
+// faults heard 10.9-19.7 trace minutes after injection, repairs 12.1-20.8,
+// in no fixed relation), so one latency for all rows put the model's
+// return of a repaired node 6-10 trace minutes off Nomad's in every run.
+// A row with no heard change (a run kept before watchNodes read health) is
+// heard after median (healthLatency).
+func heardHealth(tr *sim.Trace, heard []sim.Event, median time.Duration) *sim.Trace {
+	out := *tr
+	out.Health = slices.Clone(tr.Health)
+	used := make([]bool, len(heard))
+	for i := range out.Health {
+		h := &out.Health[i]
+		at := h.At + median
+		for k, e := range heard {
+			if !used[k] && e.Node == h.Node && e.Eligible != nil && *e.Eligible == h.Healthy && e.T >= h.At.Seconds() {
+				used[k], at = true, time.Duration(e.T*float64(time.Second))
+				break
+			}
+		}
+		h.At = at.Round(time.Millisecond)
+	}
+	slices.SortStableFunc(out.Health, func(a, b sim.HealthEvent) int { return cmp.Compare(a.At, b.At) })
+	return &out
+}
+
 // runOnModel runs the trace through `allot sim`'s model with the default
 // policy config: the real side's durations are the same ones divided by K.
 func runOnModel(t *testing.T, spec sim.ClusterSpec, tree *budgets.Tree, tr *sim.Trace, horizon time.Duration, lat fidelityLatencies) []sim.Event {
@@ -753,7 +788,7 @@ func runOnModel(t *testing.T, spec sim.ClusterSpec, tree *budgets.Tree, tr *sim.
 	opts.StopLatency = lat.Stop
 	opts.FinishLatency = lat.Finish
 	opts.PendingStopLatency = lat.Pending
-	opts.HealthLatency = lat.Health
+	opts.HealthLatency = 0 // each health row is at the time it was heard (heardHealth)
 	// The harness's task records its progress when stopped: a resumable job
 	// loses nothing, a job that is not resumable restarts from zero.
 	opts.CheckpointLoss = 0
@@ -886,8 +921,10 @@ func fidelityJob(sp *sim.JobSpec, progressDir string, prefer []string) map[strin
 // runOnNomad replays the trace on the cluster with a fresh allot server and
 // returns the event log, in trace time, cut at horizon, the stopped
 // tasks' exit delays and the unstarted victims' report delays
-// (allocEvents), and allot's reaction (allotReaction).
-func runOnNomad(t *testing.T, c *nomadCluster, tree *budgets.Tree, tr *sim.Trace, horizon time.Duration, progress, evalsOut string) ([]sim.Event, []float64, []float64, time.Duration) {
+// (allocEvents), and allot's reaction (allotReaction); it writes Nomad's
+// evaluations to evalsOut and the health changes its servers heard
+// (watchNodes) to heardOut.
+func runOnNomad(t *testing.T, c *nomadCluster, tree *budgets.Tree, tr *sim.Trace, horizon time.Duration, progress, evalsOut, heardOut string) ([]sim.Event, []float64, []float64, time.Duration) {
 	t.Helper()
 	if err := os.MkdirAll(progress, 0o755); err != nil {
 		t.Fatal(err)
@@ -906,7 +943,12 @@ func runOnNomad(t *testing.T, c *nomadCluster, tree *budgets.Tree, tr *sim.Trace
 	t0 := time.Now()
 	traceAt := func(w time.Time) float64 { return w.Sub(t0).Seconds() * float64(fidelityScale) }
 	add := func(e sim.Event) { mu.Lock(); evs = append(evs, e); mu.Unlock() }
-	stopWatch := watchEligibility(t, c, traceAt, add)
+	var heard []sim.Event
+	hear := func(e sim.Event) { mu.Lock(); heard = append(heard, e); mu.Unlock() }
+	if len(tr.Health) == 0 {
+		hear = nil // no health rows: the servers are asked for eligibility only, as before heardHealth
+	}
+	stopWatch := watchNodes(t, c, traceAt, add, hear)
 	budgetOf := map[string]string{}
 	for _, sp := range tr.Jobs {
 		if sp.MinRuntime > 0 {
@@ -981,6 +1023,9 @@ func runOnNomad(t *testing.T, c *nomadCluster, tree *budgets.Tree, tr *sim.Trace
 	al.Stop()
 	if evalsOut != "" {
 		writeEvals(t, c, evalsOut, traceAt)
+	}
+	if heardOut != "" {
+		writeEvents(t, heardOut, heard)
 	}
 	purgeJobs(t, c, tr)
 	sort.SliceStable(evs, func(i, j int) bool { return evs[i].T < evs[j].T })
@@ -1161,9 +1206,16 @@ func applyTree(t *testing.T, al *allot, tree *budgets.Tree) {
 	}
 }
 
-// watchEligibility polls the nodes' scheduling eligibility and records
-// each change (by the model's node name) until the returned stop is called.
-func watchEligibility(t *testing.T, c *nomadCluster, traceAt func(time.Time) float64, add func(sim.Event)) func() {
+// watchNodes polls the nodes' scheduling eligibility and the health of
+// their GPUs as Nomad's servers hold them, until the returned stop is
+// called. It records each eligibility change (by the model's node name)
+// with add, and each change in a node's count of unhealthy GPUs with heard
+// (an EventHealth, Eligible true when the count fell): when Nomad's
+// scheduler and allot heard of a fault or a repair, which a client reports
+// 5-10 s of wall time after its device plugin does (heardHealth). With
+// heard nil it asks for eligibility only (the node list without
+// resources: a trace with no health rows).
+func watchNodes(t *testing.T, c *nomadCluster, traceAt func(time.Time) float64, add, heard func(sim.Event)) func() {
 	names := map[string]string{}
 	for k, cl := range c.Clients {
 		names[cl.Node] = "gpu-client-" + strconv.Itoa(k)
@@ -1173,18 +1225,48 @@ func watchEligibility(t *testing.T, c *nomadCluster, traceAt func(time.Time) flo
 	go func() {
 		defer close(stopped)
 		last := map[string]string{}
+		bad := map[string]int{}
+		path := "/v1/nodes"
+		if heard != nil {
+			path += "?resources=true"
+		}
 		for {
-			var nodes []struct{ ID, SchedulingEligibility string }
+			var nodes []struct {
+				ID, SchedulingEligibility string
+				NodeResources             *struct {
+					Devices []struct{ Instances []struct{ Healthy bool } }
+				}
+			}
 			at := time.Now()
-			if err := c.Server.Get("/v1/nodes", &nodes); err == nil {
+			if err := c.Server.Get(path, &nodes); err == nil {
 				for _, n := range nodes {
-					if name, ok := names[n.ID]; ok && last[n.ID] != n.SchedulingEligibility {
+					name, ok := names[n.ID]
+					if !ok {
+						continue
+					}
+					if last[n.ID] != n.SchedulingEligibility {
 						if last[n.ID] != "" {
 							el := n.SchedulingEligibility == "eligible"
 							add(sim.Event{T: traceAt(at), Kind: sim.EventNode, Node: name, Eligible: &el})
 						}
 						last[n.ID] = n.SchedulingEligibility
 					}
+					if heard == nil || n.NodeResources == nil {
+						continue
+					}
+					k := 0
+					for _, d := range n.NodeResources.Devices {
+						for _, in := range d.Instances {
+							if !in.Healthy {
+								k++
+							}
+						}
+					}
+					if was, seen := bad[n.ID]; seen && was != k {
+						healthy := k < was
+						heard(sim.Event{T: traceAt(at), Kind: sim.EventHealth, Node: name, Eligible: &healthy})
+					}
+					bad[n.ID] = k
 				}
 			}
 			select {
@@ -1570,6 +1652,38 @@ func TestFidelityAsArrived(t *testing.T) {
 	if got.Jobs[0].Submit != 500*time.Millisecond || got.Jobs[1].Submit != 21250*time.Millisecond || got.Jobs[2].Submit != 3640*time.Second ||
 		got.Health[0].At != 1830*time.Second || got.Jobs[1].GPUs != 4 || tr.Jobs[1].Submit != 0 {
 		t.Errorf("as arrived %+v %+v (the trace's %+v)", got.Jobs, got.Health, tr.Jobs)
+	}
+}
+
+// Each health row moves to the time Nomad's servers heard of it: the
+// first change of its node's unhealthy count the same way at or after its
+// injection, one change per row; a row never heard waits the median
+// latency. No Nomad needed.
+func TestFidelityHeardHealth(t *testing.T) {
+	no, yes := false, true
+	tr := &sim.Trace{Health: []sim.HealthEvent{
+		{At: 30 * time.Minute, Node: "gpu-client-1", GPU: 3},
+		{At: 100 * time.Minute, Node: "gpu-client-1", GPU: 3, Healthy: true},
+		{At: 120 * time.Minute, Node: "gpu-client-2", GPU: 0},
+	}}
+	heard := []sim.Event{
+		{T: 1000, Kind: sim.EventHealth, Node: "gpu-client-1", Eligible: &yes}, // before any row: no row's
+		{T: 2460, Kind: sim.EventHealth, Node: "gpu-client-0", Eligible: &no},  // another node
+		{T: 2520, Kind: sim.EventHealth, Node: "gpu-client-1", Eligible: &no},
+		{T: 6790, Kind: sim.EventHealth, Node: "gpu-client-1", Eligible: &yes},
+	}
+	got := heardHealth(tr, heard, 15*time.Minute)
+	want := []time.Duration{2520 * time.Second, 6790 * time.Second, 135 * time.Minute}
+	for i, h := range got.Health {
+		if h.At != want[i] {
+			t.Errorf("row %d (%s, healthy %v): heard at %v, want %v", i, h.Node, h.Healthy, h.At, want[i])
+		}
+	}
+	if tr.Health[0].At != 30*time.Minute {
+		t.Errorf("the trace itself changed: %+v", tr.Health)
+	}
+	if got := heardHealth(tr, nil, 15*time.Minute); got.Health[1].At != 115*time.Minute {
+		t.Errorf("no heard changes: a repair at %v, want 1h55m (the median latency)", got.Health[1].At)
 	}
 }
 

@@ -86,7 +86,10 @@
 //     trace's health row that long after its time. On a real cluster that
 //     is seconds; at the harness's K = 120 it was 11-19 trace minutes
 //     (runs 16 and 17), during which the model drained at once and Nomad
-//     kept placing on the faulty node.
+//     kept placing on the faulty node. The stagger is drawn afresh for
+//     every change, so the harness now moves each health row to the time
+//     Nomad's servers held it (e2e heardHealth) and runs the model with
+//     no latency of its own.
 //   - A victim preempted before its task ran is reported late
 //     (Options.PendingStopLatency, pendingstop.go; set by the harness, 0
 //     by default): when its client hears of the stop before it would start
