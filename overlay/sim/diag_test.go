@@ -29,7 +29,8 @@ import (
 // and at the end, and the leaves they belong to. With ALLOT_DIAG_LEAF it
 // also logs the GPU-hours that leaf's jobs spent in each band and wait,
 // and its standing every 12 hours. ALLOT_DIAG_TOP=0.02 looks at the
-// slowest 2% instead of 10%. ALLOT_DIAG_JOB=ID logs that job's
+// slowest 2% instead of 10%. ALLOT_DIAG_TRACE=FILE.csv runs that trace
+// (allot sim generate) on NODES nodes instead of generating one. ALLOT_DIAG_JOB=ID logs that job's
 // explanation (band, level, wait, the job it waits for, FreeAt, reason)
 // each time it changes.
 func TestDiagWaits(t *testing.T) {
@@ -58,7 +59,17 @@ func TestDiagWaits(t *testing.T) {
 		t.Fatal(err)
 	}
 	var tr *Trace
-	if kind == "published" {
+	if file := os.Getenv("ALLOT_DIAG_TRACE"); file != "" {
+		f, err := os.Open(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, err = ReadCSV(f, ReadOptions{})
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	} else if kind == "published" {
 		g := DefaultGenConfig()
 		g.Seed, g.Days, g.GPUs, g.Nodes, g.DebugPerDay, g.InteractivePerDay, g.Failures = seed, 10, nodes*8, nodes, 172, 4, 1
 		tr, err = Generate(tree, g)
