@@ -108,6 +108,10 @@ type node struct {
 	// allocations whose task had not started, until their client reports
 	// them done (Options.PendingStopLatency, pendingstop.go).
 	exit, pend heldGPUs
+	// heard holds the GPUs of stopped tasks until their client's report of
+	// the exit reaches the servers (Options.FinishLatency after exit),
+	// pend's until theirs; Nomad's scheduler counts them until then.
+	heard heldGPUs
 }
 
 // heldGPUs are GPUs of a node that no task placed on them may use until

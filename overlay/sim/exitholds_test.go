@@ -57,3 +57,51 @@ func TestExitHolds_BlockedEvalsTakeTheGPUsWhenTheTaskExits(t *testing.T) {
 		}
 	}
 }
+
+// The servers hear of a stopped task's exit as of a finished task's end,
+// Options.FinishLatency after it (its client's report): the replacement on
+// its GPUs starts at the exit, but they stay held in the scheduler's view,
+// and the blocked evals are retried, only once the report is in. Fidelity
+// run 42, reserve: a-small-4's replacement started at 20.30m, and b-dbg-0,
+// which the stop was for, preempted it at 20.41m, 11 trace seconds after
+// the victim's exit; the model, retrying at the exit, preempted it before
+// its start and held b-dbg-0 for the pending-stop latency (started 22.40m
+// against Nomad's 20.66m).
+func TestExitHolds_HeardAFinishLatencyAfterTheExit(t *testing.T) {
+	h := nomadHarness(t, 4)
+	h.s.opts.ExitHolds = true
+	h.s.opts.FinishLatency = 20e9
+	victim := h.submit("victim", 90, 1, 4)
+	h.s.now = 300
+	waiting := h.submit("waiting", 80, 1, 4)
+	h.wantPlaced(waiting, 0)
+	h.s.now = 600
+	h.s.SetPriority(victim, 40)
+	h.s.StopAllocsFor([]int32{h.s.jobs[victim].slots[0]}, StopTimeSlice, waiting)
+	replacement := h.s.jobs[victim].slots[0]
+	exit, heard := int64(600+5), int64(600+5+20)
+	if a := &h.s.allocs[replacement]; a.exitAt != exit || a.heardAt != heard || a.runsAt != exit {
+		t.Fatalf("replacement exitAt %d heardAt %d runsAt %d; want %d, %d, %d", a.exitAt, a.heardAt, a.runsAt, exit, heard, exit)
+	}
+	found := false
+	for _, e := range h.s.heap {
+		found = found || e.kind == evExited && e.t == heard
+		if e.kind == evExited && e.t == exit {
+			t.Fatalf("blocked evals retried at the exit (%d): want them retried when it is heard, %d", exit, heard)
+		}
+	}
+	if !found {
+		t.Fatalf("events %+v: want the blocked evals retried at %d", h.s.heap, heard)
+	}
+	h.s.now = exit
+	if !h.s.exitHeld(replacement) {
+		t.Fatal("at the exit: the replacement's GPUs no longer held; want held until the report")
+	}
+	h.s.now = heard
+	if h.s.exitHeld(replacement) {
+		t.Fatal("once heard: still held")
+	}
+	h.s.wakeAll = true
+	h.s.schedule()
+	h.wantPlaced(waiting, 1)
+}

@@ -41,19 +41,24 @@ func killSec(j *job) int64 {
 // exiting records that the task of allocation a, stopped now for why,
 // holds its GPUs until it exits: Options.StopLatency and its kill_timeout
 // from now, or, preempted before its task started, until its client
-// reports it done (pendingStop).
+// reports it done (pendingStop). The servers hear of an exit
+// Options.FinishLatency after it, as of a finish (node.heard): the blocked
+// evals are retried then.
 func (s *State) exiting(a int32, why StopReason) {
 	if !s.opts.KillTimeout {
 		return
 	}
+	al := &s.allocs[a]
 	if at := s.pendingStop(a, why); at > 0 {
+		s.nodes[al.node].heard.hold(s.now, al.mask, at)
 		s.exitWake(at)
 		return
 	}
-	al := &s.allocs[a]
 	at := s.now + int64(s.opts.StopLatency/time.Second) + killSec(&s.jobs[al.job])
 	s.nodes[al.node].exit.hold(s.now, al.mask, at)
-	s.exitWake(at)
+	heard := at + int64(s.opts.FinishLatency/time.Second)
+	s.nodes[al.node].heard.hold(s.now, al.mask, heard)
+	s.exitWake(heard)
 }
 
 // exitWake retries the blocked evals when a stopped task exits at at
@@ -70,7 +75,7 @@ func (s *State) exitWake(at int64) {
 // task's devices until its client reports it done, so preempting a frees
 // nothing before then.
 func (s *State) exitHeld(a int32) bool {
-	return s.opts.ExitHolds && s.now < s.allocs[a].exitAt
+	return s.opts.ExitHolds && s.now < s.allocs[a].heardAt
 }
 
 // onExiting reports when the stopped tasks still holding any of GPUs mask

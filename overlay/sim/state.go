@@ -128,6 +128,8 @@ type alloc struct {
 	// 0: placed on free GPUs). killtimeout.go.
 	runsAt int64
 	exitAt int64
+	// heardAt is when the servers hear that those tasks exited (node.heard).
+	heardAt int64
 	// preempting: Nomad placed it by preempting the allocations on its
 	// GPUs; until their tasks exit (exitAt) it waits for its victims
 	// (policy.Alloc.WaitsForVictims, pendingstop.go).
@@ -199,9 +201,10 @@ type Options struct {
 	// proposed allocations drop only client-terminal ones), so the victim's
 	// replacement, placed on them in the stop's own plan, cannot be
 	// preempted usefully before then, and the job the stop was for blocks;
-	// the blocked evals are retried when the task exits, by priority, and
-	// the first that fits takes the GPUs (killtimeout.go). Off: the job a
-	// stop was for preempts the replacement at once.
+	// the blocked evals are retried when the servers hear of the exit
+	// (FinishLatency after it, the client's report, as of a finish), by
+	// priority, and the first that fits takes the GPUs (killtimeout.go).
+	// Off: the job a stop was for preempts the replacement at once.
 	ExitHolds bool
 	// StopLatency is how long a stopped allocation's client takes to signal
 	// its task (it hears of the stop, and later reports the task done): the
@@ -212,7 +215,8 @@ type Options struct {
 	// FinishLatency is how long after a task finishes its work Nomad learns
 	// of it (the client reports the task done): the job is done at once, but
 	// the scheduler sees its GPUs free, and places on them, only then
-	// (finishlatency.go). Zero: at once.
+	// (finishlatency.go); with ExitHolds, a stopped task's exit is heard
+	// as late. Zero: at once.
 	FinishLatency time.Duration
 	// PendingStopLatency (with KillTimeout) is how long after Nomad
 	// preempts an allocation whose task has not started its client reports
@@ -884,7 +888,7 @@ func (s *State) startAlloc(i int32, slot int, n int32, mask uint64) {
 	}
 	exit := s.onExiting(n, mask)
 	s.allocs = append(s.allocs, alloc{job: i, node: n, slot: int32(slot), gpus: int16(g), mask: mask,
-		start: s.now, end: -1, preemptAt: pa, preemptedBy: -1, exitAt: exit, runsAt: s.startsAt(exit)})
+		start: s.now, end: -1, preemptAt: pa, preemptedBy: -1, exitAt: exit, runsAt: s.startsAt(exit), heardAt: nd.heard.until(s.now, mask)})
 	s.setHeld(n, nd.held|mask)
 	nd.allocs = append(nd.allocs, a)
 	s.emitPlace(j, a)
