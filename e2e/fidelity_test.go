@@ -134,7 +134,7 @@ func TestFidelity(t *testing.T) {
 			start := time.Now()
 			heardPath := filepath.Join(out, ft.name+".heard.jsonl")
 			real, exits, pending, reaction := runOnNomad(t, c, tree, tr, ft.horizon, filepath.Join(progress, ft.name),
-				filepath.Join(out, ft.name+".evals.jsonl"), heardPath)
+				filepath.Join(out, ft.name+".evals.jsonl"), heardPath, filepath.Join(out, ft.name+".decisions.jsonl"))
 			heard, _ := readRealLog(t, heardPath)
 			wall := time.Since(start)
 			latency, spacing, placedStop := latencies(real)
@@ -922,9 +922,9 @@ func fidelityJob(sp *sim.JobSpec, progressDir string, prefer []string) map[strin
 // returns the event log, in trace time, cut at horizon, the stopped
 // tasks' exit delays and the unstarted victims' report delays
 // (allocEvents), and allot's reaction (allotReaction); it writes Nomad's
-// evaluations to evalsOut and the health changes its servers heard
-// (watchNodes) to heardOut.
-func runOnNomad(t *testing.T, c *nomadCluster, tree *budgets.Tree, tr *sim.Trace, horizon time.Duration, progress, evalsOut, heardOut string) ([]sim.Event, []float64, []float64, time.Duration) {
+// evaluations to evalsOut, the health changes its servers heard
+// (watchNodes) to heardOut and allot's decision log to decisionsOut.
+func runOnNomad(t *testing.T, c *nomadCluster, tree *budgets.Tree, tr *sim.Trace, horizon time.Duration, progress, evalsOut, heardOut, decisionsOut string) ([]sim.Event, []float64, []float64, time.Duration) {
 	t.Helper()
 	if err := os.MkdirAll(progress, 0o755); err != nil {
 		t.Fatal(err)
@@ -1020,6 +1020,9 @@ func runOnNomad(t *testing.T, c *nomadCluster, tree *budgets.Tree, tr *sim.Trace
 	cut := time.Now()
 	exits, pending := allocEvents(t, c, al, tr, traceAt, min(traceAt(cut), horizon.Seconds()), add)
 	reaction := allotReaction(t, c, al, tr)
+	if decisionsOut != "" {
+		writeDecisions(t, c, al, decisionsOut, traceAt)
+	}
 	al.Stop()
 	if evalsOut != "" {
 		writeEvals(t, c, evalsOut, traceAt)
@@ -1097,6 +1100,31 @@ func warmClients(t *testing.T, c *nomadCluster, progress string) {
 // queued-allocs of a blocked eval unblocked, ...), at what priority, and
 // what became of it, so a divergence between the logs can be read against
 // the order Nomad's broker actually served them.
+// writeDecisions writes allot's decision log, in trace time, one JSON
+// object a line (kind, job, allocation, node by the model's name, reason):
+// why each priority, stop and eligibility write was made, which the event
+// logs do not say (a reservation's node turns ineligible with no job named).
+func writeDecisions(t *testing.T, c *nomadCluster, al *allot, path string, traceAt func(time.Time) float64) {
+	t.Helper()
+	names := map[string]string{}
+	for k, cl := range c.Clients {
+		names[cl.Node] = "gpu-client-" + strconv.Itoa(k)
+	}
+	var b bytes.Buffer
+	for _, d := range al.Srv.FSM().Read().Decisions(0) {
+		line, err := json.Marshal(map[string]any{"t": math.Round(traceAt(d.At)*10) / 10, "kind": d.Kind,
+			"job": strings.TrimPrefix(d.JobID, "default/"), "alloc": d.AllocID, "node": names[d.NodeID], "reason": d.Reason})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func writeEvals(t *testing.T, c *nomadCluster, path string, traceAt func(time.Time) float64) {
 	t.Helper()
 	var evals []struct {
