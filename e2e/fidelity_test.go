@@ -949,6 +949,9 @@ func runOnNomad(t *testing.T, c *nomadCluster, tree *budgets.Tree, tr *sim.Trace
 		hear = nil // no health rows: the servers are asked for eligibility only, as before heardHealth
 	}
 	stopWatch := watchNodes(t, c, traceAt, add, hear)
+	if job := os.Getenv("ALLOT_FIDELITY_EXPLAIN"); job != "" {
+		defer watchExplanation(t, al, "default/"+job, traceAt)()
+	}
 	budgetOf := map[string]string{}
 	for _, sp := range tr.Jobs {
 		if sp.MinRuntime > 0 {
@@ -1232,6 +1235,37 @@ func applyTree(t *testing.T, al *allot, tree *budgets.Tree) {
 		Specs: specs, AppliedAt: time.Now().UTC()}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// watchExplanation logs, until the returned stop, each change of allot's
+// queue row for job (its band, priority, explanation and its leaf's
+// served ratio), polled every 200 ms: ALLOT_FIDELITY_EXPLAIN=JOB, a
+// diagnostic, to be read beside the model's explanations of the same job.
+func watchExplanation(t *testing.T, al *allot, job string, traceAt func(time.Time) float64) func() {
+	done, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		last := ""
+		for {
+			if q := al.Srv.FSM().Read().QueueEntry(job); q != nil {
+				served := ""
+				if q.Standing != nil {
+					served = fmt.Sprintf(" (leaf served %v, position %d)", q.Standing.ServedRatio, q.Standing.LeafPosition)
+				}
+				said := fmt.Sprintf("%s %d: %s%s", q.Band, q.Priority, q.Explanation, served)
+				if said != last {
+					t.Logf("%.1fm %s: %s", traceAt(time.Now())/60, job, said)
+					last = said
+				}
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}()
+	return func() { close(done); <-stopped }
 }
 
 // watchNodes polls the nodes' scheduling eligibility and the health of
