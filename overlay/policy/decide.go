@@ -64,8 +64,9 @@ type Decider struct {
 	classNode   csr        // nodes by class
 	nodeClass   []int32    // by node: its class, -1 without GPUs
 	maxGPUs     int        // the most GPUs of a node
-	nodesKept   bool       // classes, nodeClass, classNode, maxGPUs and nodeBase hold for nodesGen
+	nodesKept   bool       // classes, nodeClass, classNode, maxGPUs, nodeBase and nodeGPUs hold for nodesGen
 	nodeBase    []nodeInfo // by node: its record at the start of a decision, from the node alone
+	nodeGPUs    []int32    // by node: its GPUs (Node.GPUs), kept with nodeBase
 	capKept     bool       // this decision's nodes are those of the last: cap's per-node parts hold
 	drainNodes  []int32    // nodes drain may act on, in order: draining, in a drain state, or healthy since a time
 	nodesGen    uint64     // tail.nodesGen they were built for

@@ -103,9 +103,11 @@ func (d *Decider) index() {
 	if !same {
 		d.indexClasses()
 		d.nodeBase = resize(d.nodeBase, len(s.Nodes))
+		d.nodeGPUs = resize(d.nodeGPUs, len(s.Nodes))
 		d.drainNodes = d.drainNodes[:0]
 		for i := range s.Nodes {
 			n := &s.Nodes[i]
+			d.nodeGPUs[i] = int32(n.GPUs)
 			d.nodeBase[i] = nodeInfo{class: d.nodeClass[i], reservedBy: -1, eligible: n.Eligible,
 				draining: !n.Healthy || n.Drain != nil}
 			if d.nodeBase[i].draining || n.State == NodeDraining || n.State == NodeDrained || !n.HealthySince.IsZero() {
@@ -409,13 +411,29 @@ func (d *Decider) buildCapacity() {
 			}
 		}
 	}
-	for i := range d.snap.Nodes {
-		d.cap.usable[i] = false
-		if d.nodeUsable(int32(i)) {
-			d.cap.add(int32(i), d.nodeAvail(int32(i)))
+	// capacity.add for each usable node (nodeUsable, nodeAvail), in one
+	// loop over the decision's node records: a node's model is its class,
+	// and every class has the buckets 0 to maxGPUs (reset).
+	c := &d.cap
+	nodes := d.nodes[:len(d.snap.Nodes)]
+	gpus := d.nodeGPUs[:len(nodes)]
+	usable, avail, slot := c.usable[:len(nodes)], c.avail[:len(nodes)], c.slot[:len(nodes)]
+	hi := int32(d.maxGPUs)
+	for i := range nodes {
+		ni := &nodes[i]
+		if ni.class < 0 || !ni.eligible || ni.draining || ni.reservedBy >= 0 {
+			usable[i] = false
+			continue
 		}
+		a := gpus[i] - ni.held + ni.heldFree
+		usable[i], avail[i] = true, a
+		k := max(0, min(a, hi))
+		c.top[ni.class] = max(c.top[ni.class], k)
+		b := &c.bucket[ni.class][k]
+		slot[i] = int32(len(*b))
+		*b = append(*b, int32(i))
 	}
-	d.cap.undo = d.cap.undo[:0]
+	c.undo = c.undo[:0]
 }
 
 func (d *Decider) nodeUsable(i int32) bool {
