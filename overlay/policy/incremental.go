@@ -97,7 +97,8 @@ type Incremental struct {
 	byRank   []int32  // by rank: the leaf
 	prefix   []int32  // by rank: queued jobs of the leaves before
 	askBuf   []int32  // asks.n, counted down by read
-	inSet    []uint64 // by job slot: read this epoch (bits), to list them in slot order
+	inSet    []uint64 // by job slot: read this epoch (bits), to list them in slot order; zero between reads
+	inWords  []uint64 // by word of inSet: it has a bit set (bits)
 	explBuf  []Explanation
 }
 

@@ -103,12 +103,14 @@ func (x *Incremental) read(h int) {
 	x.mark = resize(x.mark, len(x.jobs))
 	x.rankAt = resize(x.rankAt, len(x.jobs))
 	inc := x.inc[:0]
-	x.inSet = resize(x.inSet, (len(x.jobs)+63)/64)
-	clear(x.inSet)
+	x.inSet = resize(x.inSet, (len(x.jobs)+63)/64) // all zero: each read clears the words it set
+	x.inWords = resize(x.inWords, (len(x.inSet)+63)/64)
+	clear(x.inWords)
 	add := func(s int32) {
 		if x.mark[s] != x.epoch {
 			x.mark[s] = x.epoch
 			x.inSet[s>>6] |= 1 << (s & 63)
+			x.inWords[s>>12] |= 1 << ((s >> 6) & 63)
 		}
 	}
 	addID := func(id string) {
@@ -185,10 +187,16 @@ func (x *Incremental) read(h int) {
 			}
 		}
 	}
-	for w, bits := range x.inSet {
-		for bits != 0 {
-			inc = append(inc, int32(w<<6+bits64.TrailingZeros64(bits)))
-			bits &= bits - 1
+	for v, words := range x.inWords {
+		for words != 0 {
+			w := v<<6 + bits64.TrailingZeros64(words)
+			words &= words - 1
+			bits := x.inSet[w]
+			x.inSet[w] = 0
+			for bits != 0 {
+				inc = append(inc, int32(w<<6+bits64.TrailingZeros64(bits)))
+				bits &= bits - 1
+			}
 		}
 	}
 	x.inc = inc
