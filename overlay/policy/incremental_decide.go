@@ -204,19 +204,20 @@ func (x *Incremental) read(h int) {
 	v := &x.view
 	v.Nodes = x.nodes
 	x.Fill(v)
-	x.tl.jp = x.tl.jp[:0]
-	x.tl.rank, x.tl.leaf, x.tl.managed = x.tl.rank[:0], x.tl.leaf[:0], x.tl.managed[:0]
-	x.tl.wanted, x.tl.allocated = x.tl.wanted[:0], x.tl.allocated[:0]
+	// What the Decider reads of each job read, by view index (filled
+	// through locals: appends to the tail's fields would store each
+	// length back).
+	t := &x.tl
+	jp, leaf, managed := resize(t.jp, len(inc)), resize(t.leaf, len(inc)), resize(t.managed, len(inc))
+	wanted, allocated, rank := resize(t.wanted, len(inc)), resize(t.allocated, len(inc)), resize(t.rank, len(inc))
 	extra := x.extra[:0]
 	for k, s := range inc {
 		x.viewAt[s] = int32(k)
-		x.tl.jp = append(x.tl.jp, &x.jobs[s].Job)
-		x.tl.leaf = append(x.tl.leaf, x.jobs[s].leaf)
-		x.tl.managed = append(x.tl.managed, x.jobs[s].managed)
-		x.tl.wanted = append(x.tl.wanted, x.jobs[s].wanted)
-		x.tl.allocated = append(x.tl.allocated, x.jobs[s].Contract.Allocated)
+		j := &x.jobs[s]
+		jp[k], leaf[k], managed[k] = &j.Job, j.leaf, j.managed
+		wanted[k], allocated[k] = j.wanted, j.Contract.Allocated
 		r := int32(0)
-		if x.jobs[s].kind == kindQueued {
+		if j.kind == kindQueued {
 			r = x.rankAt[s]
 			if r == 0 {
 				r = x.queuedRank(s) // read for a reason other than its rank
@@ -224,8 +225,9 @@ func (x *Incremental) read(h int) {
 			}
 		}
 		x.rankAt[s] = 0
-		x.tl.rank = append(x.tl.rank, r)
+		rank[k] = r
 	}
+	t.jp, t.leaf, t.managed, t.wanted, t.allocated, t.rank = jp, leaf, managed, wanted, allocated, rank
 	// The queued jobs read, in rank order: the top ones, then the others
 	// (all ranked below them).
 	slices.SortFunc(extra, func(a, b int32) int { return int(x.tl.rank[a] - x.tl.rank[b]) })
@@ -235,8 +237,6 @@ func (x *Incremental) read(h int) {
 		x.tl.queuedOrder = append(x.tl.queuedOrder, x.viewAt[s])
 	}
 	x.tl.queuedOrder = append(x.tl.queuedOrder, extra...)
-	x.tl.ap, x.tl.alive, x.tl.gpus = x.tl.ap[:0], x.tl.alive[:0], x.tl.gpus[:0]
-	x.tl.allocJob, x.tl.allocNode = x.tl.allocJob[:0], x.tl.allocNode[:0]
 	x.takeRecs(inc) // the records of the jobs read and of none; tl.outFree
 
 	if x.tl.job == nil { // bound once: a method value is an allocation

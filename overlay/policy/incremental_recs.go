@@ -182,15 +182,18 @@ func (x *Incremental) takeRecs(inc []int32) {
 	l.bits = resize(l.bits, (len(x.allocs)+63)/64)
 	clear(l.bits)
 	l.slot = resize(l.slot, len(x.allocs))
+	n := 0 // records taken
 	for _, s := range inc {
 		for i := l.first(s); i >= 0; i = l.nextOf[i] - 1 {
 			l.bits[i>>6] |= 1 << (i & 63)
 			l.slot[i] = s
+			n++
 		}
 	}
 	for i := l.none - 1; i >= 0; i = l.nextOf[i] - 1 {
 		l.bits[i>>6] |= 1 << (i & 63)
 		l.slot[i] = -1
+		n++
 	}
 	t := &x.tl
 	if len(x.sums) < len(x.jobs) {
@@ -206,6 +209,11 @@ func (x *Incremental) takeRecs(inc []int32) {
 	}
 	t.outFree = resize(t.outFree, len(x.nodes))
 	copy(t.outFree, l.nodeRun)
+	// Filled through locals: appends to the tail's fields would store
+	// each length back.
+	ap, alive, gpus := resize(t.ap, n), resize(t.alive, n), resize(t.gpus, n)
+	allocJob, allocNode := resize(t.allocJob, n), resize(t.allocNode, n)
+	k := 0
 	for w, bits := range l.bits {
 		for bits != 0 {
 			i := int32(w<<6 + bits64.TrailingZeros64(bits))
@@ -222,13 +230,11 @@ func (x *Incremental) takeRecs(inc []int32) {
 				}
 				j = x.viewAt[j] // every job with records read is
 			}
-			t.ap = append(t.ap, &x.recs[i])
-			t.alive = append(t.alive, a.running)
-			t.gpus = append(t.gpus, a.gpus)
-			t.allocJob = append(t.allocJob, j)
-			t.allocNode = append(t.allocNode, n)
+			ap[k], alive[k], gpus[k], allocJob[k], allocNode[k] = &x.recs[i], a.running, a.gpus, j, n
+			k++
 		}
 	}
+	t.ap, t.alive, t.gpus, t.allocJob, t.allocNode = ap, alive, gpus, allocJob, allocNode
 }
 
 // runSum is what Decider.jobState reads of a job's allocation records, as
