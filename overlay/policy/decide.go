@@ -239,39 +239,41 @@ func (c *csr) build(rows, n int, key func(i int) int32) {
 // index buildKeys builds from those items' rows alone.
 func (c *csr) setItems(rows int, items, keys []int32) {
 	c.items = items
-	c.start = resize(c.start, rows+1)
-	clear(c.start)
+	start := resize(c.start, rows+1) // a local: stores through it do not reload c.start
+	clear(start)
 	for _, i := range items {
-		c.start[keys[i]+1]++
+		start[keys[i]+1]++
 	}
 	sum := int32(0) // the running sum in a register, not read back from start
 	for r := 1; r <= rows; r++ {
-		sum += c.start[r]
-		c.start[r] = sum
+		sum += start[r]
+		start[r] = sum
 	}
+	c.start = start
 }
 
 // buildKeys fills the index with item i in row keys[i] (none when -1), as
 // build does with key(i) = keys[i].
 func (c *csr) buildKeys(rows int, keys []int32) {
-	c.start = resize(c.start, rows+1)
-	clear(c.start)
+	start := resize(c.start, rows+1) // locals: stores through them do not reload c's slices
+	clear(start)
 	for _, r := range keys {
 		if r >= 0 {
-			c.start[r]++
+			start[r]++
 		}
 	}
 	sum := int32(0)
 	for r := 0; r < rows; r++ {
-		sum += c.start[r]
-		c.start[r] = sum // the end of row r, moved to its start as its items are placed
+		sum += start[r]
+		start[r] = sum // the end of row r, moved to its start as its items are placed
 	}
-	c.start[rows] = sum
-	c.items = resize(c.items, int(sum))
+	start[rows] = sum
+	items := resize(c.items, int(sum))
 	for i := len(keys) - 1; i >= 0; i-- { // backwards: items keep their order within a row
 		if r := keys[i]; r >= 0 {
-			c.start[r]--
-			c.items[c.start[r]] = int32(i)
+			start[r]--
+			items[start[r]] = int32(i)
 		}
 	}
+	c.start, c.items = start, items
 }
