@@ -157,20 +157,21 @@ func (d *Decider) index() {
 	// places new work there (it starts once the task has exited), so only
 	// live allocations hold GPUs here; keepVictims adds back those of held
 	// victims, which count for the job they made room for alone.
+	nodes, jobs, alive, allocGPUs, allocJob := d.nodes, d.jobs, d.alive, d.allocGPUs, d.allocJob // locals, not reloaded
 	for i, n := range d.allocNode {
-		if n < 0 || !d.alive[i] {
+		if n < 0 || !alive[i] {
 			continue
 		}
-		g := d.allocGPUs[i]
-		d.nodes[n].held += g
-		if j := d.allocJob[i]; j >= 0 && d.jobs[j].state == jsUnallocated {
-			d.nodes[n].heldFree += g
+		g := allocGPUs[i]
+		nodes[n].held += g
+		if j := allocJob[i]; j >= 0 && jobs[j].state == jsUnallocated {
+			nodes[n].heldFree += g
 		}
 	}
 	if d.tl != nil {
 		for n, g := range d.tl.outFree {
-			d.nodes[n].held += g
-			d.nodes[n].heldFree += g
+			nodes[n].held += g
+			nodes[n].heldFree += g
 		}
 	}
 }
