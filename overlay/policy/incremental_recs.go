@@ -182,55 +182,59 @@ func (x *Incremental) takeRecs(inc []int32) {
 	l.bits = resize(l.bits, (len(x.allocs)+63)/64)
 	clear(l.bits)
 	l.slot = resize(l.slot, len(x.allocs))
-	n := 0 // records taken
+	n := 0                                           // records taken
+	marked, slot, nextOf := l.bits, l.slot, l.nextOf // locals: stores through them do not reload l's slices
 	for _, s := range inc {
-		for i := l.first(s); i >= 0; i = l.nextOf[i] - 1 {
-			l.bits[i>>6] |= 1 << (i & 63)
-			l.slot[i] = s
+		for i := l.first(s); i >= 0; i = nextOf[i] - 1 {
+			marked[i>>6] |= 1 << (i & 63)
+			slot[i] = s
 			n++
 		}
 	}
-	for i := l.none - 1; i >= 0; i = l.nextOf[i] - 1 {
-		l.bits[i>>6] |= 1 << (i & 63)
-		l.slot[i] = -1
+	for i := l.none - 1; i >= 0; i = nextOf[i] - 1 {
+		marked[i>>6] |= 1 << (i & 63)
+		slot[i] = -1
 		n++
 	}
 	t := &x.tl
 	if len(x.sums) < len(x.jobs) {
 		x.sums = slices.Grow(x.sums, len(x.jobs)-len(x.sums))[:len(x.jobs)] // new slots: not kept
 	}
-	t.sums = t.sums[:0]
-	for _, s := range inc {
-		k := &x.sums[s] // x.sums does not grow in a decision: the pointers hold
-		if !k.ok {
+	sums := resize(t.sums, len(inc))
+	for k, s := range inc {
+		ks := &x.sums[s] // x.sums does not grow in a decision: the pointers hold
+		if !ks.ok {
 			x.countSum(s)
 		}
-		t.sums = append(t.sums, &k.runSum)
+		sums[k] = &ks.runSum
 	}
-	t.outFree = resize(t.outFree, len(x.nodes))
-	copy(t.outFree, l.nodeRun)
+	t.sums = sums
+	outFree := resize(t.outFree, len(x.nodes))
+	copy(outFree, l.nodeRun)
+	t.outFree = outFree
 	// Filled through locals: appends to the tail's fields would store
 	// each length back.
 	ap, alive, gpus := resize(t.ap, n), resize(t.alive, n), resize(t.gpus, n)
 	allocJob, allocNode := resize(t.allocJob, n), resize(t.allocNode, n)
 	k := 0
-	for w, bits := range l.bits {
+	allocs, recs, viewAt, era := x.allocs, x.recs, x.viewAt, x.nodeEra
+	for w, bits := range marked {
 		for bits != 0 {
 			i := int32(w<<6 + bits64.TrailingZeros64(bits))
 			bits &= bits - 1
-			a := &x.allocs[i]
+			a := &allocs[i]
 			n := a.node // allocNodeIndex's cached index, checked here without a call
-			if n < 0 || a.nodeEra != x.nodeEra {
+			if n < 0 || a.nodeEra != era {
 				n = x.allocNodeIndex(i)
 			}
-			j := l.slot[i]
+			j := slot[i]
 			if j >= 0 {
 				if a.running && n >= 0 {
-					t.outFree[n] -= a.gpus // read: not left out
+					outFree[n] -= a.gpus // read: not left out
 				}
-				j = x.viewAt[j] // every job with records read is
+				j = viewAt[j] // every job with records read is
 			}
-			ap[k], alive[k], gpus[k], allocJob[k], allocNode[k] = &x.recs[i], a.running, a.gpus, j, n
+			ap[k], alive[k], gpus[k], allocJob[k], allocNode[k] = &recs[i], a.running, a.gpus, j, n
 			k++
 		}
 	}
