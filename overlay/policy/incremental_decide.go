@@ -60,10 +60,12 @@ func (x *Incremental) orderLeaves(fs *budgets.FairShare) {
 	n := len(x.leaves)
 	x.leafRank = resize(x.leafRank, n)
 	x.byRank = resize(x.byRank, n)
-	for i := range x.byRank {
-		x.byRank[i] = int32(i)
+	if !x.byPosition(fs) {
+		for i := range x.byRank {
+			x.byRank[i] = int32(i)
+		}
+		slices.SortFunc(x.byRank, func(a, b int32) int { return fs.Position(int(a)) - fs.Position(int(b)) })
 	}
-	slices.SortFunc(x.byRank, func(a, b int32) int { return fs.Position(int(a)) - fs.Position(int(b)) })
 	x.prefix = resize(x.prefix, n+1)
 	x.prefix[0] = 0
 	for r, l := range x.byRank {
@@ -71,6 +73,25 @@ func (x *Incremental) orderLeaves(fs *budgets.FairShare) {
 		x.prefix[r+1] = x.prefix[r] + int32(len(x.leaves[l]))
 	}
 	x.tl.queued = x.prefix[n]
+}
+
+// byPosition puts each leaf at its fair-share position in byRank, the
+// order sorting by position gives, when the positions are 0 to n-1 once
+// each (as ComputeFairShare numbers a tree's leaves); it reports false,
+// byRank undone, when they are not.
+func (x *Incremental) byPosition(fs *budgets.FairShare) bool {
+	byRank := x.byRank
+	for r := range byRank {
+		byRank[r] = -1
+	}
+	for l := range byRank {
+		p := fs.Position(l)
+		if p < 0 || p >= len(byRank) || byRank[p] >= 0 {
+			return false
+		}
+		byRank[p] = int32(l)
+	}
+	return true
 }
 
 // firstBottomRank is the rank of the first leaf whose deep queued jobs sit
