@@ -157,15 +157,20 @@ func (d *Decider) index() {
 	// places new work there (it starts once the task has exited), so only
 	// live allocations hold GPUs here; keepVictims adds back those of held
 	// victims, which count for the job they made room for alone.
-	nodes, jobs, alive, allocGPUs, allocJob := d.nodes, d.jobs, d.alive, d.allocGPUs, d.allocJob // locals, not reloaded
-	for i, n := range d.allocNode {
-		if n < 0 || !alive[i] {
+	nodes, jobs, alive, allocGPUs, allocNode := d.nodes, d.jobs, d.alive, d.allocGPUs, d.allocNode // locals, not reloaded
+	for i, n := range allocNode {
+		if n >= 0 && alive[i] {
+			nodes[n].held += allocGPUs[i]
+		}
+	}
+	for j := range jobs { // of which by unallocated jobs: by job, as they are few
+		if jobs[j].state != jsUnallocated {
 			continue
 		}
-		g := allocGPUs[i]
-		nodes[n].held += g
-		if j := allocJob[i]; j >= 0 && jobs[j].state == jsUnallocated {
-			nodes[n].heldFree += g
+		for _, i := range d.jobAllocs.row(int32(j)) {
+			if n := allocNode[i]; n >= 0 && alive[i] {
+				nodes[n].heldFree += allocGPUs[i]
+			}
 		}
 	}
 	if d.tl != nil {
