@@ -172,7 +172,8 @@ func (x *Incremental) adopt(s int32) {
 
 // takeRecs puts in tl the live records read takes, in index order: those
 // of the job slots in inc (the jobs read) and those of no slot, with their
-// jobs' indexes in the view (the slot's viewAt) and their nodes' indexes.
+// jobs' indexes in the view (the slot's viewAt) and their nodes' indexes,
+// and indexes them by job (tl.jobAllocs).
 // It fills tl.outFree, by node, with the GPUs of the running records of
 // the jobs left out: running free work (pinFreeWork), whose live
 // allocations hold GPUs Nomad may preempt, on plain nodes.
@@ -182,21 +183,28 @@ func (x *Incremental) takeRecs(inc []int32) {
 	l.bits = resize(l.bits, (len(x.allocs)+63)/64)
 	clear(l.bits)
 	l.slot = resize(l.slot, len(x.allocs))
+	t := &x.tl
 	n := 0                                           // records taken
 	marked, slot, nextOf := l.bits, l.slot, l.nextOf // locals: stores through them do not reload l's slices
-	for _, s := range inc {
+	start := resize(t.jobAllocs.start, len(inc)+1)   // jobAllocs' rows: job k of inc's records
+	for k, s := range inc {
+		start[k] = int32(n)
 		for i := l.first(s); i >= 0; i = nextOf[i] - 1 {
 			marked[i>>6] |= 1 << (i & 63)
 			slot[i] = s
 			n++
 		}
 	}
+	start[len(inc)] = int32(n)
+	items := resize(t.jobAllocs.items, n)
+	fill := resize(t.fill, len(inc)) // where each row's next item goes
+	copy(fill, start)
+	t.jobAllocs.start, t.jobAllocs.items, t.fill = start, items, fill
 	for i := l.none - 1; i >= 0; i = nextOf[i] - 1 {
 		marked[i>>6] |= 1 << (i & 63)
 		slot[i] = -1
 		n++
 	}
-	t := &x.tl
 	if len(x.sums) < len(x.jobs) {
 		x.sums = slices.Grow(x.sums, len(x.jobs)-len(x.sums))[:len(x.jobs)] // new slots: not kept
 	}
@@ -233,6 +241,8 @@ func (x *Incremental) takeRecs(inc []int32) {
 					outFree[n] -= a.gpus // read: not left out
 				}
 				j = viewAt[j] // every job with records read is
+				items[fill[j]] = int32(k)
+				fill[j]++
 			}
 			ap[k], alive[k], gpus[k], allocJob[k], allocNode[k] = &recs[i], a.running, a.gpus, j, n
 			k++

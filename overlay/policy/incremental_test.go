@@ -121,6 +121,12 @@ func (w *incWorld) decide(t *testing.T, step int) {
 	if w.inc.d.capKept {
 		w.nodesKept++
 	}
+	// takeRecs' index of the records by job is the one buildKeys builds.
+	var fresh csr
+	fresh.buildKeys(len(w.inc.tl.jp), w.inc.tl.allocJob)
+	if tl := &w.inc.tl.jobAllocs; !slices.Equal(tl.start, fresh.start) || !slices.Equal(tl.items, fresh.items) {
+		t.Fatalf("step %d (%v): records by job %v %v, built afresh %v %v", step, w.steps, tl.start, tl.items, fresh.start, fresh.items)
+	}
 	if len(w.inc.d.drainNodes) > 0 {
 		w.drained++
 	}

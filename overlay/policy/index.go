@@ -129,7 +129,13 @@ func (d *Decider) index() {
 	} else {
 		d.indexIDs()
 	}
-	d.jobAllocs.buildKeys(len(d.jp), d.allocJob)
+	if d.tl != nil {
+		// As buildKeys builds it: takeRecs indexed the records by job.
+		d.jobAllocs.start = append(d.jobAllocs.start[:0], d.tl.jobAllocs.start...)
+		d.jobAllocs.items = append(d.jobAllocs.items[:0], d.tl.jobAllocs.items...)
+	} else {
+		d.jobAllocs.buildKeys(len(d.jp), d.allocJob)
+	}
 	d.nodeAlloc.buildKeys(len(s.Nodes), d.allocNode)
 
 	d.alive = resize(d.alive, len(d.ap))

@@ -37,6 +37,11 @@ type tail struct {
 	// Incremental resolves them from its own slots, so index builds no
 	// maps); job and node look an ID up in the snapshot read.
 	allocJob, allocNode []int32
+	// jobAllocs is the index of the allocations read by job, as
+	// Decider.index would build it from allocJob (takeRecs builds it as
+	// it lists them); fill is its scratch.
+	jobAllocs csr
+	fill      []int32
 	// jp and ap are the jobs and allocations read, as the Decider reads
 	// them (pointers into the Incremental's records).
 	jp []*Job
