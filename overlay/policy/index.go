@@ -156,6 +156,7 @@ func (d *Decider) index() {
 	}
 	d.indexLeaves()
 	d.jobs = resize(d.jobs, len(d.jp))
+	clear(d.jobs) // at once, not record by record: jobState sets the fields that do not start at zero
 	for j := range d.jp {
 		d.jobState(int32(j), &d.jobs[j])
 	}
@@ -311,10 +312,11 @@ func wantedAllocs(job *Job) int32 {
 	return n
 }
 
-// jobState classifies one job from its allocations into info (filled in
-// place: the record is large, and this runs for every job read).
+// jobState classifies one job from its allocations into info, a zero
+// record (filled in place: the record is large, and this runs for every
+// job read).
 func (d *Decider) jobState(j int32, info *jobInfo) {
-	*info = jobInfo{leaf: -1, victimFor: -1, heldFor: -1, released: -1, reserved: -1, waitFor: -1}
+	info.leaf, info.victimFor, info.heldFor, info.released, info.reserved, info.waitFor = -1, -1, -1, -1, -1, -1
 	var wanted int32
 	var allocated bool
 	if d.tl != nil {
