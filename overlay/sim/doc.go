@@ -162,6 +162,17 @@
 //     does not make; the reserve trace shows most of them). The fidelity
 //     harness runs its server with one worker (num_schedulers = 1), so it
 //     measures the model without this difference.
+//   - allot's view between a finish and Nomad's placements: a real allot's
+//     pass on a finished task's report reads a view with the task's GPUs
+//     free and the placements Nomad is making on them not there yet; the
+//     model runs the policy once those placements are made (ReactionDelay
+//     after the report). Expected: the real side makes decisions the model
+//     does not, on GPUs already taken: reservations (fidelity run 46,
+//     reserve: 17 on Nomad's side, 4-50 trace seconds after finishes, one
+//     in the model) and a held restart (rule 5e) written up and back down
+//     within a pass or two (8 and 11 such round trips in reserve's and
+//     drain's priority writes); they move reserve's small jobs' start
+//     order (README, "How faithful is the simulator").
 //
 // Further simplifications of the cluster model:
 //   - Binpack: Nomad shuffles the feasible nodes and, for batch jobs, scores
