@@ -49,6 +49,7 @@ func simFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "start-spacing", Local: true, Usage: "time the clients take per task start when starts come together: a start waits this long after the one before it began; 0: starts never queue"},
 		&cli.DurationFlag{Name: "stop-latency", Local: true, Usage: "time from a stop to the client signalling the task, which then exits after its kill_timeout; a task placed on its GPUs starts after that; 0: at once"},
 		&cli.DurationFlag{Name: "finish-latency", Local: true, Usage: "time from a task finishing to Nomad hearing of it (the client reports it done): its GPUs are placed on only then; 0: at once"},
+		&cli.BoolFlag{Name: "pass-on-report", Local: true, Usage: "the policy also runs when Nomad hears a task ended (-finish-latency, -exit-holds), on the view before Nomad's placements on its GPUs, and its writes land after them, as a real allot's event-driven pass does"},
 		&cli.DurationFlag{Name: "health-latency", Local: true, Usage: "time from a trace's health row to Nomad's servers and allot hearing of it (a client re-registers a changed fingerprint 5-10 s later); 0: at once"},
 		&cli.DurationFlag{Name: "pending-stop-latency", Local: true, Usage: "with -kill-timeout: time from Nomad preempting an allocation whose task had not started to its client reporting it done; the preemptor starts, and waits for its victims in allot's view, until then; 0: it exits as a running task does"},
 		&cli.DurationFlag{Name: "checkpoint-loss", Local: true, Value: sim.DefaultOptions().CheckpointLoss, Usage: "most work a resumable job loses when preempted: its run since it last started, up to this (0 or more)"},
@@ -215,6 +216,7 @@ func simInputsFrom(c *cli.Command) (*simInputs, error) {
 	in.opts.EvalOrder = c.Bool("eval-order")
 	in.opts.KillTimeout = c.Bool("kill-timeout")
 	in.opts.ExitHolds = c.Bool("exit-holds")
+	in.opts.PassOnReport = c.Bool("pass-on-report")
 	if in.opts.ExitHolds && !in.opts.KillTimeout {
 		return nil, errExitHolds
 	}

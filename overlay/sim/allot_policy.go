@@ -147,6 +147,11 @@ func (a *Allot) Err() error { return a.err }
 
 // Reconcile implements Policy.
 func (a *Allot) Reconcile(s *State) time.Duration {
+	return a.Commit(s, a.Prepare(s))
+}
+
+// Prepare decides on the state as it is now (Reconcile's first half).
+func (a *Allot) Prepare(s *State) *policy.Plan {
 	now := at(s.now)
 	a.charge(s)
 	a.usage = a.ledger.UsageByLeaf(a.tree, now.Add(-a.cfg.Lookback), now, a.usage)
@@ -157,6 +162,11 @@ func (a *Allot) Reconcile(s *State) time.Duration {
 	if a.verify != nil {
 		a.verify(plan, now)
 	}
+	return plan
+}
+
+// Commit carries a plan from Prepare out on the state as it is now.
+func (a *Allot) Commit(s *State, plan *policy.Plan) time.Duration {
 	failed := a.apply(s, plan)
 	// Reservations, held victims and issued actions travel to the next
 	// decision, as the server's reconcile pass carries them, less what was

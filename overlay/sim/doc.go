@@ -104,6 +104,19 @@
 //     harness now runs its tasks without log collection: 7 such victims
 //     in its first run so, reported 52 s and 1m59s (the medians of two
 //     traces; none on the third) after the preemption.
+//   - allot's pass on a task's end (Options.PassOnReport; on in the
+//     harness, off by default): a real allot hears a client's report of a
+//     finished or stopped task from Nomad's event stream as the scheduler
+//     does, and its pass reads a view with the task's GPUs free and the
+//     placements Nomad is making on them not there yet; its writes land
+//     after them. So at the report the policy decides before the
+//     scheduler places, and its plan is carried out after. Measured
+//     (fidelity run 46, reserve, allot's decision log): 17 reservations on
+//     Nomad's side, 4-50 trace seconds after finishes, against one in the
+//     model, which ran the policy only ReactionDelay after the report;
+//     with the option the model makes 15 on run 47's trace (Nomad 14), and
+//     runs 39-47 replayed agree with Nomad on reserve as Nomad agrees with
+//     itself (tau 0.902 -> 0.930, Nomad's own 0.926).
 //   - A stopped task's GPUs are held until it exits (Options.ExitHolds,
 //     with KillTimeout; on in the harness, off by default): Nomad's
 //     scheduler counts an allocation's devices until its client reports it
@@ -162,17 +175,6 @@
 //     does not make; the reserve trace shows most of them). The fidelity
 //     harness runs its server with one worker (num_schedulers = 1), so it
 //     measures the model without this difference.
-//   - allot's view between a finish and Nomad's placements: a real allot's
-//     pass on a finished task's report reads a view with the task's GPUs
-//     free and the placements Nomad is making on them not there yet; the
-//     model runs the policy once those placements are made (ReactionDelay
-//     after the report). Expected: the real side makes decisions the model
-//     does not, on GPUs already taken: reservations (fidelity run 46,
-//     reserve: 17 on Nomad's side, 4-50 trace seconds after finishes, one
-//     in the model) and a held restart (rule 5e) written up and back down
-//     within a pass or two (8 and 11 such round trips in reserve's and
-//     drain's priority writes); they move reserve's small jobs' start
-//     order (README, "How faithful is the simulator").
 //
 // Further simplifications of the cluster model:
 //   - Binpack: Nomad shuffles the feasible nodes and, for batch jobs, scores

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/allot-sched/allot/budgets"
+	"github.com/allot-sched/allot/overlay/policy"
 )
 
 type evKind uint8
@@ -195,7 +196,7 @@ func (s *State) loop(tr *Trace, p Policy, horizon int64) {
 			s.submit(int32(nextJob), p)
 			nextJob++
 		}
-		runPolicy := false
+		runPolicy, reported := false, false
 		for len(s.heap) > 0 && s.heap[0].t == t {
 			e := s.heap.pop()
 			switch e.kind {
@@ -210,8 +211,10 @@ func (s *State) loop(tr *Trace, p Policy, horizon int64) {
 				}
 			case evReported:
 				s.reported()
+				reported = true
 			case evExited:
 				s.wakeAll = true
+				reported = true
 			case evChanged:
 				s.changed = true
 			case evWake:
@@ -219,6 +222,17 @@ func (s *State) loop(tr *Trace, p Policy, horizon int64) {
 					wakeAt = -1
 					runPolicy = true
 				}
+			}
+		}
+		if sp, ok := p.(reportPolicy); ok && reported && s.opts.PassOnReport {
+			// allot's pass on the report reads the freed GPUs before Nomad's
+			// placements on them; its writes land after them.
+			plan := sp.Prepare(s)
+			s.schedule()
+			s.reconciles++
+			if next := int64(sp.Commit(s, plan) / time.Second); next > t && (wakeAt < 0 || next < wakeAt) {
+				wakeAt = next
+				s.pushEvent(next, evWake, -1, 0)
 			}
 		}
 		s.schedule()
@@ -249,6 +263,13 @@ func (s *State) loop(tr *Trace, p Policy, horizon int64) {
 	s.advance(horizon)
 	s.now = horizon
 	s.closeRun()
+}
+
+// reportPolicy is a policy that decides and carries its plan out in two
+// steps (Allot), for Options.PassOnReport.
+type reportPolicy interface {
+	Prepare(s *State) *policy.Plan
+	Commit(s *State, plan *policy.Plan) time.Duration
 }
 
 // submit registers job i with Nomad at the policy's submit priority.

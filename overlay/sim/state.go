@@ -218,6 +218,17 @@ type Options struct {
 	// (finishlatency.go); with ExitHolds, a stopped task's exit is heard
 	// as late. Zero: at once.
 	FinishLatency time.Duration
+	// PassOnReport runs the policy on a task's end as a real allot does:
+	// allot hears a client's report of a finished (FinishLatency) or
+	// stopped (ExitHolds) task from Nomad's event stream as Nomad's
+	// scheduler does, and its pass reads a view in which the task's GPUs
+	// are free and the placements Nomad is making on them are not yet
+	// there; its writes land after them. So at the report the policy
+	// decides before the scheduler places and its plan is carried out after
+	// (engine.go, reportPolicy), besides its reconcile ReactionDelay later.
+	// Off: the policy runs only ReactionDelay after the report, on the
+	// state with those placements made. On in the fidelity harness.
+	PassOnReport bool
 	// PendingStopLatency (with KillTimeout) is how long after Nomad
 	// preempts an allocation whose task has not started its client reports
 	// it done: the preemptor (and anything placed on its GPUs) starts only
