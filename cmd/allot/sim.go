@@ -220,6 +220,9 @@ func simInputsFrom(c *cli.Command) (*simInputs, error) {
 	if in.opts.ExitHolds && !in.opts.KillTimeout {
 		return nil, errExitHolds
 	}
+	if in.opts.PassOnReport && in.opts.FinishLatency <= 0 && !in.opts.ExitHolds {
+		return nil, usagef("-pass-on-report needs -finish-latency or -exit-holds (the reports of a task's end it runs on)")
+	}
 	in.opts.Horizon = c.Duration("horizon")
 	in.opts.Warmup = c.Duration("warmup")
 	if c.Bool("best-fit") {

@@ -183,3 +183,17 @@ func TestSimExitHoldsNeedsKillTimeout(t *testing.T) {
 		}
 	}
 }
+
+// -pass-on-report runs the policy when Nomad hears of a task's end, which
+// only -finish-latency and -exit-holds model: alone it would do nothing, so
+// it is refused with exit code 2; with -finish-latency it runs.
+func TestSimPassOnReportNeedsReports(t *testing.T) {
+	code, out, errOut := runCLI(t, "sim", "-pass-on-report", "-policies", "allot", "../../examples/sim/scenario.json")
+	if want := "Error: -pass-on-report needs -finish-latency or -exit-holds (the reports of a task's end it runs on)\n"; code != exitUsage || errOut != want || out != "" {
+		t.Errorf("allot sim -pass-on-report: code %d stdout %q stderr %q, want code 2 and %q", code, out, errOut, want)
+	}
+	code, _, errOut = runCLI(t, "sim", "-pass-on-report", "-finish-latency", "30s", "-policies", "allot", "-horizon", "2h", "-warmup", "0", "../../examples/sim/scenario.json")
+	if code != 0 {
+		t.Errorf("allot sim -pass-on-report -finish-latency 30s: code %d, stderr %q", code, errOut)
+	}
+}
