@@ -1130,31 +1130,6 @@ func warmClients(t *testing.T, c *nomadCluster, progress string) {
 // queued-allocs of a blocked eval unblocked, ...), at what priority, and
 // what became of it, so a divergence between the logs can be read against
 // the order Nomad's broker actually served them.
-// writeDecisions writes allot's decision log, in trace time, one JSON
-// object a line (kind, job, allocation, node by the model's name, reason):
-// why each priority, stop and eligibility write was made, which the event
-// logs do not say (a reservation's node turns ineligible with no job named).
-func writeDecisions(t *testing.T, c *nomadCluster, al *allot, path string, traceAt func(time.Time) float64) {
-	t.Helper()
-	names := map[string]string{}
-	for k, cl := range c.Clients {
-		names[cl.Node] = "gpu-client-" + strconv.Itoa(k)
-	}
-	var b bytes.Buffer
-	for _, d := range al.Srv.FSM().Read().Decisions(0) {
-		line, err := json.Marshal(map[string]any{"t": math.Round(traceAt(d.At)*10) / 10, "kind": d.Kind,
-			"job": strings.TrimPrefix(d.JobID, "default/"), "alloc": d.AllocID, "node": names[d.NodeID], "reason": d.Reason})
-		if err != nil {
-			t.Fatal(err)
-		}
-		b.Write(line)
-		b.WriteByte('\n')
-	}
-	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func writeEvals(t *testing.T, c *nomadCluster, path string, traceAt func(time.Time) float64) {
 	t.Helper()
 	var evals []struct {
@@ -1170,13 +1145,38 @@ func writeEvals(t *testing.T, c *nomadCluster, path string, traceAt func(time.Ti
 		return
 	}
 	sort.Slice(evals, func(i, j int) bool { return evals[i].CreateTime < evals[j].CreateTime })
-	var b bytes.Buffer
+	rows := make([]map[string]any, 0, len(evals))
 	for _, e := range evals {
-		line, err := json.Marshal(map[string]any{
+		rows = append(rows, map[string]any{
 			"t": math.Round(traceAt(time.Unix(0, e.CreateTime))*10) / 10, "done": math.Round(traceAt(time.Unix(0, e.ModifyTime))*10) / 10,
 			"id": e.ID[:8], "job": e.JobID, "by": e.TriggeredBy, "priority": e.Priority, "status": e.Status,
 			"desc": e.StatusDescription, "blocked": e.BlockedEval, "previous": e.PreviousEval, "node": e.NodeID,
 			"failed": e.FailedTGAllocs, "queued": e.QueuedAllocations})
+	}
+	writeJSONLines(t, path, rows)
+}
+
+// writeDecisions writes allot's decision log, in trace time, one JSON
+// object a line (kind, job, allocation, node by the model's name, reason):
+// why each priority, stop and eligibility write was made, which the event
+// logs do not say (a reservation's node turns ineligible with no job named).
+func writeDecisions(t *testing.T, c *nomadCluster, al *allot, path string, traceAt func(time.Time) float64) {
+	t.Helper()
+	names := c.modelNames()
+	var rows []map[string]any
+	for _, d := range al.Srv.FSM().Read().Decisions(0) {
+		rows = append(rows, map[string]any{"t": math.Round(traceAt(d.At)*10) / 10, "kind": d.Kind,
+			"job": strings.TrimPrefix(d.JobID, "default/"), "alloc": d.AllocID, "node": names[d.NodeID], "reason": d.Reason})
+	}
+	writeJSONLines(t, path, rows)
+}
+
+// writeJSONLines writes rows to path, one JSON object a line.
+func writeJSONLines(t *testing.T, path string, rows []map[string]any) {
+	t.Helper()
+	var b bytes.Buffer
+	for _, r := range rows {
+		line, err := json.Marshal(r)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1186,6 +1186,16 @@ func writeEvals(t *testing.T, c *nomadCluster, path string, traceAt func(time.Ti
 	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// modelNames maps the clients' node IDs to the model's node names
+// (gpu-client-0, ...).
+func (c *nomadCluster) modelNames() map[string]string {
+	names := map[string]string{}
+	for k, cl := range c.Clients {
+		names[cl.Node] = "gpu-client-" + strconv.Itoa(k)
+	}
+	return names
 }
 
 // allotReaction is allot's reaction in trace time, the model's
@@ -1305,10 +1315,7 @@ func watchExplanation(t *testing.T, al *allot, job string, traceAt func(time.Tim
 // heard nil it asks for eligibility only (the node list without
 // resources: a trace with no health rows).
 func watchNodes(t *testing.T, c *nomadCluster, traceAt func(time.Time) float64, add, heard func(sim.Event)) func() {
-	names := map[string]string{}
-	for k, cl := range c.Clients {
-		names[cl.Node] = "gpu-client-" + strconv.Itoa(k)
-	}
+	names := c.modelNames()
 	done := make(chan struct{})
 	stopped := make(chan struct{})
 	go func() {
@@ -1443,10 +1450,7 @@ func (a *fidelityAlloc) times() (started, ended time.Time) {
 // task does.
 func allocEvents(t *testing.T, c *nomadCluster, al *allot, tr *sim.Trace, traceAt func(time.Time) float64, cut float64, add func(sim.Event)) (exits, pending []float64) {
 	t.Helper()
-	names := map[string]string{}
-	for k, cl := range c.Clients {
-		names[cl.Node] = "gpu-client-" + strconv.Itoa(k)
-	}
+	names := c.modelNames()
 	why := map[string]string{}      // alloc -> the stop reason allot recorded
 	whyAt := map[string]time.Time{} // and when
 	whyFor := map[string]string{}   // and the job it made room for, as the model's log names it
