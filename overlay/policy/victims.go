@@ -1,9 +1,11 @@
 package policy
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -855,7 +857,7 @@ func (d *Decider) pickOnNode(need int32) bool {
 		case x.gpus != y.gpus:
 			return int(y.gpus - x.gpus)
 		}
-		return int(x.job - y.job)
+		return d.firstSubmitted(x.job, y.job)
 	})
 	sc.chosen = sc.chosen[:0]
 	var got int32
@@ -883,6 +885,15 @@ func (d *Decider) pickOnNode(need int32) bool {
 		return false
 	}
 	return true
+}
+
+// firstSubmitted orders two victims otherwise equal by submit time, then
+// ID. Not by their indexes: the snapshot's order is the Incremental's slots
+// in the simulator and the reconcile pass's sort on a real cluster, and a
+// choice between equals must not depend on which one read them.
+func (d *Decider) firstSubmitted(x, y int32) int {
+	a, b := d.jp[x], d.jp[y]
+	return cmp.Or(a.SubmitTime.Compare(b.SubmitTime), strings.Compare(a.ID, b.ID))
 }
 
 // victimScore ranks victim sets; lower is better.

@@ -1,8 +1,8 @@
 package reconcile
 
 import (
+	"cmp"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -68,8 +68,8 @@ func jobKeyOf(namespace, id string) nomad.JobKey {
 // BuildSnapshot converts the view into the policy's Snapshot: GPU nodes in
 // the configured pools, managed jobs Nomad has not finished (Config.Manages:
 // a GPU request, a configured namespace and pool), and their allocations
-// that hold GPUs or finished their work. The output is sorted by ID, so
-// equal views give equal snapshots.
+// that hold GPUs or finished their work. Equal views give equal snapshots,
+// in the order the simulator's model reads the same cluster (snapshotOrder).
 func BuildSnapshot(s *nomad.State, in SnapshotInput) *policy.Snapshot {
 	cfg := in.Policy
 	if cfg == nil {
@@ -79,12 +79,13 @@ func BuildSnapshot(s *nomad.State, in SnapshotInput) *policy.Snapshot {
 	if in.Memory.Carry != nil {
 		in.Memory.Carry.Fill(snap)
 	}
+	names := make(map[string]string, len(s.Nodes))
 	for _, n := range s.Nodes {
 		if pn, ok := policyNode(&n, cfg, in.Memory); ok {
 			snap.Nodes = append(snap.Nodes, pn)
+			names[pn.ID] = n.Name
 		}
 	}
-	sort.Slice(snap.Nodes, func(i, j int) bool { return snap.Nodes[i].ID < snap.Nodes[j].ID })
 	managed := map[nomad.JobKey]string{}
 	// A job whose allocations stopped waits again from the last stop.
 	stopped := map[nomad.JobKey]time.Time{}
@@ -128,8 +129,27 @@ func BuildSnapshot(s *nomad.State, in SnapshotInput) *policy.Snapshot {
 			ClientStatus: a.ClientStatus, DesiredStatus: a.DesiredStatus,
 		})
 	}
-	sort.Slice(snap.Allocs, func(i, j int) bool { return snap.Allocs[i].ID < snap.Allocs[j].ID })
+	snapshotOrder(snap, names)
 	return snap
+}
+
+// snapshotOrder sorts the snapshot as the simulator's model holds the same
+// cluster: nodes by name, jobs by submit time, allocations by placement
+// time, each then by ID. The policy breaks some ties by the order it reads
+// (the first node of equal cost to clear, the first job of equal standing):
+// sorted by Nomad's IDs, random UUIDs, those choices were a coin toss on a
+// real cluster, another in every run of the fidelity harness, where the
+// model, reading in its own order, always made the same one.
+func snapshotOrder(snap *policy.Snapshot, names map[string]string) {
+	slices.SortFunc(snap.Nodes, func(a, b policy.Node) int {
+		return cmp.Or(cmp.Compare(names[a.ID], names[b.ID]), cmp.Compare(a.ID, b.ID))
+	})
+	slices.SortFunc(snap.Jobs, func(a, b policy.Job) int {
+		return cmp.Or(a.SubmitTime.Compare(b.SubmitTime), cmp.Compare(a.ID, b.ID))
+	})
+	slices.SortFunc(snap.Allocs, func(a, b policy.Alloc) int {
+		return cmp.Or(a.PlacedAt.Compare(b.PlacedAt), cmp.Compare(a.ID, b.ID))
+	})
 }
 
 // stopSpread is how far apart the allocations of one stop of a job may

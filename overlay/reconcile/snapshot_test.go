@@ -184,3 +184,45 @@ func TestJobKeyOf(t *testing.T) {
 }
 
 func key(ns, id string) nomad.JobKey { return nomad.JobKey{Namespace: ns, ID: id} }
+
+// The snapshot is in the simulator's order, not in the order of Nomad's
+// random IDs: nodes by name, jobs by submit time, allocations by placement
+// time (each then by ID), so that the policy's choices between equals do not
+// depend on the UUIDs a cluster happened to draw.
+func TestBuildSnapshotOrder(t *testing.T) {
+	t0 := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	meta := map[string]string{"budget": "lab/a", "min_runtime": "1h"}
+	job := func(id string, at time.Duration) nomad.Job {
+		j := gpuJob("research", id, "gpu", 1, 2, meta)
+		j.SubmitTime = t0.Add(at)
+		return j
+	}
+	alloc := func(id, job, node string, at time.Duration) nomad.Alloc {
+		return nomad.Alloc{ID: id, Job: nomad.JobKey{Namespace: "research", ID: job}, TaskGroup: "g", NodeID: node,
+			DesiredStatus: "run", ClientStatus: "running", GPUs: 2, CreatedAt: t0.Add(at), StartedAt: t0.Add(at)}
+	}
+	node := func(id, name string) nomad.Node {
+		return nomad.Node{ID: id, Name: name, Pool: "gpu", Status: "ready", Eligible: true, GPUs: h100(true, true, true, true)}
+	}
+	s := stateOf(
+		[]nomad.Job{job("j-4", 4*time.Minute), job("j-10", 10*time.Minute), job("j-9", 9*time.Minute), job("j-9b", 9*time.Minute)},
+		[]nomad.Alloc{alloc("ff", "j-4", "0c", time.Minute), alloc("0a", "j-10", "0c", 12*time.Minute),
+			alloc("7b", "j-9", "f1", 11*time.Minute), alloc("7a", "j-9b", "f1", 11*time.Minute)},
+		[]nomad.Node{node("f1", "gpu-client-0"), node("0c", "gpu-client-1"), node("5e", "gpu-client-2")},
+	)
+	snap := BuildSnapshot(s, SnapshotInput{Leaf: func(p string) (bool, bool) { return p == "lab/a", p == "lab/a" }})
+	var nodes, jobs, allocs []string
+	for _, n := range snap.Nodes {
+		nodes = append(nodes, n.ID)
+	}
+	for _, j := range snap.Jobs {
+		jobs = append(jobs, j.ID)
+	}
+	for _, a := range snap.Allocs {
+		allocs = append(allocs, a.ID)
+	}
+	want := [][]string{{"f1", "0c", "5e"}, {"research/j-4", "research/j-9", "research/j-9b", "research/j-10"}, {"ff", "7a", "7b", "0a"}}
+	if diff := cmp.Diff(want, [][]string{nodes, jobs, allocs}); diff != "" {
+		t.Fatalf("snapshot order (-want +got):\n%s", diff)
+	}
+}
