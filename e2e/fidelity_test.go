@@ -816,6 +816,8 @@ func runOnModel(t *testing.T, spec sim.ClusterSpec, tree *budgets.Tree, tr *sim.
 	// allot's pass on a task's end sees the GPUs before Nomad's placements
 	// (run 46: 17 reservations on Nomad's side, 1 in the model without it).
 	opts.PassOnReport = true
+	// allot's periodic pass, in trace time (K x the real side's interval).
+	opts.ReconcileInterval = time.Duration(fidelityScale) * fidelityReconcileInterval
 	// The harness's task records its progress when stopped: a resumable job
 	// loses nothing, a job that is not resumable restarts from zero.
 	opts.CheckpointLoss = 0
@@ -945,6 +947,10 @@ func fidelityJob(sp *sim.JobSpec, progressDir string, prefer []string) map[strin
 	}}
 }
 
+// fidelityReconcileInterval is the real side's allot's periodic pass (wall
+// time), which the model runs K times slower (Options.ReconcileInterval).
+const fidelityReconcileInterval = 2 * time.Second
+
 // runOnNomad replays the trace on the cluster with a fresh allot server and
 // returns the event log, in trace time, cut at horizon, the stopped
 // tasks' exit delays and the unstarted victims' report delays
@@ -957,7 +963,7 @@ func runOnNomad(t *testing.T, c *nomadCluster, tree *budgets.Tree, tr *sim.Trace
 		t.Fatal(err)
 	}
 	warmClients(t, c, progress)
-	opts := allotOptions{Policy: scaledPolicy}
+	opts := allotOptions{Policy: scaledPolicy, ReconcileInterval: fidelityReconcileInterval}
 	if fidelityControl {
 		opts.Parallel = 1 // the plan's writes in its order, as the model applies them
 	}
@@ -1313,11 +1319,15 @@ func watchExplanation(t *testing.T, al *allot, job string, traceAt func(time.Tim
 // scheduler and allot heard of a fault or a repair, which a client reports
 // 5-10 s of wall time after its device plugin does (heardHealth). With
 // heard nil it asks for eligibility only (the node list without
-// resources: a trace with no health rows).
+// resources: a trace with no health rows). A poll that fails or takes
+// longer than a second is counted, and the stop logs the count and the last
+// error: a change it missed is missing from the real side's log.
 func watchNodes(t *testing.T, c *nomadCluster, traceAt func(time.Time) float64, add, heard func(sim.Event)) func() {
 	names := c.modelNames()
 	done := make(chan struct{})
 	stopped := make(chan struct{})
+	var failed, slow int
+	var lastErr error
 	go func() {
 		defer close(stopped)
 		last := map[string]string{}
@@ -1334,7 +1344,13 @@ func watchNodes(t *testing.T, c *nomadCluster, traceAt func(time.Time) float64, 
 				}
 			}
 			at := time.Now()
-			if err := c.Server.Get(path, &nodes); err == nil {
+			err := c.Server.Get(path, &nodes)
+			if time.Since(at) > time.Second {
+				slow++
+			}
+			if err != nil {
+				failed, lastErr = failed+1, err
+			} else {
 				for _, n := range nodes {
 					name, ok := names[n.ID]
 					if !ok {
@@ -1372,7 +1388,13 @@ func watchNodes(t *testing.T, c *nomadCluster, traceAt func(time.Time) float64, 
 			}
 		}
 	}()
-	return func() { close(done); <-stopped }
+	return func() {
+		close(done)
+		<-stopped
+		if failed > 0 || slow > 0 {
+			t.Logf("node polls: %d failed (last: %v), %d took over a second: eligibility and health changes may be missing or late in the real side's log", failed, lastErr, slow)
+		}
+	}
 }
 
 // fidelityAlloc is what the harness reads of an allocation.

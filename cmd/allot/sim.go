@@ -50,6 +50,7 @@ func simFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "stop-latency", Local: true, Usage: "time from a stop to the client signalling the task, which then exits after its kill_timeout; a task placed on its GPUs starts after that; 0: at once"},
 		&cli.DurationFlag{Name: "finish-latency", Local: true, Usage: "time from a task finishing to Nomad hearing of it (the client reports it done): its GPUs are placed on only then; 0: at once"},
 		&cli.BoolFlag{Name: "pass-on-report", Local: true, Usage: "the policy also runs when Nomad hears a task ended (-finish-latency, -exit-holds), on the view before Nomad's placements on its GPUs, and its writes land after them, as a real allot's event-driven pass does"},
+		&cli.DurationFlag{Name: "reconcile-interval", Local: true, Usage: "the policy also runs at most this long after its last pass, as allot's leader does every reconcile interval (the server's default 5s); 0: only on events and when its plan asks"},
 		&cli.DurationFlag{Name: "health-latency", Local: true, Usage: "time from a trace's health row to Nomad's servers and allot hearing of it (a client re-registers a changed fingerprint 5-10 s later); 0: at once"},
 		&cli.DurationFlag{Name: "pending-stop-latency", Local: true, Usage: "with -kill-timeout: time from Nomad preempting an allocation whose task had not started to its client reporting it done; the preemptor starts, and waits for its victims in allot's view, until then; 0: it exits as a running task does"},
 		&cli.DurationFlag{Name: "checkpoint-loss", Local: true, Value: sim.DefaultOptions().CheckpointLoss, Usage: "most work a resumable job loses when preempted: its run since it last started, up to this (0 or more)"},
@@ -151,6 +152,7 @@ func checkSimFlags(c *cli.Command) error {
 		{"stop-latency", "0: a stopped task is signalled at once"},
 		{"finish-latency", "0: Nomad hears of a finished task at once"},
 		{"health-latency", "0: a health change is heard at once"},
+		{"reconcile-interval", "0: no periodic pass"},
 		{"pending-stop-latency", "0: a victim that had not started exits as a running one does"},
 		{"start-spacing", "0: starts never queue"},
 		{"horizon", "0: to the trace's end"},
@@ -217,6 +219,7 @@ func simInputsFrom(c *cli.Command) (*simInputs, error) {
 	in.opts.KillTimeout = c.Bool("kill-timeout")
 	in.opts.ExitHolds = c.Bool("exit-holds")
 	in.opts.PassOnReport = c.Bool("pass-on-report")
+	in.opts.ReconcileInterval = c.Duration("reconcile-interval")
 	if in.opts.ExitHolds && !in.opts.KillTimeout {
 		return nil, errExitHolds
 	}

@@ -230,7 +230,7 @@ func (s *State) loop(tr *Trace, p Policy, horizon int64) {
 			plan := sp.Prepare(s)
 			s.schedule()
 			s.reconciles++
-			if next := int64(sp.Commit(s, plan) / time.Second); next > t && (wakeAt < 0 || next < wakeAt) {
+			if next := s.passWake(t, sp.Commit(s, plan)); next > t && (wakeAt < 0 || next < wakeAt) {
 				wakeAt = next
 				s.pushEvent(next, evWake, -1, 0)
 			}
@@ -242,7 +242,7 @@ func (s *State) loop(tr *Trace, p Policy, horizon int64) {
 			reconcileAt = -1
 			s.changed = false
 			s.reconciles++
-			next := int64(p.Reconcile(s) / time.Second)
+			next := s.passWake(t, p.Reconcile(s))
 			s.schedule()
 			if next > t && (wakeAt < 0 || next < wakeAt) {
 				wakeAt = next
@@ -263,6 +263,17 @@ func (s *State) loop(tr *Trace, p Policy, horizon int64) {
 	s.advance(horizon)
 	s.now = horizon
 	s.closeRun()
+}
+
+// passWake is when the policy runs next after a pass at t whose plan asked
+// to be woken at wake (0: never): no later than Options.ReconcileInterval
+// after t.
+func (s *State) passWake(t int64, wake time.Duration) int64 {
+	next := int64(wake / time.Second)
+	if iv := int64(s.opts.ReconcileInterval / time.Second); iv > 0 && (next <= t || next > t+iv) {
+		next = t + iv
+	}
+	return next
 }
 
 // reportPolicy is a policy that decides and carries its plan out in two

@@ -229,6 +229,13 @@ type Options struct {
 	// Off: the policy runs only ReactionDelay after the report, on the
 	// state with those placements made. On in the fidelity harness.
 	PassOnReport bool
+	// ReconcileInterval runs the policy at least this long after its last
+	// pass, as allot's leader runs one every ReconcileInterval (the
+	// server's; 5s by default) besides those events wake: fair-share
+	// standings move with usage between events, and a real allot acts on a
+	// crossing at its next pass, the model at its next event. 0 (default):
+	// the policy runs on events and its own NextWake only.
+	ReconcileInterval time.Duration
 	// PendingStopLatency (with KillTimeout) is how long after Nomad
 	// preempts an allocation whose task has not started its client reports
 	// it done: the preemptor (and anything placed on its GPUs) starts only
