@@ -442,7 +442,7 @@
 // heavy-1024's leaves at >= 95% at 20/20/17 of 22 (main 21/20/18; this
 // rule 18/17/16) but left the example's time slicing at 5,454 GPU hours
 // (seed 1); (b) for victims only from 1 + FairnessMargin: 622 there and
-// 18/19/17. The suite figures are in the README ("What this wave's rules
+// 18/19/17. The suite figures are in docs/policy-suite.md ("What each rule
 // bought").
 //
 // Rule 5h, a first start held (startHeld, restart.go): rule 5e (b) for a
@@ -456,7 +456,7 @@
 // An over-served budget that started its next job on the GPUs of its own
 // job past its window began a new protected window there each time, so it
 // kept GPUs a less served budget could have taken. Figures: startHeld and
-// the README ("Rule 5h").
+// docs/policy-suite.md ("Rule 5h").
 //
 // Rule 5e (c), a restart that would lose its run again: a non-resumable
 // job without a notice whose last run was stopped after R (Job.LastRun:

@@ -54,7 +54,8 @@ func BenchmarkSimAllot1d1024GPUs(b *testing.B) {
 // Alibaba's GPU cluster trace simulator (about 20,000 jobs on 6,500 GPUs):
 // 812 nodes × 8, the example scenario's generator with debug work scaled
 // to the cluster, one day of submissions (21,131 jobs); the run goes on to
-// the last repair. What the README's scale comparison times.
+// the last repair. What the scale comparison of docs/policy-suite.md
+// ("Scale") times.
 func BenchmarkSimAllot1d6496GPUs(b *testing.B) {
 	benchRun(b, newAllotBench(b), 1, 6496)
 }

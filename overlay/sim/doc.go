@@ -31,7 +31,8 @@
 // traces of examples/sim/fidelity on a real Nomad driven by allot and
 // through this model, both writing the event log of Event, and Compare
 // measures them (the README's "How faithful is the simulator" has the
-// figures). What it showed is modelled where it could be:
+// method and the current figures, docs/simulator-fidelity.md the findings
+// and every run's figures). What it showed is modelled where it could be:
 //   - Options.StartLatency: a placed allocation's task runs some time after
 //     the placement (the client's work; 0.6-1.4 s of wall time on the
 //     loaded 2-core machine, which the harness's time compression makes

@@ -184,8 +184,9 @@ type Options struct {
 	// does with allot's one-after-another calls (State.runNew); off, the
 	// evals a decision creates wait for the end of the instant and run by
 	// priority with the blocked ones. On in the fidelity harness; off by
-	// default, since it moves every published figure (README, "How
-	// faithful is the simulator").
+	// default, since it moves every published figure
+	// (docs/simulator-fidelity.md, "Why -eval-order and -kill-timeout are
+	// off by default").
 	EvalOrder bool
 	// KillTimeout models stopped tasks' exit (killtimeout.go): a task exits
 	// StopLatency plus its kill_timeout after its stop, a task placed on
