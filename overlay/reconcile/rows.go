@@ -379,8 +379,8 @@ func opKinds(p *policy.Plan) []string {
 	for range p.Signals {
 		out = append(out, "notice") // a checkpoint signal before a stop (issue 16)
 	}
-	for _, na := range p.NodeActions {
-		switch na.Kind {
+	for _, i := range lastNodeActions(p.NodeActions) {
+		switch p.NodeActions[i].Kind {
 		case policy.NodeReserve, policy.NodeRelease:
 			out = append(out, "reserve")
 		default:

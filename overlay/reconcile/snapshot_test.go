@@ -226,3 +226,30 @@ func TestBuildSnapshotOrder(t *testing.T) {
 		t.Fatalf("snapshot order (-want +got):\n%s", diff)
 	}
 }
+
+// A plan that acts on a node twice (a reservation released and the node
+// reserved for the next job) writes its eligibility once, as the plan
+// leaves it: eligible then ineligible would let Nomad place blocked jobs on
+// it between the two writes.
+func TestOpsFromPlanOneEligibilityWritePerNode(t *testing.T) {
+	at := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	released := policy.Reason{Code: policy.ReasonReservationDone, Job: "research/a"}
+	returned := policy.Reason{Code: policy.ReasonNodeHealthy, At: at}
+	reserved := policy.Reason{Code: policy.ReasonReserved, Job: "research/b", At: at}
+	p := &policy.Plan{NodeActions: []policy.NodeAction{
+		{Node: "n1", Kind: policy.NodeRelease, Reason: released},
+		{Node: "n2", Kind: policy.NodeEligible, Reason: returned},
+		{Node: "n1", Kind: policy.NodeReserve, Reason: reserved},
+	}}
+	want := []nomad.Op{
+		{Kind: nomad.OpEligibility, Node: "n2", Eligible: true, Reason: returned.String()},
+		{Kind: nomad.OpEligibility, Node: "n1", Eligible: false, Reason: released.String() + "; then " + reserved.String()},
+	}
+	if diff := cmp.Diff(want, OpsFromPlan(p)); diff != "" {
+		t.Errorf("OpsFromPlan (-want +got):\n%s", diff)
+	}
+	// The decision log names each op's kind, one per op.
+	if got := opKinds(p); !cmp.Equal(got, []string{"drain", "reserve"}) {
+		t.Errorf("opKinds %v, want [drain reserve]", got)
+	}
+}
