@@ -1300,26 +1300,36 @@ func applyTree(t *testing.T, al *allot, tree *budgets.Tree) {
 // served ratio), polled every 200 ms: ALLOT_FIDELITY_EXPLAIN=JOB, a
 // diagnostic, to be read beside the model's explanations of the same job.
 func watchExplanation(t *testing.T, al *allot, job string, traceAt func(time.Time) float64) func() {
+	last := ""
+	return pollEvery(200*time.Millisecond, func() {
+		q := al.Srv.FSM().Read().QueueEntry(job)
+		if q == nil {
+			return
+		}
+		served := ""
+		if q.Standing != nil {
+			served = fmt.Sprintf(" (leaf served %v, position %d)", q.Standing.ServedRatio, q.Standing.LeafPosition)
+		}
+		said := fmt.Sprintf("%s %d: %s%s", q.Band, q.Priority, q.Explanation, served)
+		if said != last {
+			t.Logf("%.1fm %s: %s", traceAt(time.Now())/60, job, said)
+			last = said
+		}
+	})
+}
+
+// pollEvery calls poll at once and then every d in a goroutine of its own,
+// until the returned stop, which waits for the last call to return.
+func pollEvery(d time.Duration, poll func()) (stop func()) {
 	done, stopped := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(stopped)
-		last := ""
 		for {
-			if q := al.Srv.FSM().Read().QueueEntry(job); q != nil {
-				served := ""
-				if q.Standing != nil {
-					served = fmt.Sprintf(" (leaf served %v, position %d)", q.Standing.ServedRatio, q.Standing.LeafPosition)
-				}
-				said := fmt.Sprintf("%s %d: %s%s", q.Band, q.Priority, q.Explanation, served)
-				if said != last {
-					t.Logf("%.1fm %s: %s", traceAt(time.Now())/60, job, said)
-					last = said
-				}
-			}
+			poll()
 			select {
 			case <-done:
 				return
-			case <-time.After(200 * time.Millisecond):
+			case <-time.After(d):
 			}
 		}
 	}()
@@ -1339,73 +1349,62 @@ func watchExplanation(t *testing.T, al *allot, job string, traceAt func(time.Tim
 // error: a change it missed is missing from the real side's log.
 func watchNodes(t *testing.T, c *nomadCluster, traceAt func(time.Time) float64, add, heard func(sim.Event)) func() {
 	names := c.modelNames()
-	done := make(chan struct{})
-	stopped := make(chan struct{})
 	var failed, slow int
 	var lastErr error
-	go func() {
-		defer close(stopped)
-		last := map[string]string{}
-		bad := map[string]int{}
-		path := "/v1/nodes"
-		if heard != nil {
-			path += "?resources=true"
-		}
-		for {
-			var nodes []struct {
-				ID, SchedulingEligibility string
-				NodeResources             *struct {
-					Devices []struct{ Instances []struct{ Healthy bool } }
-				}
-			}
-			at := time.Now()
-			err := c.Server.Get(path, &nodes)
-			if time.Since(at) > time.Second {
-				slow++
-			}
-			if err != nil {
-				failed, lastErr = failed+1, err
-			} else {
-				for _, n := range nodes {
-					name, ok := names[n.ID]
-					if !ok {
-						continue
-					}
-					if last[n.ID] != n.SchedulingEligibility {
-						if last[n.ID] != "" {
-							el := n.SchedulingEligibility == "eligible"
-							add(sim.Event{T: traceAt(at), Kind: sim.EventNode, Node: name, Eligible: &el})
-						}
-						last[n.ID] = n.SchedulingEligibility
-					}
-					if heard == nil || n.NodeResources == nil {
-						continue
-					}
-					k := 0
-					for _, d := range n.NodeResources.Devices {
-						for _, in := range d.Instances {
-							if !in.Healthy {
-								k++
-							}
-						}
-					}
-					if was, seen := bad[n.ID]; seen && was != k {
-						healthy := k < was
-						heard(sim.Event{T: traceAt(at), Kind: sim.EventHealth, Node: name, Eligible: &healthy})
-					}
-					bad[n.ID] = k
-				}
-			}
-			select {
-			case <-done:
-				return
-			case <-time.After(200 * time.Millisecond):
+	last := map[string]string{}
+	bad := map[string]int{}
+	path := "/v1/nodes"
+	if heard != nil {
+		path += "?resources=true"
+	}
+	stop := pollEvery(200*time.Millisecond, func() {
+		var nodes []struct {
+			ID, SchedulingEligibility string
+			NodeResources             *struct {
+				Devices []struct{ Instances []struct{ Healthy bool } }
 			}
 		}
-	}()
+		at := time.Now()
+		err := c.Server.Get(path, &nodes)
+		if time.Since(at) > time.Second {
+			slow++
+		}
+		if err != nil {
+			failed, lastErr = failed+1, err
+			return
+		}
+		for _, n := range nodes {
+			name, ok := names[n.ID]
+			if !ok {
+				continue
+			}
+			if last[n.ID] != n.SchedulingEligibility {
+				if last[n.ID] != "" {
+					el := n.SchedulingEligibility == "eligible"
+					add(sim.Event{T: traceAt(at), Kind: sim.EventNode, Node: name, Eligible: &el})
+				}
+				last[n.ID] = n.SchedulingEligibility
+			}
+			if heard == nil || n.NodeResources == nil {
+				continue
+			}
+			k := 0
+			for _, d := range n.NodeResources.Devices {
+				for _, in := range d.Instances {
+					if !in.Healthy {
+						k++
+					}
+				}
+			}
+			if was, seen := bad[n.ID]; seen && was != k {
+				healthy := k < was
+				heard(sim.Event{T: traceAt(at), Kind: sim.EventHealth, Node: name, Eligible: &healthy})
+			}
+			bad[n.ID] = k
+		}
+	})
 	return func() {
-		close(done)
-		<-stopped
+		stop()
 		if failed > 0 || slow > 0 {
 			t.Logf("node polls: %d failed (last: %v), %d took over a second: eligibility and health changes may be missing or late in the real side's log", failed, lastErr, slow)
 		}

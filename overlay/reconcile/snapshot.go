@@ -293,16 +293,18 @@ func fillJob(pj *policy.Job, j *nomad.Job, id string, in SnapshotInput) {
 // actions with no placement between them: this one write is what it models. The one write is where the node's last action is, with the
 // reasons of all of them.
 func eligibilityOps(actions []policy.NodeAction) []nomad.Op {
+	why := make(map[string]string, len(actions))
+	for _, na := range actions {
+		if w, ok := why[na.Node]; ok {
+			why[na.Node] = w + "; then " + na.Reason.String()
+		} else {
+			why[na.Node] = na.Reason.String()
+		}
+	}
 	var ops []nomad.Op
 	for _, i := range lastNodeActions(actions) {
 		na := actions[i]
-		var why []string
-		for _, a := range actions[:i+1] {
-			if a.Node == na.Node {
-				why = append(why, a.Reason.String())
-			}
-		}
-		ops = append(ops, nomad.Op{Kind: nomad.OpEligibility, Node: na.Node, Eligible: na.Kind.Eligible(), Reason: strings.Join(why, "; then ")})
+		ops = append(ops, nomad.Op{Kind: nomad.OpEligibility, Node: na.Node, Eligible: na.Kind.Eligible(), Reason: why[na.Node]})
 	}
 	return ops
 }

@@ -169,6 +169,14 @@ func (s *State) loop(tr *Trace, p Policy, horizon int64) {
 	delay := int64(s.opts.ReactionDelay / time.Second)
 	nextJob, nextHealth := 0, 0
 	reconcileAt, wakeAt := int64(-1), int64(-1)
+	// wakeBy has the policy run again at next (a pass's passWake) unless a
+	// wake at or before it is due already.
+	wakeBy := func(t, next int64) {
+		if next > t && (wakeAt < 0 || next < wakeAt) {
+			wakeAt = next
+			s.pushEvent(next, evWake, -1, 0)
+		}
+	}
 	const never = int64(1) << 62
 	var lastProgress int64
 	for {
@@ -230,10 +238,7 @@ func (s *State) loop(tr *Trace, p Policy, horizon int64) {
 			plan := sp.Prepare(s)
 			s.schedule()
 			s.reconciles++
-			if next := s.passWake(t, sp.Commit(s, plan)); next > t && (wakeAt < 0 || next < wakeAt) {
-				wakeAt = next
-				s.pushEvent(next, evWake, -1, 0)
-			}
+			wakeBy(t, s.passWake(t, sp.Commit(s, plan)))
 		}
 		s.schedule()
 		if runPolicy {
@@ -244,10 +249,7 @@ func (s *State) loop(tr *Trace, p Policy, horizon int64) {
 			s.reconciles++
 			next := s.passWake(t, p.Reconcile(s))
 			s.schedule()
-			if next > t && (wakeAt < 0 || next < wakeAt) {
-				wakeAt = next
-				s.pushEvent(next, evWake, -1, 0)
-			}
+			wakeBy(t, next)
 		}
 		if s.changed && reconcileAt < 0 {
 			reconcileAt = t + delay
